@@ -1,0 +1,154 @@
+// Package archtest enforces the import graph of docs/architecture.md as a
+// test, after pebble's internal/lint: dependencies flow one way, HTTP →
+// service → metadata and block-store interfaces → implementations, and
+// third-party engines stay behind the one package that owns them.
+package archtest
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "github.com/coffer-s3/coffer/"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string // non-test imports
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-json=ImportPath,Imports", mod+"...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// rule forbids packages matching from (a prefix of the import path below
+// the module, "" for all) to import anything with one of the given prefixes
+// (full import paths or module-relative ones ending in the package name).
+type rule struct {
+	name   string
+	from   []string
+	forbid []string
+	except []string // importers exempt from the rule
+}
+
+var rules = []rule{
+	{
+		name:   "leaf packages import nothing of ours but s3err",
+		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml"},
+		forbid: []string{mod + "internal/"},
+		except: nil,
+	},
+	{
+		name:   "storage layers never see HTTP or S3 handlers",
+		from:   []string{"internal/meta", "internal/blob", "internal/objects"},
+		forbid: []string{"net/http", mod + "internal/s3api", mod + "internal/server", mod + "internal/cli", mod + "internal/sigv4", mod + "internal/s3xml"},
+	},
+	{
+		name:   "blob stores and meta do not depend on the object service",
+		from:   []string{"internal/meta", "internal/blob"},
+		forbid: []string{mod + "internal/objects", mod + "internal/iam"},
+	},
+	{
+		name:   "the HTTP layer reaches storage only through the object service",
+		from:   []string{"internal/s3api"},
+		forbid: []string{mod + "internal/meta", mod + "internal/blob", "github.com/cockroachdb/pebble"},
+	},
+	{
+		name:   "pebble stays inside meta",
+		from:   []string{""},
+		forbid: []string{"github.com/cockroachdb/pebble"},
+		except: []string{"internal/meta"},
+	},
+	{
+		name:   "the AWS SDK is a test client only (and may back s3blob)",
+		from:   []string{""},
+		forbid: []string{"github.com/aws/aws-sdk-go-v2"},
+		except: []string{"internal/blob/s3blob"},
+	},
+	{
+		name:   "only the CLI and the composition root wire everything",
+		from:   []string{""},
+		forbid: []string{mod + "internal/server", mod + "internal/cli", mod + "internal/config"},
+		except: []string{"cmd/coffer", "internal/cli", "internal/server", "internal/e2e"},
+	},
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if s == p || strings.HasPrefix(s, p+"/") || (strings.HasSuffix(p, "/") && strings.HasPrefix(s, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestImportGraph(t *testing.T) {
+	pkgs := listPackages(t)
+	for _, r := range rules {
+		t.Run(r.name, func(t *testing.T) {
+			for _, p := range pkgs {
+				rel := strings.TrimPrefix(p.ImportPath, mod)
+				if !matchesFrom(rel, r.from) || hasPrefix(rel, r.except) {
+					continue
+				}
+				for _, imp := range p.Imports {
+					if imp == mod+"internal/s3err" {
+						continue
+					}
+					if hasPrefix(imp, r.forbid) && !hasPrefix(strings.TrimPrefix(imp, mod), []string{rel}) {
+						t.Errorf("%s imports %s", rel, imp)
+					}
+				}
+			}
+		})
+	}
+}
+
+func matchesFrom(rel string, from []string) bool {
+	for _, f := range from {
+		if f == "" || rel == f || strings.HasPrefix(rel, f+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRulesMatchSomething(t *testing.T) {
+	// A rule whose from-set matches no package protects nothing; catch
+	// renames that would silently disable it.
+	pkgs := listPackages(t)
+	for _, r := range rules {
+		found := false
+		for _, p := range pkgs {
+			if matchesFrom(strings.TrimPrefix(p.ImportPath, mod), r.from) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("rule %q matches no package", r.name)
+		}
+	}
+}

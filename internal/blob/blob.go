@@ -1,0 +1,48 @@
+// Package blob defines Store, the seam between the object service and the
+// bytes of large objects. Implementations live in subpackages: fsblob (the
+// default, files on a local filesystem), memblob (tests and the memory
+// backend) and, later, s3blob (gateway mode). blobtest holds the
+// conformance suite every implementation passes.
+package blob
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// ErrNotFound is returned by Get when the key does not exist.
+var ErrNotFound = errors.New("blob: not found")
+
+// ErrSize is returned by Put when r yields fewer or more than size bytes.
+// Nothing is stored in that case.
+var ErrSize = errors.New("blob: size mismatch")
+
+// Store is a flat namespace of immutable blobs addressed by key. Keys are
+// made by the object service: printable ASCII, [0-9a-z/._-], at most 200
+// bytes, no leading or trailing slash and no "..". Blobs are written once and
+// never modified; a Put to an existing key may replace it.
+//
+// All methods are safe for concurrent use.
+type Store interface {
+	// Put stores exactly size bytes from r under key. The blob becomes
+	// visible, and durable if the store is configured to sync, only when Put
+	// returns nil. If r yields a different number of bytes, Put returns an
+	// error wrapping ErrSize and stores nothing; if r returns an error, Put
+	// returns it (wrapped) and stores nothing.
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+
+	// Get returns a reader for n bytes at offset off (n < 0 means to the
+	// end). It returns ErrNotFound if key is absent. The caller closes the
+	// reader. Reading past the blob's end yields io.EOF early; callers that
+	// know the size ask only for what exists.
+	Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error)
+
+	// Delete removes key. Deleting an absent key is not an error.
+	Delete(ctx context.Context, key string) error
+
+	// List calls fn for every key with the given prefix, in no particular
+	// order. If fn returns an error, List stops and returns it. Keys written
+	// or deleted during List may or may not be seen. Used by GC and repair.
+	List(ctx context.Context, prefix string, fn func(key string) error) error
+}

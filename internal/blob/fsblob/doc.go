@@ -1,0 +1,79 @@
+// Package fsblob is the default blob.Store: one file per blob under a root
+// directory on a local filesystem.
+//
+// # Layout
+//
+// The blob with key "b/00/abc" is the file <root>/b/00/abc; directories are
+// created as keys need them and never removed. All access goes through an
+// os.Root, so neither a crafted key nor a symbolic link planted in the tree
+// can reach outside the root, and keys are checked against blob.Store's
+// syntax ([0-9a-z/._-], at most 200 bytes, no leading or trailing slash, no
+// "..", no empty or "." segment) before the filesystem is touched. Temporary
+// files live in <root>/.tmp, so keys whose first segment is ".tmp" are
+// refused. Because a key names a file, a key cannot also be a directory on
+// another key's path: with "a" stored, a Put of "a/b" fails, and the other
+// way round. The object service's key scheme never produces such pairs.
+//
+// # Durability protocol
+//
+// Put never exposes a partial blob, whatever happens to the process or the
+// machine:
+//
+//  1. The bytes go to a new file in .tmp with a unique name (O_EXCL), through
+//     a pooled 256 KiB buffer. Exactly size bytes must arrive and the reader
+//     must then report EOF; otherwise the temporary file is removed and Put
+//     fails with blob.ErrSize or the reader's error.
+//  2. With Config.Sync, the file is fsynced, so its data and size are on
+//     stable storage before any name points at it.
+//  3. The file is closed and renamed to its key, replacing any previous blob
+//     atomically: a reader that opened the old file keeps reading the old
+//     bytes, a later one opens the new file, and nobody sees a mix.
+//     Missing parent directories are created and the rename retried.
+//  4. With Config.Sync, the directory that now holds the name is fsynced, so
+//     the rename itself is durable. So is every directory on the key's path
+//     not yet known to be durable: for each one, its parent is fsynced,
+//     because a newly created directory's own entry lives in its parent and
+//     is lost in a crash unless that parent is synced too. A directory is
+//     known durable once this has been done for it and all its ancestors;
+//     the set is kept in memory, so each directory costs the extra syncs
+//     once per process.
+//
+// Only then does Put return nil. Any error removes the temporary file, and
+// an error after the rename removes the blob again, so a failed Put leaves
+// nothing visible; errors are wrapped with %w, so callers can test for
+// syscall.ENOSPC and the like with errors.Is.
+//
+// # Group commit
+//
+// Directory fsyncs are shared. Each directory has a syncer: a Put that needs
+// the directory synced while an fsync of it is already running cannot count
+// on that one (its rename may have come too late), so it queues for the next
+// fsync, which starts as soon as the running one ends and covers everyone
+// who queued meanwhile. Under many concurrent writers into one directory
+// the number of directory fsyncs stays near the number of fsync round
+// trips, not the number of Puts. File fsyncs are per file and cannot be
+// shared.
+//
+// # Crashes
+//
+// A crash can leave files in .tmp: blobs whose Put never returned. The root
+// is used by one process at a time (the server holds the data directory's
+// lock), so every file in .tmp is garbage when Open runs, and Open removes
+// them all. A crash cannot leave a partial file under a key: the name
+// appears only by rename, after the data was written (and, with Sync,
+// synced). Blobs that were renamed into place but whose Put did not return
+// (or whose metadata never committed) are orphans that the object service's
+// GC finds with List.
+//
+// Delete does not fsync: a deletion lost in a crash brings back a blob that
+// no metadata references, which GC removes again.
+//
+// # Reads
+//
+// Get opens the file and returns a [*Reader] over the requested range. The
+// open descriptor pins the blob's contents even if the key is replaced or
+// deleted meanwhile. Reader implements io.WriterTo, handing a plain
+// *os.File (limited to the range) to a destination's ReadFrom, so io.Copy to
+// an http.ResponseWriter or a *net.TCPConn uses sendfile(2) on Linux;
+// [Reader.File] exposes the descriptor for callers that want it directly.
+package fsblob

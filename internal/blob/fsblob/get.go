@@ -1,0 +1,128 @@
+package fsblob
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+)
+
+// Get opens key's file and returns a *Reader over n bytes at off (n < 0
+// means to the end), clamped to the blob's size. See blob.Store.
+func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, fmt.Errorf("get %q: %w", key, err)
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("get %s: negative offset %d", key, off)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	f, err := s.root.Open(key)
+	if isNotExist(err) {
+		return nil, fmt.Errorf("get %s: %w", key, blob.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		// A directory on other keys' paths, not a blob.
+		f.Close()
+		return nil, fmt.Errorf("get %s: %w", key, blob.ErrNotFound)
+	}
+	size := fi.Size()
+	off = min(off, size)
+	if n < 0 || n > size-off {
+		n = size - off
+	}
+	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs}, nil
+}
+
+// Reader reads a byte range of one blob file; Get returns it as an
+// io.ReadCloser. Blobs are immutable and the open file pins the contents,
+// so a Reader sees the blob as it was when Get opened it even if the key is
+// overwritten or deleted meanwhile. A Reader is not safe for concurrent
+// use.
+//
+// Reader implements io.WriterTo: io.Copy(dst, r) hands dst's ReadFrom the
+// *os.File itself, limited to the range, which lets an http.ResponseWriter
+// or *net.TCPConn use sendfile(2). Callers that want the descriptor use
+// File.
+type Reader struct {
+	f    *os.File
+	off  int64      // next byte to read
+	end  int64      // end of the range
+	bufs *sync.Pool // the Store's copy buffers
+}
+
+// Read reads from the range with pread, leaving the file offset alone.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.off >= r.end {
+		return 0, io.EOF
+	}
+	if rem := r.end - r.off; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	n, err := r.f.ReadAt(p, r.off)
+	r.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil // report EOF on the next call, as io.Reader prefers
+	}
+	return n, err
+}
+
+// WriteTo writes the rest of the range to w. If w is an io.ReaderFrom it
+// gets an io.LimitedReader over the *os.File, positioned at the range, so it
+// can use sendfile(2) or copy_file_range(2); otherwise the bytes go through
+// one of the Store's pooled buffers.
+func (r *Reader) WriteTo(w io.Writer) (int64, error) {
+	if r.off >= r.end {
+		return 0, nil
+	}
+	if _, err := r.f.Seek(r.off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	lr := &io.LimitedReader{R: r.f, N: r.end - r.off}
+	var (
+		n   int64
+		err error
+	)
+	if rf, ok := w.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(lr)
+	} else {
+		bufp := r.bufs.Get().(*[]byte)
+		n, err = io.CopyBuffer(w, lr, *bufp)
+		r.bufs.Put(bufp)
+	}
+	r.off += n
+	if err == nil && r.off < r.end {
+		// The file is shorter than when Get measured it: it was
+		// truncated behind the store's back.
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// File returns the open file and the unread part of the range: off is the
+// file offset of the next byte and n the number of bytes left. It is for
+// callers that pass the descriptor to the kernel themselves. The file
+// remains owned by the Reader: do not close it, and do not use it after
+// Close. Its seek offset is unspecified; use pread-style calls or Seek to
+// off first.
+func (r *Reader) File() (f *os.File, off, n int64) {
+	return r.f, r.off, r.end - r.off
+}
+
+// Close closes the file.
+func (r *Reader) Close() error {
+	return r.f.Close()
+}

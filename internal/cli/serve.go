@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/server"
+)
+
+const serveUsage = `Usage: coffer serve [flags]
+
+Runs the S3 server until SIGINT or SIGTERM, then shuts down gracefully.
+Every flag can also be set by an environment variable or in the file named
+by --config; flags win over the environment, which wins over the file.
+Reference: docs/config.md.
+
+Flags:
+`
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	cfg, err := config.Load(args, getenv)
+	if errors.Is(err, config.ErrHelp) {
+		fmt.Fprint(stdout, serveUsage)
+		config.PrintUsage(stdout)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "coffer serve: %v\nRun 'coffer serve -h' for usage.\n", err)
+		return exitUsage
+	}
+	log := newLogger(stderr, cfg.Log)
+	if cfg.File != "" {
+		log.Info("config file read", "path", cfg.File)
+	}
+	s, err := server.New(cfg, log, stdout)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitError
+	}
+	if err := s.Run(ctx); err != nil {
+		log.Error("server failed", "err", err)
+		return exitError
+	}
+	return exitOK
+}

@@ -1,0 +1,123 @@
+// Package config is Coffer's one settings struct and the rules for filling
+// it: Default(), then a TOML file, then COFFER_… environment variables, then
+// command-line flags (Load), and the cross-field checks (Validate).
+//
+// Components own their Config types (objects.Config, s3api.Config,
+// iam.Config) and never import this package; Config composes them. Settings
+// that several components derive from — the storage path, from which the
+// server derives the metadata directory, the blob root and the credentials
+// file — stay plain fields here and are turned into component configs by the
+// composition root (internal/server).
+//
+// The flag set built by newFlagSet is the registry of setting names: the
+// environment variable and the TOML key of every setting are derived from its
+// flag name, and docs/config.md is generated from it.
+package config
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3api"
+)
+
+// Blob store kinds accepted by the blob.kind setting.
+const (
+	BlobFS     = "fs"     // files under <storage-path>/blobs (the default)
+	BlobMemory = "memory" // in memory; data is lost on exit (tests, benchmarks)
+)
+
+// Log formats accepted by the log-format setting.
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
+
+// Config is every setting of a Coffer server. The zero value is not useful;
+// start from Default() or Load.
+type Config struct {
+	// File is the TOML file Load read, "" if none. It is informational.
+	File string
+
+	// StoragePath is the data directory. The server keeps metadata in
+	// <StoragePath>/meta, blobs in <StoragePath>/blobs and generated root
+	// credentials in <StoragePath>/root-credentials.
+	StoragePath string
+
+	// Address is the host:port the S3 API listens on.
+	Address string
+
+	// ShutdownTimeout bounds how long a stopping server waits for requests
+	// in flight before it closes their connections.
+	ShutdownTimeout time.Duration
+
+	// Fsync makes every acknowledged write durable (metadata commits and
+	// blob writes are fsynced). Turning it off is for benchmarks only.
+	Fsync bool
+
+	// Blob selects the block store.
+	Blob Blob
+
+	// Pprof configures the profiling listener.
+	Pprof Pprof
+
+	// Log configures the process log and the access log.
+	Log Log
+
+	// Objects tunes the object service (inline threshold, block size, GC).
+	Objects objects.Config
+
+	// S3 configures the S3 HTTP surface (region, virtual-host domain).
+	S3 s3api.Config
+
+	// Root holds the root credentials. They come only from the environment
+	// (COFFER_ROOT_ACCESS_KEY, COFFER_ROOT_SECRET_KEY), never from flags or
+	// the file: flags show up in ps and files get copied around. When both
+	// are empty the server generates them on first start.
+	Root iam.Config
+}
+
+// Blob selects the block store.
+type Blob struct {
+	Kind string // BlobFS or BlobMemory
+}
+
+// Pprof configures the pprof listener, which is off by default.
+type Pprof struct {
+	Enabled bool
+	Host    string
+	Port    int // 0 picks a free port (tests)
+}
+
+// Log configures logging.
+type Log struct {
+	Level  slog.Level // debug, info, warn or error
+	Format string     // LogText or LogJSON
+
+	// AccessLogSample is the fraction of requests written to the access
+	// log, from 0 (off, the default) to 1 (every request).
+	AccessLogSample float64
+}
+
+// Default returns the built-in settings.
+func Default() Config {
+	return Config{
+		StoragePath:     "./data",
+		Address:         "127.0.0.1:6789",
+		ShutdownTimeout: 30 * time.Second,
+		Fsync:           true,
+		Blob:            Blob{Kind: BlobFS},
+		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
+		Log:             Log{Level: slog.LevelInfo, Format: LogText},
+		Objects: objects.Config{
+			InlineThreshold: 128 << 10,
+			BlockSize:       8 << 20,
+			MaxObjectSize:   5 << 30,
+			GCInterval:      10 * time.Minute,
+			GCGrace:         time.Hour,
+		},
+		S3: s3api.Config{Region: "us-east-1"},
+	}
+}

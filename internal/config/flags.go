@@ -1,0 +1,348 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A setting is one entry of the registry: a flag, from whose name the
+// environment variable and the TOML key are derived.
+type setting struct {
+	name   string // flag name; dots become TOML tables
+	usage  string // one line, lowercase, no final period
+	value  value
+	noFile bool // not settable from the TOML file (the file's own name)
+}
+
+// settings returns the registry bound to the fields of c, in the order the
+// documentation lists them.
+func settings(c *Config) []setting {
+	return []setting{
+		{name: "config", value: &stringValue{&c.File}, noFile: true,
+			usage: "TOML file to read settings from (\"\" for none)"},
+		{name: "storage-path", value: &stringValue{&c.StoragePath},
+			usage: "data directory: metadata, blobs and generated root credentials live under it"},
+		{name: "address", value: &stringValue{&c.Address},
+			usage: "host:port the S3 API listens on"},
+		{name: "region", value: &stringValue{&c.S3.Region},
+			usage: "region the server reports and that request signatures must name"},
+		{name: "domain", value: &stringValue{&c.S3.Domain},
+			usage: "domain suffix for virtual-hosted-style requests (BUCKET.DOMAIN); \"\" serves path-style requests only"},
+		{name: "blob.kind", value: &enumValue{&c.Blob.Kind, []string{BlobFS, BlobMemory}},
+			usage: "block store: fs (files in the blobs directory of storage-path) or memory (lost on exit; tests and benchmarks)"},
+		{name: "fsync", value: &boolValue{&c.Fsync},
+			usage: "fsync every acknowledged write; false is for benchmarks only and loses data on power failure"},
+		{name: "inline-threshold", value: &sizeValue{&c.Objects.InlineThreshold},
+			usage: "objects up to this size are stored inside their metadata record (at most 1MiB and block-size)"},
+		{name: "block-size", value: &sizeValue{&c.Objects.BlockSize},
+			usage: "larger objects are cut into blocks of this size (64KiB to 1GiB)"},
+		{name: "max-object-size", value: &sizeValue{&c.Objects.MaxObjectSize},
+			usage: "largest object a single PUT may store (at most 5TiB)"},
+		{name: "gc-interval", value: &durationValue{p: &c.Objects.GCInterval, zeroDisables: true},
+			usage: "how often background garbage collection runs; 0 disables it"},
+		{name: "gc-grace", value: &durationValue{p: &c.Objects.GCGrace},
+			usage: "garbage collection never removes a blob younger than this"},
+		{name: "shutdown-timeout", value: &durationValue{p: &c.ShutdownTimeout},
+			usage: "on SIGINT/SIGTERM, how long to wait for requests in flight before closing their connections"},
+		{name: "log-level", value: &levelValue{&c.Log.Level},
+			usage: "least severe log level written: debug, info, warn or error"},
+		{name: "log-format", value: &enumValue{&c.Log.Format, []string{LogText, LogJSON}},
+			usage: "log format on stderr: text or json"},
+		{name: "access-log-sample", value: &fractionValue{&c.Log.AccessLogSample},
+			usage: "fraction of requests written to the access log, from 0 (off) to 1 (all)"},
+		{name: "pprof", value: &boolValue{&c.Pprof.Enabled},
+			usage: "serve net/http/pprof on its own listener (pprof-host:pprof-port)"},
+		{name: "pprof-host", value: &stringValue{&c.Pprof.Host},
+			usage: "host the pprof listener binds to; keep it on loopback"},
+		{name: "pprof-port", value: &portValue{&c.Pprof.Port},
+			usage: "port of the pprof listener (0 picks a free port)"},
+	}
+}
+
+// newFlagSet returns the flag set of every setting, bound to c. Its errors
+// are returned, never printed.
+func newFlagSet(name string, c *Config) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	for _, s := range settings(c) {
+		fs.Var(s.value, s.name, s.usage)
+	}
+	return fs
+}
+
+// envName is the environment variable of a flag: COFFER_ followed by the
+// name upper-cased with '-' and '.' replaced by '_'.
+func envName(flagName string) string {
+	return "COFFER_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(flagName))
+}
+
+// Environment variables that are not flags.
+const (
+	EnvRootAccessKey = "COFFER_ROOT_ACCESS_KEY"
+	EnvRootSecretKey = "COFFER_ROOT_SECRET_KEY"
+)
+
+// A value is a flag.Value that also says which TOML types it accepts.
+type value interface {
+	flag.Value
+	// fromTOML converts a value decoded from TOML to the string Set takes,
+	// or reports that its TOML type is wrong.
+	fromTOML(v any) (string, error)
+	// kind names the expected input in usage text and documentation.
+	kind() string
+}
+
+func tomlType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case bool:
+		return "boolean"
+	case []any, []map[string]any:
+		return "array"
+	case map[string]any:
+		return "table"
+	default:
+		return "datetime"
+	}
+}
+
+func wrongType(want string, v any) error {
+	return fmt.Errorf("want %s, got %s", want, tomlType(v))
+}
+
+type stringValue struct{ p *string }
+
+func (v *stringValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+func (v *stringValue) Set(s string) error { *v.p = s; return nil }
+func (v *stringValue) fromTOML(x any) (string, error) {
+	if s, ok := x.(string); ok {
+		return s, nil
+	}
+	return "", wrongType("a string", x)
+}
+func (v *stringValue) kind() string { return "string" }
+
+type enumValue struct {
+	p       *string
+	allowed []string
+}
+
+func (v *enumValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+func (v *enumValue) Set(s string) error {
+	for _, a := range v.allowed {
+		if s == a {
+			*v.p = s
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid value %q: want one of %s", s, strings.Join(v.allowed, ", "))
+}
+func (v *enumValue) fromTOML(x any) (string, error) {
+	if s, ok := x.(string); ok {
+		return s, nil
+	}
+	return "", wrongType("a string", x)
+}
+func (v *enumValue) kind() string { return strings.Join(v.allowed, "|") }
+
+type boolValue struct{ p *bool }
+
+func (v *boolValue) IsBoolFlag() bool { return true }
+func (v *boolValue) String() string {
+	if v.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.p)
+}
+func (v *boolValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("invalid boolean %q: want true or false", s)
+	}
+	*v.p = b
+	return nil
+}
+func (v *boolValue) fromTOML(x any) (string, error) {
+	if b, ok := x.(bool); ok {
+		return strconv.FormatBool(b), nil
+	}
+	return "", wrongType("a boolean", x)
+}
+func (v *boolValue) kind() string { return "bool" }
+
+type portValue struct{ p *int }
+
+func (v *portValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+func (v *portValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || checkPort(n) != nil {
+		return fmt.Errorf("invalid port %q: want 0 to 65535", s)
+	}
+	*v.p = n
+	return nil
+}
+func (v *portValue) fromTOML(x any) (string, error) {
+	if n, ok := x.(int64); ok {
+		return strconv.FormatInt(n, 10), nil
+	}
+	return "", wrongType("an integer", x)
+}
+func (v *portValue) kind() string { return "port" }
+
+type sizeValue struct{ p *int64 }
+
+func (v *sizeValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return formatSize(*v.p)
+}
+func (v *sizeValue) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+func (v *sizeValue) fromTOML(x any) (string, error) {
+	switch x := x.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case string:
+		return x, nil
+	}
+	return "", wrongType(`an integer or a string such as "8MiB"`, x)
+}
+func (v *sizeValue) kind() string { return "size" }
+
+// durationValue holds a non-negative duration. With zeroDisables, "0" is
+// stored as -1, which objects.Config reads as "disabled" (its zero value
+// means "default").
+type durationValue struct {
+	p            *time.Duration
+	zeroDisables bool
+}
+
+func (v *durationValue) String() string {
+	if v.p == nil || *v.p < 0 {
+		return "0s"
+	}
+	return formatDuration(*v.p)
+}
+
+// formatDuration is time.Duration.String without zero trailing units:
+// "10m" rather than "10m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return fmt.Errorf("invalid duration %q: want a non-negative Go duration such as 90s, 10m or 1h30m", s)
+	}
+	if d == 0 && v.zeroDisables {
+		d = -1
+	}
+	*v.p = d
+	return nil
+}
+func (v *durationValue) fromTOML(x any) (string, error) {
+	if s, ok := x.(string); ok {
+		return s, nil
+	}
+	return "", wrongType(`a string such as "10m"`, x)
+}
+func (v *durationValue) kind() string { return "duration" }
+
+// levelNames are the accepted log levels; slog's own parser also takes
+// offsets such as "info+2", which we do not document and so do not accept.
+var levelNames = map[string]slog.Level{
+	"debug": slog.LevelDebug,
+	"info":  slog.LevelInfo,
+	"warn":  slog.LevelWarn,
+	"error": slog.LevelError,
+}
+
+type levelValue struct{ p *slog.Level }
+
+func (v *levelValue) String() string {
+	if v.p == nil {
+		return "info"
+	}
+	return strings.ToLower(v.p.String())
+}
+func (v *levelValue) Set(s string) error {
+	l, ok := levelNames[strings.ToLower(s)]
+	if !ok {
+		return fmt.Errorf("invalid log level %q: want debug, info, warn or error", s)
+	}
+	*v.p = l
+	return nil
+}
+func (v *levelValue) fromTOML(x any) (string, error) {
+	if s, ok := x.(string); ok {
+		return s, nil
+	}
+	return "", wrongType("a string", x)
+}
+func (v *levelValue) kind() string { return "level" }
+
+type fractionValue struct{ p *float64 }
+
+func (v *fractionValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+func (v *fractionValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || checkFraction(f) != nil {
+		return fmt.Errorf("invalid fraction %q: want a number from 0 to 1", s)
+	}
+	*v.p = f
+	return nil
+}
+func (v *fractionValue) fromTOML(x any) (string, error) {
+	switch x := x.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	}
+	return "", wrongType("a number", x)
+}
+func (v *fractionValue) kind() string { return "fraction" }

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// PrintUsage writes the settings, their defaults and environment variables
+// to w, in the format of flag.PrintDefaults.
+func PrintUsage(w io.Writer) {
+	def := Default()
+	for _, s := range settings(&def) {
+		fmt.Fprintf(w, "  -%s %s\n    \t%s\n    \t(default %s; env %s)\n", s.name, s.value.kind(), s.usage, showDefault(s), envName(s.name))
+	}
+	fmt.Fprintf(w, "  Root credentials come only from %s and %s.\n", EnvRootAccessKey, EnvRootSecretKey)
+}
+
+func showDefault(s setting) string {
+	d := s.value.String()
+	if d == "" {
+		return `""`
+	}
+	return d
+}
+
+// tomlKey renders a flag name as it is written in the TOML file.
+func tomlKey(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return "[" + name[:i] + "] " + name[i+1:]
+	}
+	return name
+}
+
+// tomlLiteral renders the current value of s as a TOML value.
+func tomlLiteral(s setting) string {
+	switch s.value.(type) {
+	case *boolValue, *portValue, *fractionValue:
+		return s.value.String()
+	}
+	return strconv.Quote(s.value.String())
+}
+
+// writeMarkdown writes docs/config.md: the reference of every setting,
+// generated from the registry so that it cannot drift from the code.
+func writeMarkdown(w io.Writer) error {
+	def := Default()
+	all := settings(&def)
+	var b strings.Builder
+	b.WriteString(`# Configuration
+
+<!-- Generated from internal/config/flags.go by "go test ./internal/config -update". Do not edit. -->
+
+` + "`coffer serve`" + ` takes its settings from four sources, each overriding the one before:
+
+1. the built-in defaults below;
+2. a TOML file named by ` + "`--config FILE`" + ` or ` + "`COFFER_CONFIG`" + ` (none by default);
+3. environment variables, ` + "`COFFER_`" + ` followed by the flag name upper-cased with ` + "`-`" + ` and ` + "`.`" + ` turned into ` + "`_`" + `;
+4. command-line flags (` + "`--name value`, `--name=value`" + `; ` + "`-name`" + ` works too).
+
+An environment variable set to the empty string counts as unset. In the file,
+every flag name except ` + "`config`" + ` is a key; a dotted name is a key in a table
+(` + "`blob.kind`" + ` is ` + "`kind`" + ` under ` + "`[blob]`" + `). Unknown keys, values of the wrong type and
+out-of-range values are errors that name the flag, variable or file and key;
+the server does not start with a setting it does not understand.
+
+| Flag | Environment | TOML key | Type | Default | Description |
+| --- | --- | --- | --- | --- | --- |
+`)
+	for _, s := range all {
+		key := "`" + tomlKey(s.name) + "`"
+		if s.noFile {
+			key = "—"
+		}
+		fmt.Fprintf(&b, "| `--%s` | `%s` | %s | %s | `%s` | %s |\n",
+			s.name, envName(s.name), key, strings.ReplaceAll(s.value.kind(), "|", `\|`), showDefault(s), strings.ReplaceAll(s.usage, "|", `\|`))
+	}
+	b.WriteString(`
+**Types.** A *size* is a number of bytes with an optional binary unit: ` + "`1048576`, `128KiB`, `8MiB`, `5GiB`" + `
+(units B, KiB, MiB, GiB, TiB, case-insensitive; decimal units such as MB are rejected
+as ambiguous); in the file it may also be a TOML integer. A *duration* is a Go
+duration such as ` + "`90s`, `10m`, `1h30m`" + `, written as a string in the file. A *fraction*
+is a number from 0 to 1. A *port* is 0 to 65535. A *bool* flag is set by its bare
+name (` + "`--pprof`" + `) or ` + "`--pprof=false`" + `; the variable takes ` + "`true`/`false`/`1`/`0`" + `.
+
+**Limits checked at start-up.** ` + "`block-size`" + ` is 64KiB to 1GiB; ` + "`inline-threshold`" + ` is at
+most 1MiB and at most ` + "`block-size`" + `; ` + "`max-object-size`" + ` is at most 5TiB; the pprof
+listener may not share the S3 port; ` + "`region`" + ` is lowercase letters, digits and dashes.
+
+## Root credentials
+
+The root access key and secret are read only from the environment, never from
+flags (which any user can see in ` + "`ps`" + `) or the file:
+
+| Environment | Description |
+| --- | --- |
+| ` + "`" + EnvRootAccessKey + "`" + ` | root access key ID (3 to 128 printable characters, no ` + "`/`, `=`, `,`" + `) |
+| ` + "`" + EnvRootSecretKey + "`" + ` | root secret access key (8 to 128 printable characters) |
+
+Set both or neither. When both are set they are used and nothing is written to
+disk. When neither is set, the server reads ` + "`<storage-path>/root-credentials`" + `; on the
+first start it generates a key pair, writes it there (mode 0600, fsynced) and
+prints it once to standard output. The server refuses to start if that file is
+readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
+
+## Storage layout
+
+| Path | Contents |
+| --- | --- |
+| ` + "`<storage-path>/meta/`" + ` | metadata (Pebble); locked while a server or ` + "`coffer admin gc`" + ` uses it |
+| ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `) |
+| ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
+
+## Example file
+
+The built-in defaults, written as a file:
+
+` + "```toml\n")
+	for _, s := range all {
+		if !s.noFile && !strings.Contains(s.name, ".") {
+			fmt.Fprintf(&b, "%s = %s\n", s.name, tomlLiteral(s))
+		}
+	}
+	var dotted []setting
+	for _, s := range all {
+		if !s.noFile && strings.Contains(s.name, ".") {
+			dotted = append(dotted, s)
+		}
+	}
+	// One [table] header per table, however the registry orders its keys.
+	slices.SortStableFunc(dotted, func(a, b setting) int {
+		return strings.Compare(a.name[:strings.LastIndexByte(a.name, '.')], b.name[:strings.LastIndexByte(b.name, '.')])
+	})
+	table := ""
+	for _, s := range dotted {
+		i := strings.LastIndexByte(s.name, '.')
+		if t := s.name[:i]; t != table {
+			fmt.Fprintf(&b, "\n[%s]\n", t)
+			table = t
+		}
+		fmt.Fprintf(&b, "%s = %s\n", s.name[i+1:], tomlLiteral(s))
+	}
+	b.WriteString("```\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,195 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Limits checked by Validate.
+const (
+	minBlockSize          = 64 << 10 // smaller blocks multiply metadata and per-block overhead
+	maxBlockSize          = 1 << 30  // a block is buffered by some readers; keep it bounded
+	maxInlineThreshold    = 1 << 20  // inline data sits in the metadata record, read on every HEAD
+	maxObjectSizeLimit    = 5 << 40  // S3's largest object
+	minRootAccessKeyLen   = 3
+	maxRootAccessKeyLen   = 128
+	minRootSecretKeyLen   = 8
+	maxRootSecretKeyLen   = 128
+	accessKeyForbiddenSet = "/=,"
+)
+
+// Validate checks every setting and the rules between them, returning all
+// problems found joined into one error, each naming its setting.
+func (c Config) Validate() error {
+	var errs []error
+	add := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, &settingError{name, err})
+		}
+	}
+	if c.StoragePath == "" {
+		add("storage-path", errors.New("must not be empty"))
+	}
+	add("address", checkHostPort(c.Address))
+	if c.ShutdownTimeout < 0 {
+		add("shutdown-timeout", errors.New("must not be negative"))
+	}
+	if c.Blob.Kind != BlobFS && c.Blob.Kind != BlobMemory {
+		add("blob.kind", fmt.Errorf("invalid value %q: want fs or memory", c.Blob.Kind))
+	}
+	add("pprof-port", checkPort(c.Pprof.Port))
+	if c.Pprof.Enabled && c.Pprof.Port != 0 {
+		if _, port, err := net.SplitHostPort(c.Address); err == nil && port == strconv.Itoa(c.Pprof.Port) && sameHost(c.Address, c.Pprof.Host) {
+			add("pprof-port", fmt.Errorf("%d is also the S3 port (address %s)", c.Pprof.Port, c.Address))
+		}
+	}
+	if _, ok := levelNames[strings.ToLower(c.Log.Level.String())]; !ok {
+		add("log-level", fmt.Errorf("invalid log level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	if c.Log.Format != LogText && c.Log.Format != LogJSON {
+		add("log-format", fmt.Errorf("invalid value %q: want text or json", c.Log.Format))
+	}
+	add("access-log-sample", checkFraction(c.Log.AccessLogSample))
+	errs = append(errs, c.validateObjects()...)
+	errs = append(errs, c.validateS3()...)
+	if err := checkRoot(c.Root.RootAccessKey, c.Root.RootSecretKey); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) validateObjects() []error {
+	var errs []error
+	o := c.Objects
+	if o.BlockSize < minBlockSize || o.BlockSize > maxBlockSize {
+		errs = append(errs, &settingError{"block-size", fmt.Errorf("%s is out of range: want %s to %s",
+			formatSize(o.BlockSize), formatSize(minBlockSize), formatSize(maxBlockSize))})
+	}
+	switch {
+	case o.InlineThreshold < 0:
+		errs = append(errs, &settingError{"inline-threshold", errors.New("must not be negative")})
+	case o.InlineThreshold > maxInlineThreshold:
+		errs = append(errs, &settingError{"inline-threshold", fmt.Errorf("%s is larger than the maximum %s",
+			formatSize(o.InlineThreshold), formatSize(maxInlineThreshold))})
+	case o.InlineThreshold > o.BlockSize:
+		errs = append(errs, &settingError{"inline-threshold", fmt.Errorf("%s is larger than block-size %s",
+			formatSize(o.InlineThreshold), formatSize(o.BlockSize))})
+	}
+	if o.MaxObjectSize <= 0 || o.MaxObjectSize > maxObjectSizeLimit {
+		errs = append(errs, &settingError{"max-object-size", fmt.Errorf("%s is out of range: want 1 to %s",
+			formatSize(o.MaxObjectSize), formatSize(maxObjectSizeLimit))})
+	}
+	if o.GCInterval == 0 {
+		// objects.Config reads 0 as "default"; Default() and the flag never
+		// produce it, so a hand-built Config is ambiguous.
+		errs = append(errs, &settingError{"gc-interval", errors.New("must be positive (or negative to disable)")})
+	}
+	if o.GCGrace <= 0 {
+		errs = append(errs, &settingError{"gc-grace", errors.New("must be positive")})
+	}
+	return errs
+}
+
+func (c Config) validateS3() []error {
+	var errs []error
+	if err := checkRegion(c.S3.Region); err != nil {
+		errs = append(errs, &settingError{"region", err})
+	}
+	if d := c.S3.Domain; d != "" {
+		if strings.ContainsAny(d, "/: \t") || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") {
+			errs = append(errs, &settingError{"domain", fmt.Errorf("invalid domain %q: want a host name such as s3.example.com, without scheme or port", d)})
+		}
+	}
+	return errs
+}
+
+// A settingError is a problem with one setting, named by its flag.
+type settingError struct {
+	name string
+	err  error
+}
+
+func (e *settingError) Error() string { return e.name + ": " + e.err.Error() }
+func (e *settingError) Unwrap() error { return e.err }
+
+func checkHostPort(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("invalid address %q: want host:port, e.g. 127.0.0.1:6789 or :6789", addr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || checkPort(n) != nil {
+		return fmt.Errorf("invalid port in address %q: want 0 to 65535", addr)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("invalid host in address %q", addr)
+	}
+	return nil
+}
+
+// sameHost reports whether the host of addr and host would bind the same
+// interface, treating an empty host as every interface.
+func sameHost(addr, host string) bool {
+	h, _, _ := net.SplitHostPort(addr)
+	return h == host || h == "" || host == "" || h == "0.0.0.0" || host == "0.0.0.0" || h == "::" || host == "::"
+}
+
+func checkPort(n int) error {
+	if n < 0 || n > 65535 {
+		return fmt.Errorf("invalid port %d: want 0 to 65535", n)
+	}
+	return nil
+}
+
+func checkFraction(f float64) error {
+	if !(f >= 0 && f <= 1) { // also rejects NaN
+		return fmt.Errorf("invalid fraction %v: want a number from 0 to 1", f)
+	}
+	return nil
+}
+
+// checkRegion accepts AWS-style region names: lowercase letters, digits and
+// dashes, as they appear in the credential scope of a signature.
+func checkRegion(r string) error {
+	if r == "" || len(r) > 64 {
+		return fmt.Errorf("invalid region %q: want 1 to 64 characters", r)
+	}
+	for _, ch := range r {
+		if (ch < 'a' || ch > 'z') && (ch < '0' || ch > '9') && ch != '-' {
+			return fmt.Errorf("invalid region %q: want lowercase letters, digits and dashes", r)
+		}
+	}
+	return nil
+}
+
+// checkRoot validates root credentials from the environment. It never puts
+// a secret into an error message.
+func checkRoot(ak, sk string) error {
+	switch {
+	case ak == "" && sk == "":
+		return nil // generated on first start
+	case ak == "" || sk == "":
+		return fmt.Errorf("%s and %s must be set together (or both left unset to use generated credentials)", EnvRootAccessKey, EnvRootSecretKey)
+	case len(ak) < minRootAccessKeyLen || len(ak) > maxRootAccessKeyLen:
+		return fmt.Errorf("%s: want %d to %d characters, got %d", EnvRootAccessKey, minRootAccessKeyLen, maxRootAccessKeyLen, len(ak))
+	case strings.ContainsAny(ak, accessKeyForbiddenSet) || !printableASCII(ak):
+		return fmt.Errorf("%s: want printable ASCII without spaces, '/', '=' or ','", EnvRootAccessKey)
+	case len(sk) < minRootSecretKeyLen || len(sk) > maxRootSecretKeyLen:
+		return fmt.Errorf("%s: want %d to %d characters, got %d", EnvRootSecretKey, minRootSecretKeyLen, maxRootSecretKeyLen, len(sk))
+	case !printableASCII(sk):
+		return fmt.Errorf("%s: want printable ASCII", EnvRootSecretKey)
+	}
+	return nil
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

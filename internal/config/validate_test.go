@@ -1,0 +1,96 @@
+package config
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		mod     func(c *Config)
+		wantErr string // "" for valid
+	}{
+		{name: "default", mod: func(c *Config) {}},
+		{name: "smallest block", mod: func(c *Config) { c.Objects.BlockSize = 64 << 10; c.Objects.InlineThreshold = 64 << 10 }},
+		{name: "largest block", mod: func(c *Config) { c.Objects.BlockSize = 1 << 30 }},
+		{name: "no inline data", mod: func(c *Config) { c.Objects.InlineThreshold = 0 }},
+		{name: "gc disabled", mod: func(c *Config) { c.Objects.GCInterval = -1 }},
+		{name: "any port", mod: func(c *Config) { c.Address = ":0"; c.Pprof.Enabled = true; c.Pprof.Port = 0 }},
+		{name: "ipv6", mod: func(c *Config) { c.Address = "[::1]:6789" }},
+		{name: "root from env", mod: func(c *Config) { c.Root.RootAccessKey, c.Root.RootSecretKey = "AKIAEXAMPLE", "wJalrXUtnFEMI/K7MDENG" }},
+		{name: "block too small", mod: func(c *Config) { c.Objects.BlockSize = 32 << 10; c.Objects.InlineThreshold = 0 },
+			wantErr: "block-size: 32KiB is out of range: want 64KiB to 1GiB"},
+		{name: "block too large", mod: func(c *Config) { c.Objects.BlockSize = 2 << 30 }, wantErr: "block-size: 2GiB is out of range"},
+		{name: "inline above block", mod: func(c *Config) { c.Objects.BlockSize = 64 << 10 }, wantErr: "inline-threshold: 128KiB is larger than block-size 64KiB"},
+		{name: "inline above max", mod: func(c *Config) { c.Objects.InlineThreshold = 1<<20 + 1 }, wantErr: "inline-threshold: 1048577 is larger than the maximum 1MiB"},
+		{name: "inline negative", mod: func(c *Config) { c.Objects.InlineThreshold = -1 }, wantErr: "inline-threshold: must not be negative"},
+		{name: "max object zero", mod: func(c *Config) { c.Objects.MaxObjectSize = 0 }, wantErr: "max-object-size: 0 is out of range"},
+		{name: "max object huge", mod: func(c *Config) { c.Objects.MaxObjectSize = 6 << 40 }, wantErr: "max-object-size: 6TiB is out of range"},
+		{name: "gc interval zero", mod: func(c *Config) { c.Objects.GCInterval = 0 }, wantErr: "gc-interval: must be positive"},
+		{name: "gc grace zero", mod: func(c *Config) { c.Objects.GCGrace = 0 }, wantErr: "gc-grace: must be positive"},
+		{name: "empty storage path", mod: func(c *Config) { c.StoragePath = "" }, wantErr: "storage-path: must not be empty"},
+		{name: "address without port", mod: func(c *Config) { c.Address = "localhost" }, wantErr: `address: invalid address "localhost"`},
+		{name: "address bad port", mod: func(c *Config) { c.Address = "localhost:http" }, wantErr: "address: invalid port"},
+		{name: "address port range", mod: func(c *Config) { c.Address = ":65536" }, wantErr: "address: invalid port"},
+		{name: "pprof port range", mod: func(c *Config) { c.Pprof.Port = -1 }, wantErr: "pprof-port: invalid port -1"},
+		{name: "pprof on S3 port", mod: func(c *Config) { c.Pprof.Enabled = true; c.Pprof.Port = 6789 }, wantErr: "pprof-port: 6789 is also the S3 port"},
+		{name: "pprof on S3 port disabled", mod: func(c *Config) { c.Pprof.Port = 6789 }},
+		{name: "pprof same port other host", mod: func(c *Config) { c.Pprof.Enabled = true; c.Pprof.Port = 6789; c.Pprof.Host = "127.0.0.2" }},
+		{name: "negative shutdown", mod: func(c *Config) { c.ShutdownTimeout = -1 }, wantErr: "shutdown-timeout: must not be negative"},
+		{name: "blob kind", mod: func(c *Config) { c.Blob.Kind = "s3" }, wantErr: `blob.kind: invalid value "s3"`},
+		{name: "log level", mod: func(c *Config) { c.Log.Level = slog.LevelInfo + 2 }, wantErr: "log-level: invalid log level"},
+		{name: "log format", mod: func(c *Config) { c.Log.Format = "xml" }, wantErr: `log-format: invalid value "xml"`},
+		{name: "sample", mod: func(c *Config) { c.Log.AccessLogSample = 1.5 }, wantErr: "access-log-sample: invalid fraction 1.5"},
+		{name: "region empty", mod: func(c *Config) { c.S3.Region = "" }, wantErr: `region: invalid region ""`},
+		{name: "region upper", mod: func(c *Config) { c.S3.Region = "US-EAST-1" }, wantErr: "region: invalid region"},
+		{name: "domain with scheme", mod: func(c *Config) { c.S3.Domain = "https://s3.example.com" }, wantErr: "domain: invalid domain"},
+		{name: "domain with port", mod: func(c *Config) { c.S3.Domain = "s3.example.com:9000" }, wantErr: "domain: invalid domain"},
+		{name: "root half", mod: func(c *Config) { c.Root.RootSecretKey = "secretsecret" }, wantErr: "must be set together"},
+		{name: "root key short", mod: func(c *Config) { c.Root.RootAccessKey, c.Root.RootSecretKey = "ak", "secretsecret" },
+			wantErr: "COFFER_ROOT_ACCESS_KEY: want 3 to 128 characters"},
+		{name: "root key slash", mod: func(c *Config) { c.Root.RootAccessKey, c.Root.RootSecretKey = "a/k", "secretsecret" },
+			wantErr: "COFFER_ROOT_ACCESS_KEY: want printable ASCII without spaces"},
+		{name: "root secret short", mod: func(c *Config) { c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "short" },
+			wantErr: "COFFER_ROOT_SECRET_KEY: want 8 to 128 characters"},
+		{name: "root secret space", mod: func(c *Config) { c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "secret secret" },
+			wantErr: "COFFER_ROOT_SECRET_KEY: want printable ASCII"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := Default()
+			tc.mod(&c)
+			err := c.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("Validate() = %v, want error containing %q", err, tc.wantErr)
+			}
+			if c.Root.RootSecretKey != "" && strings.Contains(err.Error(), c.Root.RootSecretKey) {
+				t.Errorf("Validate() = %v: the error leaks the secret key", err)
+			}
+		})
+	}
+}
+
+// TestValidateReportsAll checks that Validate lists every problem at once,
+// so an operator fixes a config file in one round.
+func TestValidateReportsAll(t *testing.T) {
+	t.Parallel()
+	c := Default()
+	c.Address = "nope"
+	c.Objects.BlockSize = 1
+	c.Log.Format = "xml"
+	err := c.Validate()
+	for _, want := range []string{"address:", "block-size:", "log-format:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, want)
+		}
+	}
+}

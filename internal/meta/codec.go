@@ -1,0 +1,351 @@
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Records are encoded compactly: one version byte, then fields in a fixed
+// order, integers as (u)varints, strings and byte slices prefixed with their
+// uvarint length. Decoding never trusts a length: every count is bounded by
+// the bytes left, so arbitrary input can neither panic nor make a huge
+// allocation.
+const recordVersion = 1
+
+// errCorrupt is wrapped by every decoding error.
+var errCorrupt = errors.New("meta: corrupt record")
+
+// objectDetail selects how much of an object record decodeObject reads.
+type objectDetail int
+
+const (
+	// objectSummary stops after the checksum and skips the version ID:
+	// what a listing needs.
+	objectSummary objectDetail = iota
+	// objectLayout reads everything but the inline data: what GC needs.
+	objectLayout
+	// objectFull reads everything; Inline aliases the input.
+	objectFull
+)
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendTime encodes t as unix nanoseconds; the zero time encodes as 0.
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.AppendVarint(b, 0)
+	}
+	return binary.AppendVarint(b, t.UnixNano())
+}
+
+func appendMetadata(b []byte, m *Metadata) []byte {
+	b = appendString(b, m.ContentType)
+	b = appendString(b, m.ContentEncoding)
+	b = appendString(b, m.ContentDisposition)
+	b = appendString(b, m.ContentLanguage)
+	b = appendString(b, m.CacheControl)
+	b = appendString(b, m.Expires)
+	b = binary.AppendUvarint(b, uint64(len(m.User)))
+	for k, v := range m.User {
+		b = appendString(b, k)
+		b = appendString(b, v)
+	}
+	return b
+}
+
+func appendChecksum(b []byte, c *Checksum) []byte {
+	b = appendString(b, c.Algorithm)
+	b = appendString(b, c.Value)
+	return appendString(b, c.Type)
+}
+
+func appendBlocks(b []byte, bs []Block) []byte {
+	b = binary.AppendUvarint(b, uint64(len(bs)))
+	for _, x := range bs {
+		b = appendString(b, x.Key)
+		b = binary.AppendVarint(b, x.Size)
+	}
+	return b
+}
+
+// appendObject appends the encoding of o to b.
+func appendObject(b []byte, o *Object) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendUvarint(b, 0) // flags, reserved
+	b = appendString(b, o.VersionID)
+	b = binary.AppendVarint(b, o.Size)
+	b = appendString(b, o.ETag)
+	b = appendTime(b, o.Modified)
+	b = appendChecksum(b, &o.Checksum)
+	// The summary ends here; listings stop decoding at this point.
+	b = appendMetadata(b, &o.Meta)
+	b = binary.AppendUvarint(b, uint64(len(o.PartSizes)))
+	for _, s := range o.PartSizes {
+		b = binary.AppendVarint(b, s)
+	}
+	b = appendBlocks(b, o.Blocks)
+	return appendBytes(b, o.Inline)
+}
+
+// decodeObject decodes an object record up to detail. With objectFull,
+// Inline aliases b.
+func decodeObject(b []byte, detail objectDetail) (Object, error) {
+	var o Object
+	d := decoder{b: b}
+	d.version()
+	d.uvarint() // flags
+	if detail == objectSummary {
+		d.bytes() // listings do not need the version ID: skip the copy
+	} else {
+		o.VersionID = d.string()
+	}
+	o.Size = d.size()
+	o.ETag = d.string()
+	o.Modified = d.time()
+	d.checksum(&o.Checksum)
+	if detail == objectSummary {
+		return o, d.err
+	}
+	d.metadata(&o.Meta)
+	if n := d.count(); n > 0 {
+		o.PartSizes = make([]int64, n)
+		for i := range o.PartSizes {
+			o.PartSizes[i] = d.size()
+		}
+	}
+	o.Blocks = d.blocks()
+	if detail == objectLayout {
+		return o, d.err
+	}
+	if in := d.bytes(); len(in) > 0 {
+		o.Inline = in
+	}
+	return o, d.end()
+}
+
+func appendBucket(b []byte, x *Bucket) []byte {
+	b = append(b, recordVersion)
+	b = appendString(b, x.Region)
+	return appendTime(b, x.Created)
+}
+
+func decodeBucket(name string, b []byte) (Bucket, error) {
+	x := Bucket{Name: name}
+	d := decoder{b: b}
+	d.version()
+	x.Region = d.string()
+	x.Created = d.time()
+	return x, d.end()
+}
+
+func appendUpload(b []byte, u *Upload) []byte {
+	b = append(b, recordVersion)
+	b = appendTime(b, u.Initiated)
+	b = appendMetadata(b, &u.Meta)
+	b = appendString(b, u.ChecksumAlgorithm)
+	return appendString(b, u.ChecksumType)
+}
+
+// decodeUpload decodes an upload record; the names come from its key.
+func decodeUpload(bucket, key, id string, b []byte) (Upload, error) {
+	u := Upload{Bucket: bucket, Key: key, ID: id}
+	d := decoder{b: b}
+	d.version()
+	u.Initiated = d.time()
+	d.metadata(&u.Meta)
+	u.ChecksumAlgorithm = d.string()
+	u.ChecksumType = d.string()
+	return u, d.end()
+}
+
+func appendPart(b []byte, p *Part) []byte {
+	b = append(b, recordVersion)
+	b = binary.AppendVarint(b, p.Size)
+	b = appendString(b, p.ETag)
+	b = appendTime(b, p.Modified)
+	b = appendChecksum(b, &p.Checksum)
+	return appendBlocks(b, p.Blocks)
+}
+
+func decodePart(n int, b []byte) (Part, error) {
+	p := Part{Number: n}
+	d := decoder{b: b}
+	d.version()
+	p.Size = d.size()
+	p.ETag = d.string()
+	p.Modified = d.time()
+	d.checksum(&p.Checksum)
+	p.Blocks = d.blocks()
+	return p, d.end()
+}
+
+func appendGarbage(b []byte, g *Garbage) []byte {
+	b = append(b, recordVersion)
+	b = appendString(b, g.VersionID)
+	return binary.AppendVarint(b, g.Size)
+}
+
+// decodeGarbage decodes a garbage record; time and blob key come from its key.
+func decodeGarbage(t time.Time, blobKey string, b []byte) (Garbage, error) {
+	g := Garbage{Time: t, BlobKey: blobKey}
+	d := decoder{b: b}
+	d.version()
+	g.VersionID = d.string()
+	g.Size = d.size()
+	return g, d.end()
+}
+
+// decoder reads fields in order. The first error sticks; later reads return
+// zero values, so decoding functions check d.err once at the end.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: "+format, append([]any{errCorrupt}, args...)...)
+	}
+	d.b = nil
+}
+
+func (d *decoder) version() {
+	if len(d.b) == 0 {
+		d.fail("empty")
+		return
+	}
+	if d.b[0] != recordVersion {
+		d.fail("unknown version %d", d.b[0])
+		return
+	}
+	d.b = d.b[1:]
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// size reads a non-negative integer.
+func (d *decoder) size() int64 {
+	v := d.varint()
+	if v < 0 {
+		d.fail("negative size %d", v)
+		return 0
+	}
+	return v
+}
+
+// count reads a number of items, each of which takes at least one byte.
+func (d *decoder) count() int {
+	v := d.uvarint()
+	if v > uint64(len(d.b)) {
+		d.fail("count %d exceeds %d bytes left", v, len(d.b))
+		return 0
+	}
+	return int(v)
+}
+
+// bytes reads a length-prefixed byte slice, aliasing the input.
+func (d *decoder) bytes() []byte {
+	n := d.count()
+	if d.err != nil {
+		return nil
+	}
+	s := d.b[:n:n]
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) string() string {
+	s := d.bytes()
+	if len(s) == 0 {
+		return ""
+	}
+	return string(s)
+}
+
+func (d *decoder) time() time.Time {
+	v := d.varint()
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, v).UTC()
+}
+
+func (d *decoder) metadata(m *Metadata) {
+	m.ContentType = d.string()
+	m.ContentEncoding = d.string()
+	m.ContentDisposition = d.string()
+	m.ContentLanguage = d.string()
+	m.CacheControl = d.string()
+	m.Expires = d.string()
+	if n := d.count(); n > 0 {
+		m.User = make(map[string]string, n)
+		for range n {
+			k := d.string()
+			m.User[k] = d.string()
+		}
+	}
+}
+
+func (d *decoder) checksum(c *Checksum) {
+	c.Algorithm = d.string()
+	c.Value = d.string()
+	c.Type = d.string()
+}
+
+func (d *decoder) blocks() []Block {
+	n := d.count()
+	if n == 0 {
+		return nil
+	}
+	bs := make([]Block, n)
+	for i := range bs {
+		bs[i].Key = d.string()
+		bs[i].Size = d.size()
+	}
+	if d.err != nil {
+		return nil
+	}
+	return bs
+}
+
+// end reports the sticky error, or an error if bytes are left over.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	return d.err
+}

@@ -1,0 +1,199 @@
+// Package meta is Coffer's metadata index: buckets, object records and
+// multipart state in an ordered key-value store (Pebble), with an
+// order-preserving key encoding so that listing is a range scan.
+//
+// Every write that must be atomic with a read — replacing an object only if
+// it is still the version a precondition was checked against, committing a
+// part only while its upload exists, deleting a bucket only while it is
+// empty — is one method here that holds a striped lock around "read, decide,
+// write batch". The caller's decision runs as a callback under that lock, so
+// objects never needs locks of its own and a second engine (PostgreSQL) can
+// implement the same methods as transactions.
+//
+// Blocks of records that are replaced or deleted are never removed here:
+// the same batch moves them to the garbage queue, which the object service's
+// GC drains.
+package meta
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("meta: not found")
+
+// ErrConflict is returned when a conditional write finds a different state:
+// creating a bucket that exists.
+var ErrConflict = errors.New("meta: conflict")
+
+// ErrNoBucket is returned by writes into a bucket that does not exist.
+var ErrNoBucket = errors.New("meta: no such bucket")
+
+// ErrBucketNotEmpty is returned by DeleteBucket for a bucket that holds
+// objects or multipart uploads.
+var ErrBucketNotEmpty = errors.New("meta: bucket not empty")
+
+// Config configures the metadata store.
+type Config struct {
+	Dir  string // directory of the Pebble database
+	Sync bool   // fsync every commit (group-committed); default true via config
+	// Logger receives Pebble's messages (routine ones at Debug). Nil
+	// discards them.
+	Logger *slog.Logger `toml:"-"`
+}
+
+// Lock striping. Bucket stripes are read-locked by every write into a
+// bucket and write-locked by CreateBucket and DeleteBucket; key stripes
+// serialise read-modify-write cycles on one object key (and its uploads).
+const (
+	bucketStripes = 64
+	keyStripes    = 1024
+)
+
+// DB is the metadata store. It is safe for concurrent use.
+type DB struct {
+	kv     kv
+	sync   bool
+	seed   maphash.Seed
+	bufs   sync.Pool // *[]byte encoding buffers
+	closed atomic.Bool
+
+	bucketMu [bucketStripes]sync.RWMutex
+	keyMu    [keyStripes]sync.Mutex
+}
+
+// Open opens or creates the database in cfg.Dir. It fails if another
+// process (or another DB in this process) has the database open.
+func Open(cfg Config) (*DB, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("meta: no directory configured")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p, err := openPebble(cfg.Dir, log)
+	if err != nil {
+		return nil, err
+	}
+	return newDB(p, cfg.Sync), nil
+}
+
+func newDB(s kv, sync bool) *DB {
+	return &DB{kv: s, sync: sync, seed: maphash.MakeSeed()}
+}
+
+// Close flushes and closes the database. Closing a closed DB does nothing.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return db.kv.close()
+}
+
+func (db *DB) bucketLock(bucket string) *sync.RWMutex {
+	return &db.bucketMu[maphash.String(db.seed, bucket)%bucketStripes]
+}
+
+func (db *DB) keyStripe(bucket, key string) int {
+	var h maphash.Hash
+	h.SetSeed(db.seed)
+	h.WriteString(bucket)
+	h.WriteByte(0)
+	h.WriteString(key)
+	return int(h.Sum64() % keyStripes)
+}
+
+func (db *DB) keyLock(bucket, key string) *sync.Mutex {
+	return &db.keyMu[db.keyStripe(bucket, key)]
+}
+
+// maxPooledBuf bounds the encoding buffers kept for reuse.
+const maxPooledBuf = 1 << 20
+
+func (db *DB) getBuf() *[]byte {
+	if b, ok := db.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 512)
+	return &b
+}
+
+func (db *DB) putBuf(b *[]byte) {
+	if cap(*b) > maxPooledBuf {
+		return
+	}
+	*b = (*b)[:0]
+	db.bufs.Put(b)
+}
+
+// writer accumulates one atomic batch, encoding records into pooled buffers.
+type writer struct {
+	db  *DB
+	b   kvBatch
+	buf *[]byte
+	now time.Time
+}
+
+func (db *DB) newWriter(now time.Time) *writer {
+	return &writer{db: db, b: db.kv.newBatch(), buf: db.getBuf(), now: now}
+}
+
+func (w *writer) close() {
+	w.b.close()
+	w.db.putBuf(w.buf)
+}
+
+func (w *writer) commit() error { return w.b.commit(w.db.sync) }
+
+// setObject stores o under bucket/key.
+func (w *writer) setObject(bucket, key string, o *Object) {
+	k := objectKey((*w.buf)[:0], bucket, key)
+	v := appendObject(k, o)
+	w.b.set(v[:len(k)], v[len(k):])
+	*w.buf = v
+}
+
+// garbage queues blocks for deletion, except those kept (still referenced
+// by the record being written).
+func (w *writer) garbage(versionID string, blocks []Block, keep map[string]bool) {
+	for _, bl := range blocks {
+		if keep[bl.Key] {
+			continue
+		}
+		g := Garbage{VersionID: versionID, Size: bl.Size}
+		w.b.set(garbageKey(w.now, bl.Key), appendGarbage((*w.buf)[:0], &g))
+	}
+}
+
+// blockSet returns the set of block keys of o, or nil.
+func blockSet(o *Object) map[string]bool {
+	if o == nil || len(o.Blocks) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(o.Blocks))
+	for _, b := range o.Blocks {
+		m[b.Key] = true
+	}
+	return m
+}
+
+// checkBucket returns ErrNoBucket if bucket does not exist. The caller holds
+// the bucket's stripe.
+func (db *DB) checkBucket(bucket string) error {
+	_, err := db.kv.get(bucketKey(bucket), nil)
+	if errors.Is(err, ErrNotFound) {
+		return ErrNoBucket
+	}
+	if err != nil {
+		return fmt.Errorf("meta: read bucket %s: %w", bucket, err)
+	}
+	return nil
+}

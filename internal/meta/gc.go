@@ -1,0 +1,138 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Garbage returns up to limit entries of the garbage queue that became
+// garbage before the given time, oldest first, starting after the entry
+// after (nil to start at the beginning).
+func (db *DB) Garbage(ctx context.Context, before time.Time, after *Garbage, limit int) ([]Garbage, error) {
+	lower := []byte{tableGarbage}
+	start := lower
+	if after != nil {
+		start = append(garbageKey(after.Time, after.BlobKey), 0)
+	}
+	it, err := db.kv.newIter(lower, garbageBound(before))
+	if err != nil {
+		return nil, fmt.Errorf("meta: read garbage queue: %w", err)
+	}
+	var out []Garbage
+	for ok := it.seekGE(start); ok && len(out) < limit; ok = it.next() {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(err, it.close())
+		}
+		g, err := decodeGarbageEntry(it)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("meta: garbage entry %q: %w", it.key(), err), it.close())
+		}
+		out = append(out, g)
+	}
+	if err := it.close(); err != nil {
+		return nil, fmt.Errorf("meta: read garbage queue: %w", err)
+	}
+	return out, nil
+}
+
+func decodeGarbageEntry(it kvIter) (Garbage, error) {
+	t, blobKey, err := decodeGarbageKey(it.key())
+	if err != nil {
+		return Garbage{}, err
+	}
+	v, err := it.value()
+	if err != nil {
+		return Garbage{}, err
+	}
+	return decodeGarbage(t, blobKey, v)
+}
+
+// DeleteGarbage removes entries from the garbage queue, after their blobs
+// were deleted. The commit is not synced: an entry that reappears after a
+// crash names a blob already gone, and deleting it again is harmless.
+func (db *DB) DeleteGarbage(ctx context.Context, gs []Garbage) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(gs) == 0 {
+		return nil
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	for i := range gs {
+		b.delete(garbageKey(gs[i].Time, gs[i].BlobKey))
+	}
+	if err := b.commit(false); err != nil {
+		return fmt.Errorf("meta: delete %d garbage entries: %w", len(gs), err)
+	}
+	return nil
+}
+
+// ReferencedBlocks calls fn with the key of every blob that an object
+// record, a part record or a garbage entry references. It reads one
+// consistent snapshot taken when it starts, so a blob that moves between
+// records while it runs (a part becoming an object's block, an object's
+// block becoming garbage) is seen exactly where the snapshot has it. Records
+// are decoded without their inline data.
+func (db *DB) ReferencedBlocks(ctx context.Context, fn func(key string) error) error {
+	// g, o and p are the only tables that reference blobs, and they sort
+	// together: one iterator over ['g', 'q') is one snapshot of all three.
+	it, err := db.kv.newIter([]byte{tableGarbage}, []byte{tablePart + 1})
+	if err != nil {
+		return fmt.Errorf("meta: scan references: %w", err)
+	}
+	steps := 0
+	for ok := it.first(); ok; ok = it.next() {
+		if steps++; steps%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return errors.Join(err, it.close())
+			}
+		}
+		if err := referencedBy(it, fn); err != nil {
+			return errors.Join(fmt.Errorf("meta: scan references at %q: %w", it.key(), err), it.close())
+		}
+	}
+	if err := it.close(); err != nil {
+		return fmt.Errorf("meta: scan references: %w", err)
+	}
+	return nil
+}
+
+// referencedBy calls fn for each blob the record under it references.
+func referencedBy(it kvIter, fn func(string) error) error {
+	var blocks []Block
+	switch it.key()[0] {
+	case tableGarbage:
+		_, blobKey, err := decodeGarbageKey(it.key())
+		if err != nil {
+			return err
+		}
+		return fn(blobKey)
+	case tableObject:
+		v, err := it.value()
+		if err != nil {
+			return err
+		}
+		o, err := decodeObject(v, objectLayout)
+		if err != nil {
+			return err
+		}
+		blocks = o.Blocks
+	case tablePart:
+		p, err := decodePartEntry(it)
+		if err != nil {
+			return err
+		}
+		blocks = p.Blocks
+	default:
+		return nil
+	}
+	for _, b := range blocks {
+		if err := fn(b.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

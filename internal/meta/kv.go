@@ -1,0 +1,47 @@
+package meta
+
+// kv is the ordered key-value engine under DB. It is deliberately small so
+// that a second engine replaces one adapter file (pebble.go) without touching
+// the typed layer above it.
+//
+// Implementations must be safe for concurrent use. Keys and values passed in
+// are not retained after the call returns.
+type kv interface {
+	// get appends the value stored under key to dst[:0] and returns the
+	// result, owned by the caller, or ErrNotFound.
+	get(key, dst []byte) ([]byte, error)
+
+	// newBatch returns an empty write batch.
+	newBatch() kvBatch
+
+	// newIter returns an iterator over keys in [lower, upper). The iterator
+	// sees a consistent snapshot of the store as of its creation: writes
+	// committed later are invisible to it. GC relies on this.
+	newIter(lower, upper []byte) (kvIter, error)
+
+	// close releases the engine.
+	close() error
+}
+
+// kvBatch is an atomic group of writes. Set and delete copy their arguments.
+type kvBatch interface {
+	set(key, value []byte)
+	delete(key []byte)
+	// commit applies the batch atomically; with sync it returns only once
+	// the batch is durable. Concurrent synced commits share one fsync.
+	commit(sync bool) error
+	// close releases the batch; it must be called whether or not commit was.
+	close()
+}
+
+// kvIter walks keys in order. Key and value are valid only until the next
+// positioning call.
+type kvIter interface {
+	first() bool
+	seekGE(key []byte) bool
+	next() bool
+	key() []byte
+	value() ([]byte, error)
+	// close releases the iterator and returns any error met while iterating.
+	close() error
+}

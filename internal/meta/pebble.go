@@ -1,0 +1,163 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Pebble tuning for a small-memory server: one block cache of cacheSize,
+// memtables of memTableSize (at most memTableStopWrites of them queued), one
+// compaction at a time. The metadata of even millions of objects is small;
+// what matters is bounded RSS and few goroutines.
+const (
+	cacheSize          = 16 << 20
+	memTableSize       = 8 << 20
+	memTableStopWrites = 4
+	maxOpenFiles       = 256
+)
+
+// pebbleKV adapts a Pebble database to kv.
+type pebbleKV struct {
+	db   *pebble.DB
+	lock *pebble.Lock
+}
+
+var _ kv = (*pebbleKV)(nil)
+
+// openPebble opens or creates the database in dir, taking its directory lock
+// first so that a second process (or a second Open in this one) fails with a
+// clear error instead of Pebble's.
+func openPebble(dir string, log *slog.Logger) (*pebbleKV, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("meta: resolve %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("meta: create %s: %w", abs, err)
+	}
+	lock, err := pebble.LockDirectory(abs, vfs.Default)
+	if err != nil {
+		// Creating the LOCK file fails with a *fs.PathError (permissions,
+		// read-only disk); taking the lock fails with a bare errno, or
+		// Pebble's in-process check, when someone holds it.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("meta: lock %s: %w", abs, err)
+		}
+		return nil, fmt.Errorf("meta: database %s is locked by another process: %w", abs, err)
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the DB holds its own reference
+	opts := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: memTableStopWrites,
+		MaxOpenFiles:                maxOpenFiles,
+		Lock:                        lock,
+		Logger:                      pebbleLogger{log},
+		FormatMajorVersion:          pebble.FormatNewest,
+	}
+	db, err := pebble.Open(abs, opts)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("meta: open %s: %w", abs, err), lock.Close())
+	}
+	return &pebbleKV{db: db, lock: lock}, nil
+}
+
+func (p *pebbleKV) get(key, dst []byte) ([]byte, error) {
+	v, closer, err := p.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst[:0], ErrNotFound
+	}
+	if err != nil {
+		return dst[:0], err
+	}
+	out := append(dst[:0], v...)
+	return out, closer.Close()
+}
+
+func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch()} }
+
+func (p *pebbleKV) newIter(lower, upper []byte) (kvIter, error) {
+	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return pebbleIter{it}, nil
+}
+
+func (p *pebbleKV) close() error {
+	err := p.db.Close()
+	return errors.Join(err, p.lock.Close())
+}
+
+// pebbleBatch adapts *pebble.Batch. Pebble's Set and Delete report errors only
+// for misuse (a committed batch); the first one is kept and returned by commit.
+type pebbleBatch struct {
+	b   *pebble.Batch
+	err error
+}
+
+func (b *pebbleBatch) set(key, value []byte) {
+	if err := b.b.Set(key, value, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *pebbleBatch) delete(key []byte) {
+	if err := b.b.Delete(key, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *pebbleBatch) commit(sync bool) error {
+	if b.err != nil {
+		return b.err
+	}
+	opt := pebble.NoSync
+	if sync {
+		opt = pebble.Sync
+	}
+	return b.b.Commit(opt)
+}
+
+func (b *pebbleBatch) close() { _ = b.b.Close() }
+
+// pebbleIter adapts *pebble.Iterator.
+type pebbleIter struct{ it *pebble.Iterator }
+
+func (i pebbleIter) first() bool            { return i.it.First() }
+func (i pebbleIter) seekGE(k []byte) bool   { return i.it.SeekGE(k) }
+func (i pebbleIter) next() bool             { return i.it.Next() }
+func (i pebbleIter) key() []byte            { return i.it.Key() }
+func (i pebbleIter) value() ([]byte, error) { return i.it.ValueAndErr() }
+func (i pebbleIter) close() error           { return i.it.Close() }
+
+// pebbleLogger routes Pebble's log lines to slog: its routine chatter
+// (compactions, WAL recycling) at Debug, errors at Error. Fatalf is for
+// states Pebble cannot continue from (corruption): it logs and panics.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	if l.log.Enabled(context.Background(), slog.LevelDebug) {
+		l.log.Debug("pebble", "msg", fmt.Sprintf(format, args...))
+	}
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error("pebble error", "msg", fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error("pebble fatal", "msg", msg)
+	panic("meta: pebble: " + msg)
+}

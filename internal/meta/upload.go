@@ -1,0 +1,275 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// CreateUpload records a new multipart upload. u.ID must be UploadIDLen
+// bytes. It returns ErrNoBucket if the bucket does not exist.
+func (db *DB) CreateUpload(ctx context.Context, u Upload) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(u.ID) != UploadIDLen {
+		return fmt.Errorf("meta: upload ID %q is not %d bytes", u.ID, UploadIDLen)
+	}
+	bmu := db.bucketLock(u.Bucket)
+	bmu.RLock()
+	defer bmu.RUnlock()
+	if err := db.checkBucket(u.Bucket); err != nil {
+		return err
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	b.set(uploadKey(u.Bucket, u.Key, u.ID), appendUpload(nil, &u))
+	if err := b.commit(db.sync); err != nil {
+		return fmt.Errorf("meta: commit upload %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+// Upload returns the upload record, or ErrNotFound.
+func (db *DB) Upload(ctx context.Context, bucket, key, id string) (Upload, error) {
+	if err := ctx.Err(); err != nil {
+		return Upload{}, err
+	}
+	u, err := db.upload(bucket, key, id)
+	if err != nil {
+		return Upload{}, err
+	}
+	if u == nil {
+		return Upload{}, ErrNotFound
+	}
+	return *u, nil
+}
+
+// upload reads an upload record, returning nil if it does not exist.
+func (db *DB) upload(bucket, key, id string) (*Upload, error) {
+	if len(id) != UploadIDLen {
+		return nil, nil // never created: CreateUpload insists on the length
+	}
+	v, err := db.kv.get(uploadKey(bucket, key, id), nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("meta: read upload %s: %w", id, err)
+	}
+	u, err := decodeUpload(bucket, key, id, v)
+	if err != nil {
+		return nil, fmt.Errorf("meta: upload %s: %w", id, err)
+	}
+	return &u, nil
+}
+
+// PutPart stores part p of upload id, replacing (and moving to the garbage
+// queue the blocks of) any earlier part with that number. It returns
+// ErrNotFound if the upload does not exist (never created, completed or
+// aborted), checked atomically with the commit.
+func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	kmu := db.keyLock(bucket, key)
+	kmu.Lock()
+	defer kmu.Unlock()
+	u, err := db.upload(bucket, key, id)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return ErrNotFound
+	}
+	pk := partKey(id, p.Number)
+	w := db.newWriter(now)
+	defer w.close()
+	old, err := db.kv.get(pk, nil)
+	switch {
+	case err == nil:
+		op, err := decodePart(p.Number, old)
+		if err != nil {
+			return fmt.Errorf("meta: part %d of upload %s: %w", p.Number, id, err)
+		}
+		keep := make(map[string]bool, len(p.Blocks))
+		for _, b := range p.Blocks {
+			keep[b.Key] = true
+		}
+		w.garbage("", op.Blocks, keep)
+	case !errors.Is(err, ErrNotFound):
+		return fmt.Errorf("meta: read part %d of upload %s: %w", p.Number, id, err)
+	}
+	w.b.set(pk, appendPart((*w.buf)[:0], &p))
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("meta: commit part %d of upload %s: %w", p.Number, id, err)
+	}
+	return nil
+}
+
+// Parts returns up to limit parts of upload id with numbers greater than
+// after, in order, and whether more follow.
+func (db *DB) Parts(ctx context.Context, id string, after, limit int) ([]Part, bool, error) {
+	var out []Part
+	truncated := false
+	start := partKey(id, max(after, 0)+1)
+	if after < 0 {
+		start = partPrefix(id)
+	}
+	err := db.scanParts(ctx, id, start, func(p Part) bool {
+		if len(out) >= limit {
+			truncated = true
+			return false
+		}
+		out = append(out, p)
+		return true
+	})
+	return out, truncated, err
+}
+
+// scanParts calls fn for each part of upload id from key start on, until fn
+// returns false.
+func (db *DB) scanParts(ctx context.Context, id string, start []byte, fn func(Part) bool) error {
+	pp := partPrefix(id)
+	it, err := db.kv.newIter(pp, successor(pp))
+	if err != nil {
+		return fmt.Errorf("meta: list parts of %s: %w", id, err)
+	}
+	for ok := it.seekGE(start); ok; ok = it.next() {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(err, it.close())
+		}
+		p, err := decodePartEntry(it)
+		if err != nil {
+			return errors.Join(fmt.Errorf("meta: part of upload %s: %w", id, err), it.close())
+		}
+		if !fn(p) {
+			break
+		}
+	}
+	if err := it.close(); err != nil {
+		return fmt.Errorf("meta: list parts of %s: %w", id, err)
+	}
+	return nil
+}
+
+// decodePartEntry decodes the part record under the iterator.
+func decodePartEntry(it kvIter) (Part, error) {
+	_, n, err := decodePartKey(it.key())
+	if err != nil {
+		return Part{}, err
+	}
+	v, err := it.value()
+	if err != nil {
+		return Part{}, err
+	}
+	return decodePart(n, v)
+}
+
+// CompleteFunc decides the object a CompleteUpload creates, from the upload,
+// all its parts in number order and the current object (nil if absent). It
+// returns the record to store or an error to abort without writing. Like
+// UpdateFunc it runs under the object's lock and must do no I/O.
+type CompleteFunc func(u *Upload, parts []Part, old *Object) (*Object, error)
+
+// CompleteUpload atomically turns upload id into the object bucket/key: in
+// one batch it stores the record fn returns, deletes the upload and all its
+// parts, and moves to the garbage queue the blocks of the replaced object
+// and of every part block the new record does not use. It returns
+// ErrNotFound if the upload does not exist, ErrNoBucket if the bucket does
+// not, and fn's error unchanged.
+func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now time.Time, fn CompleteFunc) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	bmu := db.bucketLock(bucket)
+	bmu.RLock()
+	defer bmu.RUnlock()
+	if err := db.checkBucket(bucket); err != nil {
+		return err
+	}
+	kmu := db.keyLock(bucket, key)
+	kmu.Lock()
+	defer kmu.Unlock()
+
+	u, err := db.upload(bucket, key, id)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return ErrNotFound
+	}
+	var parts []Part
+	if err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
+		parts = append(parts, p)
+		return true
+	}); err != nil {
+		return err
+	}
+	old, err := db.object(bucket, key)
+	if err != nil {
+		return err
+	}
+	nw, err := fn(u, parts, old)
+	if err != nil {
+		return err
+	}
+	if nw == nil {
+		return fmt.Errorf("meta: complete upload %s: no object record", id)
+	}
+	w := db.newWriter(now)
+	defer w.close()
+	w.setObject(bucket, key, nw)
+	keep := blockSet(nw)
+	if old != nil {
+		w.garbage(old.VersionID, old.Blocks, keep)
+	}
+	w.deleteUpload(u, parts, keep)
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("meta: commit completion of upload %s: %w", id, err)
+	}
+	return nil
+}
+
+// AbortUpload deletes upload id and its parts, moving their blocks to the
+// garbage queue. It returns ErrNotFound if the upload does not exist.
+func (db *DB) AbortUpload(ctx context.Context, bucket, key, id string, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	kmu := db.keyLock(bucket, key)
+	kmu.Lock()
+	defer kmu.Unlock()
+	u, err := db.upload(bucket, key, id)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return ErrNotFound
+	}
+	var parts []Part
+	if err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
+		parts = append(parts, p)
+		return true
+	}); err != nil {
+		return err
+	}
+	w := db.newWriter(now)
+	defer w.close()
+	w.deleteUpload(u, parts, nil)
+	if err := w.commit(); err != nil {
+		return fmt.Errorf("meta: commit abort of upload %s: %w", id, err)
+	}
+	return nil
+}
+
+// deleteUpload deletes u and its parts, queueing the parts' blocks that are
+// not in keep.
+func (w *writer) deleteUpload(u *Upload, parts []Part, keep map[string]bool) {
+	w.b.delete(uploadKey(u.Bucket, u.Key, u.ID))
+	for i := range parts {
+		w.b.delete(partKey(u.ID, parts[i].Number))
+		w.garbage("", parts[i].Blocks, keep)
+	}
+}

@@ -1,0 +1,126 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+func TestCheckBucketName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"abc", true},
+		{"my-bucket.v2", true},
+		{"a1b", true},
+		{strings.Repeat("a", 63), true},
+		{"192.168.5.4x", true},
+		{"ab", false},
+		{strings.Repeat("a", 64), false},
+		{"Abc", false},
+		{"ab_c", false},
+		{"-abc", false},
+		{"abc-", false},
+		{".abc", false},
+		{"a..b", false},
+		{"192.168.5.4", false},
+		{"1.2.3.256", false},
+		{"xn--abc", false},
+		{"sthree-abc", false},
+		{"abc-s3alias", false},
+		{"abc--ol-s3", false},
+		{"abc--x-s3", false},
+		{"abc--table-s3", false},
+		{"a b", false},
+		{"ab\x00", false},
+	} {
+		err := checkBucketName(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkBucketName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && !s3err.Is(err, s3err.InvalidBucketName) {
+			t.Errorf("checkBucketName(%q) code = %q", tc.name, s3err.CodeOf(err))
+		}
+	}
+}
+
+func TestBuckets(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t) // has "bkt"
+	wantCode(t, "CreateBucket(invalid)", e.s.CreateBucket(ctx, "Bad_Name", ""), s3err.InvalidBucketName)
+	wantCode(t, "CreateBucket(existing)", e.s.CreateBucket(ctx, "bkt", ""), s3err.BucketAlreadyOwnedByYou)
+	for _, n := range []string{"zeta", "alpha"} {
+		if err := e.s.CreateBucket(ctx, n, "eu-west-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bs, err := e.s.ListBuckets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range bs {
+		names = append(names, b.Name)
+	}
+	if strings.Join(names, ",") != "alpha,bkt,zeta" {
+		t.Errorf("ListBuckets = %v", names)
+	}
+	b, err := e.s.HeadBucket(ctx, "zeta")
+	if err != nil || b.Region != "eu-west-1" || b.Created.IsZero() {
+		t.Errorf("HeadBucket = %+v, %v", b, err)
+	}
+	_, err = e.s.HeadBucket(ctx, "nope")
+	wantCode(t, "HeadBucket(missing)", err, s3err.NoSuchBucket)
+	wantCode(t, "DeleteBucket(missing)", e.s.DeleteBucket(ctx, "nope"), s3err.NoSuchBucket)
+
+	// An object or an upload keeps a bucket.
+	e.put(t, "k", []byte("x"))
+	wantCode(t, "DeleteBucket(object)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
+	if err := e.s.DeleteObject(ctx, "bkt", "k"); err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.s.CreateMultipartUpload(ctx, "bkt", "k", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "DeleteBucket(upload)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
+	if err := e.s.AbortMultipartUpload(ctx, "bkt", "k", u.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.DeleteBucket(ctx, "bkt"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.PutObject(ctx, "bkt", "k", PutInput{Size: 1}, bytes.NewReader([]byte("x")))
+	wantCode(t, "PutObject into deleted bucket", err, s3err.NoSuchBucket)
+}
+
+func TestDeleteObjects(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.put(t, "a", []byte("1"))
+	e.put(t, "b", randBytes(2*testBlock, 1))
+	wantCode(t, "DeleteObject(missing bucket)", e.s.DeleteObject(ctx, "nope", "a"), s3err.NoSuchBucket)
+	if err := e.s.DeleteObject(ctx, "bkt", "absent"); err != nil {
+		t.Errorf("DeleteObject(absent) = %v", err)
+	}
+	res, err := e.s.DeleteObjects(ctx, "bkt", []string{"a", "absent", "b", "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 4 || res[1].Key != "absent" || res[0].Err != nil || res[2].Err != nil {
+		t.Errorf("DeleteObjects = %+v", res)
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, err := e.s.HeadObject(ctx, "bkt", k, GetOptions{}); !s3err.Is(err, s3err.NoSuchKey) {
+			t.Errorf("HeadObject(%s) after delete = %v", k, err)
+		}
+	}
+	_, err = e.s.DeleteObjects(ctx, "nope", []string{"a"})
+	wantCode(t, "DeleteObjects(missing bucket)", err, s3err.NoSuchBucket)
+	_, err = e.s.DeleteObjects(ctx, "bkt", make([]string, 1001))
+	wantCode(t, "DeleteObjects(1001 keys)", err, s3err.MalformedXML)
+}

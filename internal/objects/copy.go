@@ -1,0 +1,67 @@
+package objects
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// CopyObject copies in.SrcBucket/in.SrcKey to bucket/key. Copying an object
+// onto itself is allowed only with ReplaceMeta (else InvalidRequest). The
+// data is copied (the new object gets its own blocks, so GC never has to
+// reason about shared blocks), streamed from the source without holding it
+// in memory; the new ETag is the MD5 of the data, as S3 gives a copied
+// object, and the checksum is computed afresh (FULL_OBJECT) with
+// in.ChecksumAlgorithm or the source's algorithm. Errors: NoSuchBucket,
+// NoSuchKey (source), PreconditionFailed (source conditions, destination
+// If-None-Match/If-Match), InvalidRequest, KeyTooLongError,
+// MetadataTooLarge.
+func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInput) (ObjectInfo, error) {
+	res := bucket + "/" + key
+	if err := checkKey(bucket, key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if in.ReplaceMeta {
+		if err := checkMetadata(res, in.Meta); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
+	if err := checkWriteSyntax(in.Cond, res); err != nil {
+		return ObjectInfo{}, err
+	}
+	if in.ChecksumAlgorithm != "" {
+		if err := checkAlgorithm(in.ChecksumAlgorithm, res); err != nil {
+			return ObjectInfo{}, err
+		}
+	}
+	src, err := s.open(ctx, in.SrcBucket, in.SrcKey, openOptions{get: GetOptions{Cond: in.SrcCond}, copySource: true, body: true})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	defer src.Body.Close()
+	if in.SrcBucket == bucket && in.SrcKey == key && !in.ReplaceMeta {
+		return ObjectInfo{}, s3err.Newf(s3err.InvalidRequest, res,
+			"This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
+	}
+	if src.Info.Size > s.cfg.MaxObjectSize {
+		return ObjectInfo{}, s3err.Newf(s3err.InvalidRequest, res,
+			"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.FormatInt(s.cfg.MaxObjectSize, 10))
+	}
+	if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
+		return ObjectInfo{}, err
+	}
+	alg := in.ChecksumAlgorithm
+	if alg == "" {
+		alg = src.Info.Checksum.Algorithm
+	}
+	data, err := s.ingest(ctx, src.Body, src.Length, alg, false, res)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	m := src.Info.Meta
+	if in.ReplaceMeta {
+		m = in.Meta
+	}
+	return s.commit(ctx, bucket, key, in.Cond, s.newRecord(src.Length, m, alg, data), data)
+}

@@ -1,0 +1,104 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+func TestCopyObject(t *testing.T) {
+	ctx := context.Background()
+	big := randBytes(3*testBlock+9, 21)
+	small := []byte("small object")
+	srcMeta := Metadata{ContentType: "text/plain", User: map[string]string{"a": "1"}}
+	newMeta := Metadata{ContentType: "image/png"}
+	for _, tc := range []struct {
+		name     string
+		srcKey   string
+		dstKey   string
+		in       CopyInput
+		want     s3err.Code
+		wantMeta Metadata
+	}{
+		{name: "inline", srcKey: "small", dstKey: "copy", wantMeta: srcMeta},
+		{name: "blocks", srcKey: "big", dstKey: "copy", wantMeta: srcMeta},
+		{name: "replace metadata", srcKey: "big", dstKey: "copy", in: CopyInput{ReplaceMeta: true, Meta: newMeta}, wantMeta: newMeta},
+		{name: "onto itself with replace", srcKey: "big", dstKey: "big", in: CopyInput{ReplaceMeta: true, Meta: newMeta}, wantMeta: newMeta},
+		{name: "onto itself", srcKey: "big", dstKey: "big", want: s3err.InvalidRequest},
+		{name: "missing source", srcKey: "nope", dstKey: "copy", want: s3err.NoSuchKey},
+		{name: "missing source bucket", srcKey: "big", dstKey: "copy", in: CopyInput{SrcBucket: "nope"}, want: s3err.NoSuchBucket},
+		{name: "source if-match fails", srcKey: "big", dstKey: "copy", in: CopyInput{SrcCond: ReadConditions{IfMatch: "x"}}, want: s3err.PreconditionFailed},
+		{name: "source if-none-match matches", srcKey: "small", dstKey: "copy", in: CopyInput{SrcCond: ReadConditions{IfNoneMatch: md5Hex(small)}}, want: s3err.PreconditionFailed},
+		{name: "destination exists", srcKey: "small", dstKey: "big", in: CopyInput{Cond: WriteConditions{IfNoneMatch: "*"}}, want: s3err.PreconditionFailed},
+		{name: "bad checksum algorithm", srcKey: "small", dstKey: "copy", in: CopyInput{ChecksumAlgorithm: "X"}, want: s3err.InvalidRequest},
+		{name: "metadata too large", srcKey: "small", dstKey: "copy", in: CopyInput{ReplaceMeta: true, Meta: Metadata{User: map[string]string{"k": string(make([]byte, 3000))}}}, want: s3err.MetadataTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			for k, d := range map[string][]byte{"big": big, "small": small} {
+				if _, err := e.s.PutObject(ctx, "bkt", k, PutInput{Size: int64(len(d)), Meta: srcMeta}, bytes.NewReader(d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.in.SrcBucket == "" {
+				tc.in.SrcBucket = "bkt"
+			}
+			tc.in.SrcKey = tc.srcKey
+			info, err := e.s.CopyObject(ctx, "bkt", tc.dstKey, tc.in)
+			wantCode(t, "CopyObject", err, tc.want)
+			if err == nil {
+				want := map[string][]byte{"big": big, "small": small}[tc.srcKey]
+				o, got := e.get(t, tc.dstKey, GetOptions{})
+				if !bytes.Equal(got, want) || info.ETag != md5Hex(want) || o.Info.ETag != info.ETag {
+					t.Errorf("copy holds %d bytes (equal %v), ETag %s", len(got), bytes.Equal(got, want), info.ETag)
+				}
+				if o.Info.Meta.ContentType != tc.wantMeta.ContentType || len(o.Info.Meta.User) != len(tc.wantMeta.User) {
+					t.Errorf("copy metadata = %+v, want %+v", o.Info.Meta, tc.wantMeta)
+				}
+				src, _ := e.db.Object(ctx, "bkt", tc.srcKey)
+				dst, _ := e.db.Object(ctx, "bkt", tc.dstKey)
+				for _, a := range src.Blocks {
+					for _, b := range dst.Blocks {
+						if a.Key == b.Key && tc.srcKey != tc.dstKey {
+							t.Errorf("copy shares block %s with its source", a.Key)
+						}
+					}
+				}
+			}
+			if e.s.readers.count() != 0 {
+				t.Error("copy left a reader registered")
+			}
+		})
+	}
+}
+
+func TestCopyObjectChecksumAndMultipartSource(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	data := randBytes(3*testBlock, 4)
+	id := e.multipart(t, "mp", checksum.CRC32, "", data[:2*testBlock], data[2*testBlock:])
+	_ = id
+	info, err := e.s.CopyObject(ctx, "bkt", "copy", CopyInput{SrcBucket: "bkt", SrcKey: "mp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := checksum.CRC32.New()
+	h.Write(data)
+	want := ChecksumValue{Algorithm: checksum.CRC32, Value: checksum.Encode(h.Sum(nil)), Type: "FULL_OBJECT"}
+	if info.ETag != md5Hex(data) || info.Checksum != want || info.PartSizes != nil {
+		t.Errorf("copy of multipart object: ETag %s checksum %+v parts %v; want plain MD5 %s, %+v, no parts",
+			info.ETag, info.Checksum, info.PartSizes, md5Hex(data), want)
+	}
+	info, err = e.s.CopyObject(ctx, "bkt", "copy2", CopyInput{SrcBucket: "bkt", SrcKey: "mp", ChecksumAlgorithm: checksum.SHA256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = checksum.SHA256.New()
+	h.Write(data)
+	if info.Checksum.Algorithm != checksum.SHA256 || info.Checksum.Value != checksum.Encode(h.Sum(nil)) {
+		t.Errorf("copy with SHA256: checksum %+v", info.Checksum)
+	}
+}

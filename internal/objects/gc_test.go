@@ -1,0 +1,310 @@
+package objects
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+)
+
+// TestGCCollectsExactlyGarbage drives every way blobs become garbage and
+// checks that one GC pass leaves the store holding exactly the blobs the
+// visible objects and uploads reference.
+func TestGCCollectsExactlyGarbage(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	big := func(seed uint64) []byte { return randBytes(3*testBlock+5, seed) }
+	e.put(t, "overwritten", big(1))
+	e.put(t, "overwritten", big(2))
+	e.put(t, "overwritten", []byte("inline now"))
+	e.put(t, "deleted", big(3))
+	if err := e.s.DeleteObject(ctx, "bkt", "deleted"); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "multi1", big(4))
+	e.put(t, "multi2", big(5))
+	if _, err := e.s.DeleteObjects(ctx, "bkt", []string{"multi1", "multi2"}); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "kept", big(6))
+	if _, err := e.s.CopyObject(ctx, "bkt", "copy", CopyInput{SrcBucket: "bkt", SrcKey: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	aborted, err := e.s.CreateMultipartUpload(ctx, "bkt", "mp", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		b := big(uint64(10 + n))
+		if _, err := e.s.UploadPart(ctx, "bkt", "mp", aborted.UploadID, n, PartInput{Size: int64(len(b))}, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.s.AbortMultipartUpload(ctx, "bkt", "mp", aborted.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	e.multipart(t, "mp", "", "", big(20), big(21)) // replaced below
+	e.multipart(t, "mp", "", "", big(22), big(23))
+	open, err := e.s.CreateMultipartUpload(ctx, "bkt", "open", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second replaces the first
+		if _, err := e.s.UploadPart(ctx, "bkt", "open", open.UploadID, 1, PartInput{Size: 3 * testBlock}, bytes.NewReader(big(30)[:3*testBlock])); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := len(e.blobs(t))
+	st, err := e.s.GC(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := e.liveBlocks(t)
+	if diff := cmp.Diff(live, e.blobs(t)); diff != "" {
+		t.Errorf("store vs referenced after GC (-want +got):\n%s", diff)
+	}
+	if st.Deleted != before-len(live) || st.Scanned != len(live) || st.DeletedBytes <= 0 {
+		t.Errorf("GC stats %+v; want %d deleted of %d", st, before-len(live), before)
+	}
+	// Everything visible still reads back.
+	for _, k := range []string{"overwritten", "kept", "copy", "mp"} {
+		e.get(t, k, GetOptions{})
+	}
+	// A second pass finds nothing.
+	if st, err := e.s.GC(ctx, 0); err != nil || st.Deleted != 0 {
+		t.Errorf("second GC = %+v, %v", st, err)
+	}
+}
+
+// gatedReader yields data but blocks after gate bytes until release is
+// closed, signalling reached when it gets there.
+type gatedReader struct {
+	r       io.Reader
+	gate    int
+	reached chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.gate <= 0 {
+		g.once.Do(func() { close(g.reached) })
+		<-g.release
+		return g.r.Read(p)
+	}
+	n, err := g.r.Read(p[:min(len(p), g.gate)])
+	g.gate -= n
+	return n, err
+}
+
+func TestGCSparesWriteInFlight(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	data := randBytes(4*testBlock, 8)
+	g := &gatedReader{r: bytes.NewReader(data), gate: 2*testBlock + 10, reached: make(chan struct{}), release: make(chan struct{})}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.s.PutObject(ctx, "bkt", "slow", PutInput{Size: int64(len(data))}, g)
+		errc <- err
+	}()
+	<-g.reached // two blocks are in the store, uncommitted; the third is being written
+	if n := len(e.blobs(t)); n != 2 {
+		t.Fatalf("store holds %d blobs mid-write, want 2", n)
+	}
+	st, err := e.s.GC(ctx, 0)
+	if err != nil || st.Deleted != 0 || st.Scanned != 2 {
+		t.Fatalf("GC during the write = %+v, %v; want nothing deleted", st, err)
+	}
+	close(g.release)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if _, got := e.get(t, "slow", GetOptions{}); !bytes.Equal(got, data) {
+		t.Error("object written across a GC pass reads back wrong")
+	}
+	if st, err := e.s.GC(ctx, 0); err != nil || st.Deleted != 0 {
+		t.Errorf("GC after the write = %+v, %v", st, err)
+	}
+}
+
+func TestGCSparesOpenReader(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	old := randBytes(4*testBlock, 1)
+	e.put(t, "k", old)
+	o, err := e.s.GetObject(ctx, "bkt", "k", GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 10)
+	if _, err := io.ReadFull(o.Body, head); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "k", randBytes(2*testBlock, 2)) // overwrite while reading
+	st, err := e.s.GC(ctx, 0)
+	if err != nil || st.Deleted != 0 {
+		t.Fatalf("GC with an open reader = %+v, %v; want nothing deleted", st, err)
+	}
+	rest, err := io.ReadAll(o.Body)
+	if err != nil {
+		t.Fatalf("reading the old version after overwrite and GC: %v", err)
+	}
+	if !bytes.Equal(append(head, rest...), old) {
+		t.Error("reader of the old version got other data")
+	}
+	if err := o.Body.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = e.s.GC(ctx, 0)
+	if err != nil || st.Deleted != 4 {
+		t.Errorf("GC after the reader closed = %+v, %v; want the 4 old blocks", st, err)
+	}
+	if diff := cmp.Diff(e.liveBlocks(t), e.blobs(t)); diff != "" {
+		t.Errorf("store vs referenced (-want +got):\n%s", diff)
+	}
+}
+
+// failDeletes is a blob.Store whose Delete fails, so a failed write leaves
+// its blocks behind as a crash would.
+type failDeletes struct{ blob.Store }
+
+func (failDeletes) Delete(context.Context, string) error { return errors.New("disk gone") }
+
+func TestGCAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	cfg := Config{InlineThreshold: testInline, BlockSize: testBlock}
+	e := newEnv(t)
+	keep := randBytes(2*testBlock, 1)
+	e.put(t, "keep", keep)
+	// A write that fails mid-body and cannot clean up...
+	failing, err := New(cfg, e.db, failDeletes{e.store}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = failing
+	data := randBytes(3*testBlock, 2)
+	_, err = e.s.PutObject(ctx, "bkt", "lost", PutInput{Size: int64(len(data)) + 1}, bytes.NewReader(data))
+	wantCode(t, "short PUT", err, "IncompleteBody")
+	// ...and blocks written by a process that died before committing.
+	for range 2 {
+		if err := e.store.Put(ctx, newBlobKey(time.Now()), strings.NewReader("orphan"), 6); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.blobs(t)); n != 2+3+2 {
+		t.Fatalf("store holds %d blobs before recovery, want 7", n)
+	}
+	e.open(t, cfg, e.store) // restart
+	st, err := e.s.GC(ctx, 0)
+	if err != nil || st.Deleted != 5 {
+		t.Errorf("GC after restart = %+v, %v; want 5 orphans deleted", st, err)
+	}
+	if diff := cmp.Diff(e.liveBlocks(t), e.blobs(t)); diff != "" {
+		t.Errorf("store vs referenced (-want +got):\n%s", diff)
+	}
+	if _, got := e.get(t, "keep", GetOptions{}); !bytes.Equal(got, keep) {
+		t.Error("committed object damaged by GC")
+	}
+}
+
+func TestGCGrace(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	now.Store(time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	e := newEnvConfig(t, Config{InlineThreshold: testInline, BlockSize: testBlock, Clock: clock})
+	e.put(t, "k", randBytes(2*testBlock, 1))
+	e.put(t, "k", []byte("small")) // two blocks to the queue
+	if err := e.store.Put(ctx, newBlobKey(clock()), strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err) // an orphan, created now
+	}
+	if err := e.store.Put(ctx, "b/zz/not-ours", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err) // a key of another format: never collected
+	}
+	if st, err := e.s.GC(ctx, time.Hour); err != nil || st.Deleted != 0 {
+		t.Errorf("GC within the grace period = %+v, %v", st, err)
+	}
+	now.Add(int64(2 * time.Hour))
+	if st, err := e.s.GC(ctx, time.Hour); err != nil || st.Deleted != 3 {
+		t.Errorf("GC after the grace period = %+v, %v; want 3 deleted", st, err)
+	}
+	if got := e.blobs(t); len(got) != 1 || got[0] != "b/zz/not-ours" {
+		t.Errorf("store after GC = %v", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRun(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval time.Duration
+		collect  bool
+	}{{"periodic", 5 * time.Millisecond, true}, {"disabled", -1, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			var logs syncBuffer
+			s, err := New(Config{InlineThreshold: testInline, BlockSize: testBlock, GCInterval: tc.interval, GCGrace: time.Nanosecond},
+				e.db, e.store, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.s = s
+			e.put(t, "k", randBytes(2*testBlock, 1))
+			e.put(t, "k", []byte("x"))
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- s.Run(ctx) }()
+			deadline := time.Now().Add(10 * time.Second)
+			for tc.collect && len(e.blobs(t)) != 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("background GC did not collect the garbage")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if !tc.collect {
+				time.Sleep(20 * time.Millisecond)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+			if tc.collect && !strings.Contains(logs.String(), "gc pass") {
+				t.Errorf("no gc summary logged: %q", logs.String())
+			}
+			if !tc.collect && len(e.blobs(t)) != 2 {
+				t.Errorf("disabled GC collected blobs: %v", e.blobs(t))
+			}
+		})
+	}
+}

@@ -1,0 +1,141 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// HeadObject returns the description of bucket/key after checking
+// preconditions; Start, Length and Partial describe the range a GET with the
+// same options would serve, and Body is empty. Errors: NoSuchBucket,
+// NoSuchKey, PreconditionFailed, NotModified, InvalidRange (also for a
+// partNumber past the last part: S3's InvalidPartNumber, same 416 status),
+// InvalidRequest (Range with partNumber), InvalidArgument (partNumber out
+// of 1..10000). With NotModified the *Object is returned too, for the ETag
+// and Last-Modified headers of the 304.
+func (s *Service) HeadObject(ctx context.Context, bucket, key string, opt GetOptions) (*Object, error) {
+	return s.open(ctx, bucket, key, openOptions{get: opt})
+}
+
+// GetObject opens bucket/key for reading; errors as HeadObject. The caller
+// must close Body. Data of block objects is streamed block by block, and
+// the version being read stays readable until Body is closed (or ctx ends)
+// even if the object is overwritten or deleted meanwhile.
+func (s *Service) GetObject(ctx context.Context, bucket, key string, opt GetOptions) (*Object, error) {
+	return s.open(ctx, bucket, key, openOptions{get: opt, body: true})
+}
+
+// openOptions selects what open checks and returns.
+type openOptions struct {
+	get        GetOptions
+	copyRange  *Range // x-amz-copy-source-range (strict), instead of get.Range
+	copySource bool   // preconditions of a copy source: failures are all 412
+	body       bool   // open a Body
+}
+
+// maxOpenAttempts bounds how often open retries when the object changes
+// between reading its record and registering as its reader.
+const maxOpenAttempts = 16
+
+func (s *Service) open(ctx context.Context, bucket, key string, o openOptions) (*Object, error) {
+	res := bucket + "/" + key
+	if err := checkGetOptions(o.get, res); err != nil {
+		return nil, err
+	}
+	for range maxOpenAttempts {
+		obj, retry, err := s.openOnce(ctx, bucket, key, o, res)
+		if !retry {
+			return obj, err
+		}
+	}
+	return nil, s3err.Newf(s3err.SlowDown, res, "The object is being overwritten too fast to be read; please retry.")
+}
+
+// openOnce is one attempt of open; retry reports that the object changed
+// before its reader could register.
+func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOptions, res string) (obj *Object, retry bool, err error) {
+	// The record is read into a pooled buffer. Only inline data aliases
+	// it: the buffer goes back to the pool at once unless an inline Body
+	// serves from it, in which case the Body's Close returns it.
+	bufp := s.inlineBufs.Get().(*[]byte)
+	keep := false
+	defer func() {
+		if !keep {
+			s.putReadBuf(bufp)
+		}
+	}()
+	rec, buf, err := s.db.ObjectBuf(ctx, bucket, key, *bufp)
+	*bufp = buf
+	if err != nil {
+		if !errors.Is(err, meta.ErrNotFound) {
+			return nil, false, fmt.Errorf("read object %s: %w", res, err)
+		}
+		if err := s.checkBucket(ctx, bucket); err != nil {
+			return nil, false, err
+		}
+		return nil, false, noSuchKey(bucket, key)
+	}
+	obj = &Object{Info: objectInfo(bucket, key, &rec), Body: emptyBody{}}
+	if err := checkRead(o.get.Cond, res, rec.ETag, rec.Modified, o.copySource); err != nil {
+		if s3err.Is(err, s3err.NotModified) {
+			return obj, false, err
+		}
+		return nil, false, err
+	}
+	sp, err := s.span(&rec, o, res)
+	if err != nil {
+		return nil, false, err
+	}
+	obj.Start, obj.Length, obj.Partial = sp.start, sp.length, sp.partial
+	if !o.body || sp.length == 0 {
+		return obj, false, nil
+	}
+	if len(rec.Blocks) == 0 {
+		keep = true
+		obj.Body = newInlineBody(rec.Inline[sp.start:sp.start+sp.length], func() { s.putReadBuf(bufp) })
+		return obj, false, nil
+	}
+	// Register as a reader of this version, then make sure it is still
+	// current: once it is, any overwrite commits after the registration, so
+	// GC sees the reader before it may delete the version's blocks. If it
+	// changed, the caller starts over with the new version.
+	release := s.readers.acquire(rec.VersionID)
+	cur, buf, err := s.db.ObjectBuf(ctx, bucket, key, (*bufp)[:0])
+	*bufp = buf
+	if err == nil && cur.VersionID == rec.VersionID {
+		obj.Body = s.newBlockReader(ctx, rec.Blocks, sp.start, sp.length, release)
+		return obj, false, nil
+	}
+	release()
+	if err != nil && !errors.Is(err, meta.ErrNotFound) {
+		return nil, false, fmt.Errorf("read object %s: %w", res, err)
+	}
+	return nil, true, nil
+}
+
+// putReadBuf returns a record buffer to the pool unless a record larger
+// than any inline object's grew it.
+func (s *Service) putReadBuf(bufp *[]byte) {
+	if int64(cap(*bufp)) > s.cfg.InlineThreshold+recordSlack {
+		return
+	}
+	*bufp = (*bufp)[:0]
+	s.inlineBufs.Put(bufp)
+}
+
+// span resolves the byte range a read serves.
+func (s *Service) span(rec *meta.Object, o openOptions, res string) (span, error) {
+	switch {
+	case o.copyRange != nil:
+		return resolveCopyRange(o.copyRange, rec.Size, res)
+	case o.get.Range != nil:
+		return resolveRange(o.get.Range, rec.Size, res)
+	case o.get.PartNumber > 0:
+		return partSpan(rec, o.get.PartNumber, res)
+	}
+	return span{length: rec.Size}, nil
+}

@@ -1,0 +1,254 @@
+package objects
+
+import (
+	"context"
+	"crypto/md5"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// ingested is a body that was read whole and stored: inline in a pooled
+// buffer, or as blocks already durable in the block store but not yet
+// referenced by any record (they sit in the in-flight set until settled).
+type ingested struct {
+	inline []byte  // the data, when stored inline; aliases *buf
+	buf    *[]byte // pooled buffer behind inline
+	blocks []meta.Block
+	md5    [md5.Size]byte
+	sum    []byte // raw checksum under the requested algorithm; nil if none
+}
+
+// ingest reads exactly size bytes from body, computing MD5 and alg (if
+// set) on the way, and stores them inline if size ≤ InlineThreshold and
+// !forceBlocks, else as blocks of BlockSize. It never holds more than one
+// inline buffer. Errors: IncompleteBody if the body ends early or runs
+// long, and any error body.Read returns, unchanged. On error nothing is
+// left behind but blocks whose deletion failed, which GC collects.
+func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg checksum.Algorithm, forceBlocks bool, res string) (*ingested, error) {
+	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res}
+	if alg != "" {
+		br.sum = alg.New()
+	}
+	in := &ingested{}
+	var err error
+	if size <= s.cfg.InlineThreshold && !forceBlocks {
+		err = s.ingestInline(br, in, size)
+	} else {
+		err = s.ingestBlocks(ctx, br, in, size)
+	}
+	if err == nil {
+		err = br.finish()
+	}
+	if err != nil {
+		s.discard(ctx, in)
+		return nil, br.cause(err)
+	}
+	br.md5.Sum(in.md5[:0])
+	if br.sum != nil {
+		in.sum = br.sum.Sum(nil)
+	}
+	return in, nil
+}
+
+func (s *Service) ingestInline(br *bodyReader, in *ingested, size int64) error {
+	in.buf = s.inlineBufs.Get().(*[]byte)
+	b := (*in.buf)[:size]
+	if _, err := io.ReadFull(br, b); err != nil {
+		return err
+	}
+	in.inline = b
+	return nil
+}
+
+func (s *Service) ingestBlocks(ctx context.Context, br *bodyReader, in *ingested, size int64) error {
+	for left := size; left > 0; {
+		n := min(left, s.cfg.BlockSize)
+		key := newBlobKey(s.clock())
+		// Registered before the first byte is written: the orphan sweep
+		// skips every key in the set.
+		s.inflight.add(key)
+		in.blocks = append(in.blocks, meta.Block{Key: key, Size: n})
+		if err := s.store.Put(ctx, key, io.LimitReader(br, n), n); err != nil {
+			return fmt.Errorf("store block %s: %w", key, err)
+		}
+		left -= n
+	}
+	return nil
+}
+
+// settle ends a write whose record committed: its blocks are referenced
+// now, so they leave the in-flight set; the inline buffer is returned.
+func (s *Service) settle(in *ingested) {
+	if in == nil {
+		return
+	}
+	for _, b := range in.blocks {
+		s.inflight.remove(b.Key)
+	}
+	s.releaseInline(in)
+}
+
+// discard ends a write that will not commit: its blocks are deleted (best
+// effort: the orphan sweep collects what is left) and leave the in-flight
+// set only afterwards.
+func (s *Service) discard(ctx context.Context, in *ingested) {
+	if in == nil {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, b := range in.blocks {
+		if err := s.store.Delete(ctx, b.Key); err != nil {
+			s.log.WarnContext(ctx, "delete block of failed write", "blob", b.Key, "err", err)
+		}
+		s.inflight.remove(b.Key)
+	}
+	in.blocks = nil
+	s.releaseInline(in)
+}
+
+func (s *Service) releaseInline(in *ingested) {
+	if in.buf != nil {
+		s.putReadBuf(in.buf)
+		in.buf, in.inline = nil, nil
+	}
+}
+
+// finishWrite settles or discards in after a commit attempt. committing
+// tells whether the commit was reached with a record: if it then failed,
+// the record may or may not be durable, so the blocks are left for GC to
+// decide rather than deleted.
+func (s *Service) finishWrite(ctx context.Context, in *ingested, err error, committing bool) {
+	switch {
+	case err == nil:
+		s.settle(in)
+	case committing:
+		s.log.WarnContext(ctx, "commit failed; blocks left to GC", "err", err)
+		s.settle(in)
+	default:
+		s.discard(ctx, in)
+	}
+}
+
+// errShort marks a body that ended before its declared size.
+var errShort = errors.New("body shorter than declared")
+
+// bodyReader reads exactly left bytes of a request body, hashing them. It
+// reports a body that ends early as errShort and remembers any error of the
+// underlying reader, so that the caller can return it unchanged even after
+// the block store wrapped it.
+type bodyReader struct {
+	r    io.Reader
+	left int64
+	md5  hash.Hash
+	sum  hash.Hash // nil if no checksum
+	res  string
+	eof  bool  // r returned io.EOF
+	err  error // first error r returned other than io.EOF
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	b.md5.Write(p[:n])
+	if b.sum != nil {
+		b.sum.Write(p[:n])
+	}
+	switch {
+	case err == io.EOF:
+		b.eof = true
+		if b.left > 0 {
+			return n, errShort
+		}
+		return n, nil
+	case err != nil:
+		b.err = err
+		return n, err
+	}
+	return n, nil
+}
+
+// finish checks that the body ends where declared. Reading to EOF also lets
+// a streaming-signature reader verify its final chunk and trailer.
+func (b *bodyReader) finish() error {
+	if b.eof {
+		return nil
+	}
+	var one [1]byte
+	for range 100 {
+		n, err := b.r.Read(one[:])
+		switch {
+		case n > 0:
+			return s3err.Newf(s3err.IncompleteBody, b.res,
+				"The request body is longer than the number of bytes specified by the Content-Length HTTP header.")
+		case err == io.EOF:
+			b.eof = true
+			return nil
+		case err != nil:
+			b.err = err
+			return err
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// cause returns the error a failed ingest reports: the body's own error
+// unchanged (for example the signature layer's *s3err.Error), IncompleteBody
+// for a short body, else err.
+func (b *bodyReader) cause(err error) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case errors.Is(err, errShort):
+		return s3err.New(s3err.IncompleteBody, b.res)
+	}
+	return err
+}
+
+// inflightSet holds the keys of blobs being written whose records have not
+// committed. The orphan sweep never deletes a key in it.
+type inflightSet struct {
+	mu   sync.Mutex // guards keys
+	keys map[string]struct{}
+}
+
+func (f *inflightSet) add(k string) {
+	f.mu.Lock()
+	if f.keys == nil {
+		f.keys = make(map[string]struct{})
+	}
+	f.keys[k] = struct{}{}
+	f.mu.Unlock()
+}
+
+func (f *inflightSet) remove(k string) {
+	f.mu.Lock()
+	delete(f.keys, k)
+	f.mu.Unlock()
+}
+
+// snapshot returns a copy of the set.
+func (f *inflightSet) snapshot() map[string]struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]struct{}, len(f.keys))
+	for k := range f.keys {
+		m[k] = struct{}{}
+	}
+	return m
+}

@@ -1,0 +1,147 @@
+// Package objects is the object service: bucket, object and multipart
+// semantics over the metadata index (meta) and the block store (blob). It
+// decides everything S3 defines about objects — ETags, checksums,
+// preconditions, atomic overwrite — and returns *s3err.Error for every
+// failure a client caused. It never sees HTTP.
+//
+// See docs/design/0001-storage-engine.md for the storage design: small
+// objects inline in their metadata record, larger ones as blocks written
+// and synced before the record commits, old blocks moved to a garbage queue
+// in the commit's batch, and a GC that never touches a write in flight or a
+// block a reader streams.
+package objects
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/meta"
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultInlineThreshold = 128 << 10
+	DefaultBlockSize       = 8 << 20
+	DefaultMaxObjectSize   = 5 << 30
+	DefaultMinPartSize     = 5 << 20
+	DefaultGCInterval      = 10 * time.Minute
+	DefaultGCGrace         = time.Hour
+)
+
+// Limits S3 sets.
+const (
+	maxInlineThreshold = 16 << 20 // inline data is buffered whole; keep it small
+	maxPartSize        = 5 << 30
+	maxPartNumber      = 10000
+	maxKeyLen          = 1024
+	maxUserMetadata    = 2 << 10
+	maxDeleteKeys      = 1000
+	maxListParts       = 1000
+	maxListUploads     = 1000
+)
+
+// Config tunes the service. Zero values take the defaults noted.
+type Config struct {
+	InlineThreshold int64         // objects up to this size live in their metadata record (default 128 KiB)
+	BlockSize       int64         // larger objects are cut into blocks of this size (default 8 MiB)
+	MaxObjectSize   int64         // largest single PUT (default 5 GiB, as S3)
+	MinPartSize     int64         // smallest part but the last one of a completed upload (default 5 MiB, as S3)
+	GCInterval      time.Duration // background GC period (default 10 min; < 0 disables)
+	GCGrace         time.Duration // a blob younger than this is never collected (default 1 h)
+
+	// Clock returns the current time; nil means time.Now. Tests inject a
+	// fixed or stepping clock.
+	Clock func() time.Time `toml:"-"`
+}
+
+// withDefaults returns c with zero fields set to their defaults, or an
+// error for values that make no sense.
+func (c Config) withDefaults() (Config, error) {
+	for _, f := range []struct {
+		name string
+		v    *int64
+		def  int64
+	}{
+		{"inline threshold", &c.InlineThreshold, DefaultInlineThreshold},
+		{"block size", &c.BlockSize, DefaultBlockSize},
+		{"max object size", &c.MaxObjectSize, DefaultMaxObjectSize},
+		{"min part size", &c.MinPartSize, DefaultMinPartSize},
+	} {
+		if *f.v < 0 {
+			return c, fmt.Errorf("objects: negative %s %d", f.name, *f.v)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if c.InlineThreshold > maxInlineThreshold {
+		return c, fmt.Errorf("objects: inline threshold %d above %d", c.InlineThreshold, maxInlineThreshold)
+	}
+	if c.GCInterval == 0 {
+		c.GCInterval = DefaultGCInterval
+	}
+	if c.GCGrace < 0 {
+		return c, fmt.Errorf("objects: negative GC grace %v", c.GCGrace)
+	}
+	if c.GCGrace == 0 {
+		c.GCGrace = DefaultGCGrace
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	return c, nil
+}
+
+// copyBufSize is the size of the pooled buffers that stream block data.
+const copyBufSize = 64 << 10
+
+// recordSlack is room beyond InlineThreshold in the pooled buffers, so that
+// a read buffer holds a whole record: inline data plus metadata (user
+// metadata is at most 2 KiB).
+const recordSlack = 8 << 10
+
+// Service implements the object operations. It is safe for concurrent use.
+type Service struct {
+	cfg   Config
+	db    *meta.DB
+	store blob.Store
+	log   *slog.Logger
+	clock func() time.Time
+
+	inlineBufs sync.Pool // *[]byte of capacity cfg.InlineThreshold+recordSlack
+	copyBufs   sync.Pool // *[]byte of length copyBufSize
+
+	inflight inflightSet // blob keys being written, not yet committed
+	readers  readerTable // object versions being streamed
+
+	gcMu sync.Mutex // serialises GC passes
+}
+
+// New returns a Service over db and store. A nil log discards.
+func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service, error) {
+	if db == nil || store == nil {
+		return nil, errors.New("objects: nil meta.DB or blob.Store")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock}
+	s.inlineBufs.New = func() any {
+		b := make([]byte, 0, cfg.InlineThreshold+recordSlack)
+		return &b
+	}
+	s.copyBufs.New = func() any {
+		b := make([]byte, copyBufSize)
+		return &b
+	}
+	return s, nil
+}

@@ -1,0 +1,241 @@
+package objects
+
+import (
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+)
+
+// Bucket describes one bucket.
+type Bucket struct {
+	Name    string
+	Region  string // LocationConstraint given at creation; "" for the default region
+	Created time.Time
+}
+
+// Metadata is what a client stores with an object besides its bytes: the
+// standard headers S3 round-trips and the user's x-amz-meta-* pairs.
+type Metadata struct {
+	ContentType        string
+	ContentEncoding    string
+	ContentDisposition string
+	ContentLanguage    string
+	CacheControl       string
+	Expires            string            // kept verbatim, as S3 does
+	User               map[string]string // keys lower-case, without the x-amz-meta- prefix
+}
+
+// ChecksumValue is a flexible checksum stored with an object or part.
+type ChecksumValue struct {
+	Algorithm checksum.Algorithm // "" if none
+	Value     string             // base64, as S3 returns it; composite values end in "-N"
+	Type      string             // "FULL_OBJECT" or "COMPOSITE"; "" if none
+}
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Bucket       string
+	Key          string
+	Size         int64
+	ETag         string // without quotes: hex MD5, or hex MD5-of-MD5s + "-N" for multipart
+	LastModified time.Time
+	Meta         Metadata
+	Checksum     ChecksumValue
+	PartSizes    []int64 // sizes of the parts of a multipart object, in order; nil otherwise
+}
+
+// PartCount returns the number of parts (0 for an object not made by
+// multipart upload).
+func (o ObjectInfo) PartCount() int { return len(o.PartSizes) }
+
+// ReadConditions are the If-* preconditions of GET, HEAD and a copy source.
+// Zero fields are absent. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html
+type ReadConditions struct {
+	IfMatch           string // ETag, quotes optional, "*" allowed
+	IfNoneMatch       string
+	IfModifiedSince   time.Time
+	IfUnmodifiedSince time.Time
+}
+
+// WriteConditions are the conditional-write preconditions of PutObject,
+// CopyObject and CompleteMultipartUpload: If-None-Match: * (create only)
+// and If-Match: ETag (replace only that version). Checked atomically with
+// the commit.
+type WriteConditions struct {
+	IfMatch     string
+	IfNoneMatch string // only "*" is valid
+}
+
+// Range is a parsed, unresolved HTTP byte range: bytes=Start-End,
+// bytes=Start- (End < 0) or bytes=-Suffix (Suffix > 0, Start < 0).
+type Range struct {
+	Start, End int64 // End inclusive; End < 0 means open-ended
+	Suffix     int64 // > 0 for a suffix range
+}
+
+// GetOptions selects what GetObject and HeadObject return.
+type GetOptions struct {
+	Range      *Range // nil for the whole object
+	PartNumber int    // > 0 selects one part (whole object part 1 for a non-multipart object)
+	Cond       ReadConditions
+}
+
+// Object is an open object: its description, the byte range being served
+// and a stream of exactly Length bytes. The caller must close Body.
+type Object struct {
+	Info    ObjectInfo
+	Start   int64 // first byte served
+	Length  int64 // bytes served
+	Partial bool  // a Range or PartNumber selected less than the whole (206)
+	Body    interface {
+		Read(p []byte) (int, error)
+		Close() error
+	}
+}
+
+// ChecksumInput asks a write to compute and verify a flexible checksum.
+type ChecksumInput struct {
+	Algorithm checksum.Algorithm // "" for none
+	// Value is the expected base64 value from a header. If empty and Trailer
+	// is set, Trailer is called after the body reached EOF to get it.
+	Value   string
+	Trailer func() string
+}
+
+// PutInput describes a PutObject body and its headers.
+type PutInput struct {
+	Size       int64  // exact body length (Content-Length or x-amz-decoded-content-length)
+	ContentMD5 string // base64 as sent; "" if absent. Mismatch is BadDigest.
+	Checksum   ChecksumInput
+	Meta       Metadata
+	Cond       WriteConditions
+}
+
+// CopyInput describes a CopyObject.
+type CopyInput struct {
+	SrcBucket, SrcKey string
+	SrcCond           ReadConditions
+	ReplaceMeta       bool     // x-amz-metadata-directive: REPLACE
+	Meta              Metadata // used when ReplaceMeta
+	Cond              WriteConditions
+	ChecksumAlgorithm checksum.Algorithm // x-amz-checksum-algorithm for the new object; "" keeps the source's
+}
+
+// CreateUploadInput describes a CreateMultipartUpload.
+type CreateUploadInput struct {
+	Meta              Metadata
+	ChecksumAlgorithm checksum.Algorithm
+	ChecksumType      string // "COMPOSITE" (default when an algorithm is set) or "FULL_OBJECT"
+}
+
+// Upload describes an in-progress multipart upload.
+type Upload struct {
+	Bucket, Key       string
+	UploadID          string
+	Initiated         time.Time
+	Meta              Metadata
+	ChecksumAlgorithm checksum.Algorithm
+	ChecksumType      string
+}
+
+// PartInput describes an UploadPart body.
+type PartInput struct {
+	Size       int64
+	ContentMD5 string
+	Checksum   ChecksumInput
+}
+
+// PartCopyInput describes an UploadPartCopy.
+type PartCopyInput struct {
+	SrcBucket, SrcKey string
+	SrcRange          *Range // bytes=first-last, both required by S3 when present
+	SrcCond           ReadConditions
+}
+
+// Part describes one uploaded part.
+type Part struct {
+	Number       int
+	Size         int64
+	ETag         string // hex MD5, no quotes
+	LastModified time.Time
+	Checksum     ChecksumValue
+}
+
+// CompletePart is one <Part> of a CompleteMultipartUpload request.
+type CompletePart struct {
+	Number   int
+	ETag     string // as sent, quotes optional
+	Checksum string // base64 checksum of the part, if the client sent one
+}
+
+// CompleteInput describes a CompleteMultipartUpload.
+type CompleteInput struct {
+	Parts    []CompletePart
+	Cond     WriteConditions
+	Checksum ChecksumInput // full-object checksum the client asserts, if any
+}
+
+// ListInput is a ListObjects (v1 or v2) query.
+type ListInput struct {
+	Prefix     string
+	Delimiter  string
+	StartAfter string // exclusive: marker, start-after or decoded continuation token
+	MaxKeys    int    // 0 returns nothing but IsTruncated; callers clamp to 1000
+}
+
+// ListResult is one page of a listing, objects and common prefixes merged in
+// key order.
+type ListResult struct {
+	Objects        []ObjectInfo
+	CommonPrefixes []string
+	IsTruncated    bool
+	// NextMarker is the last key or common prefix returned when truncated:
+	// the StartAfter of the next page.
+	NextMarker string
+}
+
+// ListUploadsInput is a ListMultipartUploads query.
+type ListUploadsInput struct {
+	Prefix, Delimiter string
+	KeyMarker         string
+	UploadIDMarker    string
+	MaxUploads        int
+}
+
+// ListUploadsResult is one page of ListMultipartUploads.
+type ListUploadsResult struct {
+	Uploads            []Upload
+	CommonPrefixes     []string
+	IsTruncated        bool
+	NextKeyMarker      string
+	NextUploadIDMarker string
+}
+
+// ListPartsInput is a ListParts query.
+type ListPartsInput struct {
+	PartNumberMarker int
+	MaxParts         int
+}
+
+// ListPartsResult is one page of ListParts.
+type ListPartsResult struct {
+	Upload               Upload
+	Parts                []Part
+	IsTruncated          bool
+	NextPartNumberMarker int
+}
+
+// DeleteResult is the outcome for one key of DeleteObjects.
+type DeleteResult struct {
+	Key string
+	Err error // nil on success (deleting an absent key succeeds)
+}
+
+// GCStats reports one garbage-collection pass.
+type GCStats struct {
+	Scanned        int   // blobs listed
+	Deleted        int   // blobs removed
+	DeletedBytes   int64 // when known
+	ExpiredUploads int   // abandoned multipart uploads aborted (none yet: uploads never expire by default)
+}

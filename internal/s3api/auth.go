@@ -1,0 +1,180 @@
+package s3api
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+// authenticate verifies the request's signature (never reading the body)
+// and resolves its principal.
+func (h *Handler) authenticate(r *http.Request, rq *request) error {
+	res, err := h.verifier.Verify(r)
+	if err != nil {
+		return err
+	}
+	rq.auth = res
+	if res.Anonymous {
+		rq.principal = iam.Principal{Anonymous: true}
+		return nil
+	}
+	rq.principal = h.iam.Principal(res.AccessKeyID)
+	return nil
+}
+
+// authorize asks iam whether the request's principal may do action on
+// bucket/key. The pipeline calls it with the op's action before the body
+// is read or storage touched; copies call it again for their source.
+func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, bucket, key string) error {
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key})
+}
+
+// prepareBody checks the declared length of a body the op reads and wraps
+// the body in the reader that verifies it (sigv4.Body: the SHA-256 of a
+// signed payload, or aws-chunked decoding with chunk signatures and
+// trailers), cut to exactly the declared length. Limits are enforced from
+// the headers, before a byte is read: object data needs a length
+// (MissingContentLength) of at most 5 GiB (EntityTooLarge), XML bodies at
+// most op.limit bytes (MaxMessageLengthExceeded).
+func (h *Handler) prepareBody(r *http.Request, rq *request) error {
+	if rq.op.body == bodyNone {
+		return nil
+	}
+	res := rq.auth
+	size := int64(-1)
+	if hasContentLength(r) {
+		size = r.ContentLength
+	}
+	if res.Payload.Streaming() {
+		if size >= 0 && res.DecodedLength > size {
+			return s3err.Newf(s3err.IncompleteBody, "", "x-amz-decoded-content-length is larger than Content-Length.")
+		}
+		size = res.DecodedLength
+	}
+	switch rq.op.body {
+	case bodyStream:
+		if size < 0 {
+			return s3err.New(s3err.MissingContentLength, "")
+		}
+		if size > maxObjectSize {
+			return s3err.New(s3err.EntityTooLarge, "").
+				With("ProposedSize", strconv.FormatInt(size, 10)).
+				With("MaxSizeAllowed", strconv.FormatInt(maxObjectSize, 10))
+		}
+	case bodyXML:
+		if size > rq.op.limit {
+			return s3err.New(s3err.MaxMessageLengthExceeded, "").
+				With("MaxMessageLengthBytes", strconv.FormatInt(rq.op.limit, 10))
+		}
+	}
+	b, err := res.Body(r.Body)
+	if err != nil {
+		return err
+	}
+	rq.size = size
+	rq.body = &exactReader{r: b, n: size}
+	if res.Payload == sigv4.PayloadStreamingSignedTrailer || res.Payload == sigv4.PayloadStreamingUnsignedTrailer {
+		rq.trailer = b.Trailer
+	}
+	return nil
+}
+
+// hasContentLength reports whether the request declared its body's length.
+// net/http reports 0 both for "Content-Length: 0" and for no header at all,
+// which S3 treats differently (MissingContentLength).
+func hasContentLength(r *http.Request) bool {
+	if r.ContentLength > 0 {
+		return true
+	}
+	_, ok := r.Header["Content-Length"]
+	return r.ContentLength == 0 && ok
+}
+
+// exactReader delivers exactly n bytes from r (any number if n < 0) and
+// makes sure r is at its end before delivering the last of them, so a
+// consumer that reads exactly n bytes and stops has still seen every
+// verification r does at EOF. A body that ends early is IncompleteBody; one
+// that goes on is IncompleteBody too, since the declared length was a lie.
+type exactReader struct {
+	r     io.Reader
+	n     int64 // bytes left; < 0 if unknown
+	err   error // sticky
+	probe [1]byte
+}
+
+// Read implements io.Reader.
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	if e.n == 0 {
+		e.err = e.finish()
+		return 0, e.err
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if e.n > 0 && int64(len(p)) > e.n {
+		p = p[:e.n]
+	}
+	k, err := e.r.Read(p)
+	if e.n > 0 {
+		e.n -= int64(k)
+	}
+	switch {
+	case err == io.EOF && e.n > 0:
+		e.err = s3err.Newf(s3err.IncompleteBody, "", "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+		return 0, e.err
+	case err == io.EOF:
+		e.err = io.EOF
+		if k == 0 {
+			return 0, io.EOF
+		}
+		return k, nil
+	case err != nil:
+		e.err = bodyError(err)
+		return 0, e.err
+	}
+	if e.n == 0 {
+		if e.err = e.finish(); e.err != io.EOF {
+			return 0, e.err
+		}
+	}
+	return k, nil
+}
+
+// finish reads r to its end, returning io.EOF if it ends where declared.
+func (e *exactReader) finish() error {
+	for range 100 {
+		k, err := e.r.Read(e.probe[:])
+		switch {
+		case k > 0:
+			return s3err.Newf(s3err.IncompleteBody, "", "The request body is longer than its declared length.")
+		case err == io.EOF:
+			return io.EOF
+		case err != nil:
+			return bodyError(err)
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// bodyError maps an error reading a request body to what the client is
+// told: an *s3err.Error (a signature or checksum mismatch) as is, a
+// timeout as RequestTimeout, anything else — a client that hung up — as
+// IncompleteBody, keeping the cause for the log.
+func bodyError(err error) error {
+	if _, ok := errors.AsType[*s3err.Error](err); ok {
+		return err
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return s3err.Wrap(s3err.RequestTimeout, "", err)
+	}
+	return s3err.Wrap(s3err.IncompleteBody, "", err)
+}

@@ -1,0 +1,169 @@
+package s3api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// bucketsQuery is a parsed ListBuckets query.
+type bucketsQuery struct {
+	prefix     string
+	max        int    // 0: no limit
+	startAfter string // decoded continuation-token
+}
+
+// parseListBuckets parses the optional ListBuckets parameters prefix,
+// max-buckets (1..10000) and continuation-token. A client that pages gets
+// pages; one that does not gets every bucket, as from S3.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListBuckets.html
+func parseListBuckets(q url.Values) (bucketsQuery, error) {
+	bq := bucketsQuery{prefix: q.Get("prefix")}
+	if vs, ok := q["max-buckets"]; ok {
+		s := strings.Join(vs, "")
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10000 {
+			return bucketsQuery{}, invalidArgument("max-buckets", s, "Argument max-buckets must be an integer between 1 and 10000.")
+		}
+		bq.max = n
+	}
+	if vs, ok := q["continuation-token"]; ok {
+		t := strings.Join(vs, "")
+		name, err := decodeToken(t)
+		if err != nil {
+			return bucketsQuery{}, invalidArgument("continuation-token", t, "The continuation token provided is incorrect")
+		}
+		bq.startAfter = name
+	}
+	return bq, nil
+}
+
+// listBuckets serves ListBuckets.
+func (h *Handler) listBuckets(w http.ResponseWriter, r *http.Request, rq *request) error {
+	bq, err := parseListBuckets(rq.query)
+	if err != nil {
+		return err
+	}
+	bs, err := h.objects.ListBuckets(r.Context())
+	if err != nil {
+		return err
+	}
+	out := s3xml.ListAllMyBucketsResult{Owner: h.owner(rq), Buckets: s3xml.Buckets{}, Prefix: bq.prefix}
+	for _, b := range bs {
+		if !strings.HasPrefix(b.Name, bq.prefix) || b.Name <= bq.startAfter {
+			continue
+		}
+		if bq.max > 0 && len(out.Buckets) == bq.max {
+			out.ContinuationToken = encodeToken(out.Buckets[len(out.Buckets)-1].Name)
+			break
+		}
+		out.Buckets = append(out.Buckets, s3xml.Bucket{
+			Name:         b.Name,
+			CreationDate: s3xml.Time(b.Created),
+			BucketRegion: h.bucketRegion(b),
+		})
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// bucketRegion returns the region a bucket lives in.
+func (h *Handler) bucketRegion(b objects.Bucket) string {
+	if b.Region != "" {
+		return b.Region
+	}
+	return h.cfg.Region
+}
+
+// parseCreateBucket checks the headers of a CreateBucket. Coffer has one
+// owner and no ACLs or object lock; headers asking for more are
+// NotImplemented.
+func parseCreateBucket(h http.Header) error {
+	if err := checkCannedACL(h); err != nil {
+		return err
+	}
+	for _, k := range [...]string{"X-Amz-Grant-Full-Control", "X-Amz-Grant-Read", "X-Amz-Grant-Read-Acp", "X-Amz-Grant-Write", "X-Amz-Grant-Write-Acp"} {
+		if _, ok := h[k]; ok {
+			return notImplementedHeader(k)
+		}
+	}
+	if v := h.Get("X-Amz-Bucket-Object-Lock-Enabled"); strings.EqualFold(v, "true") {
+		return notImplementedHeader("x-amz-bucket-object-lock-enabled")
+	}
+	if v := h.Get("X-Amz-Object-Ownership"); v != "" && v != "BucketOwnerEnforced" {
+		return notImplementedHeader("x-amz-object-ownership")
+	}
+	return nil
+}
+
+// createBucket serves CreateBucket. The optional body names the region;
+// Coffer serves one, so any other is IllegalLocationConstraintException,
+// as S3 answers a request for another region's bucket at this endpoint.
+func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
+	if err := parseCreateBucket(r.Header); err != nil {
+		return err
+	}
+	cfg, err := s3xml.DecodeCreateBucketConfiguration(rq.body, rq.op.limit)
+	if err != nil {
+		return err
+	}
+	region := cfg.LocationConstraint
+	if region != "" && region != h.cfg.Region {
+		return s3err.Newf(s3err.IllegalLocationConstraintExc, rq.bucket,
+			"The "+region+" location constraint is incompatible for the region specific endpoint this request was sent to.")
+	}
+	if err := h.objects.CreateBucket(r.Context(), rq.bucket, region); err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/"+rq.bucket)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// headBucket serves HeadBucket.
+func (h *Handler) headBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
+	b, err := h.objects.HeadBucket(r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	w.Header()["x-amz-bucket-region"] = []string{h.bucketRegion(b)}
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// deleteBucket serves DeleteBucket.
+func (h *Handler) deleteBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
+	if err := h.objects.DeleteBucket(r.Context(), rq.bucket); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getBucketLocation serves GetBucketLocation. S3 writes us-east-1 as an
+// empty LocationConstraint.
+func (h *Handler) getBucketLocation(w http.ResponseWriter, r *http.Request, rq *request) error {
+	b, err := h.objects.HeadBucket(r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	region := h.bucketRegion(b)
+	if region == "us-east-1" {
+		region = ""
+	}
+	return writeXML(w, http.StatusOK, s3xml.LocationConstraint{Region: region})
+}
+
+// getBucketVersioning serves GetBucketVersioning. Coffer's buckets are
+// never versioned, which S3 reports as an empty configuration.
+func (h *Handler) getBucketVersioning(w http.ResponseWriter, r *http.Request, rq *request) error {
+	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
+		return err
+	}
+	return writeXML(w, http.StatusOK, s3xml.VersioningConfiguration{})
+}

@@ -1,0 +1,79 @@
+package s3api
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+func TestBucketOps(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+
+	rp := hs.do(call{method: "GET", path: "/"}).mustStatus(t, http.StatusOK)
+	golden(t, "ListBuckets_empty", rp.body)
+
+	rp = hs.do(call{method: "PUT", path: "/photos"}).mustStatus(t, http.StatusOK)
+	if got := rp.header.Get("Location"); got != "/photos" {
+		t.Errorf("CreateBucket Location = %q, want /photos", got)
+	}
+	hs.do(call{method: "PUT", path: "/docs", body: xmlBody(`
+<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>us-east-1</LocationConstraint></CreateBucketConfiguration>`)}).
+		mustStatus(t, http.StatusOK)
+
+	goldenError(t, hs.do(call{method: "PUT", path: "/photos"}), "CreateBucket_BucketAlreadyOwnedByYou", http.StatusConflict, s3err.BucketAlreadyOwnedByYou)
+	goldenError(t, hs.do(call{method: "PUT", path: "/Bad_Name"}), "CreateBucket_InvalidBucketName", http.StatusBadRequest, s3err.InvalidBucketName)
+	goldenError(t, hs.do(call{method: "PUT", path: "/elsewhere", body: xmlBody(`
+<CreateBucketConfiguration><LocationConstraint>eu-west-1</LocationConstraint></CreateBucketConfiguration>`)}),
+		"CreateBucket_IllegalLocationConstraintException", http.StatusBadRequest, s3err.IllegalLocationConstraintExc)
+	goldenError(t, hs.do(call{method: "PUT", path: "/malformed", body: []byte("<CreateBucketConfiguration>")}),
+		"CreateBucket_MalformedXML", http.StatusBadRequest, s3err.MalformedXML)
+	hs.do(call{method: "PUT", path: "/locked", header: header("X-Amz-Bucket-Object-Lock-Enabled", "true")}).
+		want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	hs.do(call{method: "PUT", path: "/public", header: header("X-Amz-Acl", "public-read")}).
+		want(t, http.StatusNotImplemented, s3err.NotImplemented)
+
+	rp = hs.do(call{method: "GET", path: "/"}).mustStatus(t, http.StatusOK)
+	golden(t, "ListBuckets", rp.body)
+	rp = hs.do(call{method: "GET", path: "/?max-buckets=1"}).mustStatus(t, http.StatusOK)
+	golden(t, "ListBuckets_paged", rp.body)
+	rp = hs.do(call{method: "GET", path: "/?max-buckets=1&continuation-token=" + encodeToken("docs")}).mustStatus(t, http.StatusOK)
+	golden(t, "ListBuckets_page2", rp.body)
+
+	rp = hs.do(call{method: "HEAD", path: "/photos"}).mustStatus(t, http.StatusOK)
+	if got := rp.header.Get("x-amz-bucket-region"); got != testRegion {
+		t.Errorf("HeadBucket x-amz-bucket-region = %q, want %q", got, testRegion)
+	}
+	rp = hs.do(call{method: "HEAD", path: "/nope"})
+	rp.want(t, http.StatusNotFound, "")
+	if len(rp.body) != 0 {
+		t.Errorf("HEAD error has a body: %q", rp.body)
+	}
+
+	rp = hs.do(call{method: "GET", path: "/photos?location"}).mustStatus(t, http.StatusOK)
+	golden(t, "GetBucketLocation", rp.body)
+	goldenError(t, hs.do(call{method: "GET", path: "/nope?location"}), "GetBucketLocation_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
+	rp = hs.do(call{method: "GET", path: "/photos?versioning"}).mustStatus(t, http.StatusOK)
+	golden(t, "GetBucketVersioning", rp.body)
+	hs.do(call{method: "GET", path: "/nope?versioning"}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
+	goldenError(t, hs.do(call{method: "PUT", path: "/photos?versioning", body: []byte("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>")}),
+		"PutBucketVersioning_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
+
+	hs.put("photos", "a.jpg", []byte("jpeg"))
+	goldenError(t, hs.do(call{method: "DELETE", path: "/photos"}), "DeleteBucket_BucketNotEmpty", http.StatusConflict, s3err.BucketNotEmpty)
+	hs.do(call{method: "DELETE", path: "/photos/a.jpg"}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "DELETE", path: "/photos"}).mustStatus(t, http.StatusNoContent)
+	goldenError(t, hs.do(call{method: "DELETE", path: "/photos"}), "DeleteBucket_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
+}
+
+func TestBucketRegion(t *testing.T) {
+	h := &Handler{cfg: Config{Region: "eu-west-1"}.withDefaults()}
+	if got := h.bucketRegion(objects.Bucket{Name: "b"}); got != "eu-west-1" {
+		t.Errorf("bucketRegion of a default bucket = %q, want eu-west-1", got)
+	}
+	if got := h.bucketRegion(objects.Bucket{Name: "b", Region: "ap-south-1"}); got != "ap-south-1" {
+		t.Errorf("bucketRegion of an ap-south-1 bucket = %q", got)
+	}
+}

@@ -1,0 +1,139 @@
+package s3api
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// RenderCompatibility writes docs/s3-compatibility.md: the operations
+// Coffer serves, rendered from the op table, and what it answers for
+// everything else. A golden test keeps the committed file current.
+func RenderCompatibility(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString(`# S3 compatibility
+
+<!-- Generated from internal/s3api/ops.go by RenderCompatibility.
+     Do not edit: run go test ./internal/s3api -run TestCompatibilityDoc -update. -->
+
+Coffer serves the S3 operations below, path-style (` + "`/bucket/key`" + `) and,
+when a domain is configured, virtual-hosted-style (` + "`Host: bucket.domain`" + `).
+Every request is authenticated with AWS Signature Version 4 (header or
+presigned URL) and authorized for the IAM action listed before any storage is
+touched. A request for anything else is answered ` + "`501 NotImplemented`" + `,
+never with a false success.
+
+## Operations
+
+| Operation | Request | IAM action |
+| --- | --- | --- |
+`)
+	for _, o := range ops {
+		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", o.name, requestLine(&o), o.action)
+	}
+
+	var missing []string
+	for k := range subresources {
+		if !servedSubresource(k) {
+			missing = append(missing, k)
+		}
+	}
+	slices.Sort(missing)
+	for i, k := range missing {
+		missing[i] = "`?" + k + "`"
+	}
+	b.WriteString(`
+## Not implemented
+
+These sub-resources are recognised and answered ` + "`NotImplemented`" + ` for every
+method, as are the served sub-resources with a method not listed above (for
+example ` + "`PUT ?versioning`" + `) and any method S3 does not have:
+
+`)
+	b.WriteString(strings.Join(missing, ", "))
+	b.WriteString(".\n\nThese request headers ask for features Coffer does not have and are answered\n`NotImplemented` on object writes:\n\n")
+	var hdrs []string
+	for _, h := range unsupportedHeaders {
+		hdrs = append(hdrs, "`"+strings.ToLower(h)+"`")
+	}
+	b.WriteString(strings.Join(hdrs, ", "))
+	b.WriteString(", `x-amz-tagging-directive: REPLACE`, `x-amz-storage-class` other than `STANDARD`,\nand `x-amz-acl` other than ")
+	var acls []string
+	for acl, ok := range cannedACLs {
+		if ok {
+			acls = append(acls, "`"+acl+"`")
+		}
+	}
+	slices.Sort(acls)
+	b.WriteString(strings.Join(acls, " or "))
+	b.WriteString(`.
+
+## Behaviour
+
+- Buckets are unversioned. ` + "`versionId=null`" + ` names the current object (rclone
+  sends it); any other version ID is ` + "`NoSuchVersion`" + `.
+  GetBucketVersioning returns an empty configuration.
+- There are no ACLs: every bucket and object belongs to the caller's access
+  key. Get*Acl returns the owner's ` + "`FULL_CONTROL`" + ` grant; Put*Acl accepts only
+  the private ACL (canned, or a body granting the owner alone
+  ` + "`FULL_CONTROL`" + `) and answers ` + "`NotImplemented`" + ` to anything else.
+- GetObject serves one byte range. A Range header with several ranges, or
+  one that does not parse, is ignored and the whole object is returned with
+  200, as S3 does. ` + "`partNumber`" + ` selects a part and sets
+  ` + "`x-amz-mp-parts-count`" + `. Checksums are returned with
+  ` + "`x-amz-checksum-mode: ENABLED`" + ` for whole-object reads only.
+- ` + "`response-*`" + ` query parameters override response headers on signed requests only.
+- PutObject and UploadPart require Content-Length (or
+  ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
+  ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
+  SHA256; in a header or an aws-chunked trailer) are verified.
+- Conditional writes: ` + "`If-None-Match: *`" + ` and ` + "`If-Match`" + ` on PutObject,
+  CopyObject and CompleteMultipartUpload.
+- DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
+  verifies it; each key is authorized on its own.
+- Listings cap ` + "`max-keys`" + `, ` + "`max-uploads`" + ` and ` + "`max-parts`" + ` at 1000.
+  ` + "`encoding-type=url`" + ` encodes keys, prefixes, delimiters and markers; the
+  continuation token is opaque.
+`)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// requestLine renders how a request for o looks.
+func requestLine(o *op) string {
+	path := "/"
+	switch o.scope {
+	case scopeBucket:
+		path = "/{bucket}"
+	case scopeObject:
+		path = "/{bucket}/{key}"
+	}
+	switch o.query {
+	case "":
+	case "uploadId":
+		if o.method == "PUT" {
+			path += "?partNumber={n}&uploadId={id}"
+		} else {
+			path += "?uploadId={id}"
+		}
+	default:
+		path += "?" + o.query
+	}
+	s := "`" + o.method + " " + path + "`"
+	if o.header != "" {
+		s += " with `" + o.header + "`"
+	}
+	return s
+}
+
+// servedSubresource reports whether some op claims sub-resource k.
+func servedSubresource(k string) bool {
+	for _, o := range ops {
+		name, _, _ := strings.Cut(o.query, "=")
+		if name == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,132 @@
+package s3api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// copySource is the object an x-amz-copy-source header names.
+type copySource struct {
+	bucket, key string
+}
+
+// parseCopySource parses x-amz-copy-source: "bucket/key", URL-encoded,
+// with an optional leading '/' and an optional "?versionId=…", where only
+// "null" (the current version of an unversioned bucket) is accepted.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html#API_CopyObject_RequestSyntax
+func parseCopySource(hdr string) (copySource, error) {
+	bad := func() error {
+		return invalidArgument("x-amz-copy-source", hdr, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
+	}
+	raw, query, hasQuery := strings.Cut(hdr, "?")
+	if hasQuery {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return copySource{}, bad()
+		}
+		if err := parseVersionID(q); err != nil {
+			return copySource{}, err
+		}
+	}
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return copySource{}, bad()
+	}
+	p = strings.TrimPrefix(p, "/")
+	bucket, key, ok := strings.Cut(p, "/")
+	if !ok || bucket == "" || key == "" {
+		return copySource{}, bad()
+	}
+	return copySource{bucket: bucket, key: key}, nil
+}
+
+// parseCopyObject turns the headers of a CopyObject into its input.
+// x-amz-metadata-directive is COPY (the default: the source's metadata) or
+// REPLACE (the request's); anything else is InvalidArgument.
+func parseCopyObject(h http.Header) (objects.CopyInput, error) {
+	src, err := parseCopySource(h.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return objects.CopyInput{}, err
+	}
+	if err := checkUnsupported(h); err != nil {
+		return objects.CopyInput{}, err
+	}
+	in := objects.CopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcCond: parseCopySourceConditions(h)}
+	switch d := h.Get("X-Amz-Metadata-Directive"); d {
+	case "", "COPY":
+	case "REPLACE":
+		in.ReplaceMeta = true
+		if in.Meta, err = parseMetadata(h); err != nil {
+			return objects.CopyInput{}, err
+		}
+	default:
+		return objects.CopyInput{}, invalidArgument("x-amz-metadata-directive", d, "Unknown metadata directive.")
+	}
+	if d := h.Get("X-Amz-Tagging-Directive"); d != "" && d != "COPY" {
+		return objects.CopyInput{}, notImplementedHeader("x-amz-tagging-directive")
+	}
+	if in.Cond, err = parseWriteConditions(h); err != nil {
+		return objects.CopyInput{}, err
+	}
+	if in.ChecksumAlgorithm, err = parseChecksumAlgorithm(h); err != nil {
+		return objects.CopyInput{}, err
+	}
+	return in, nil
+}
+
+// copyObject serves CopyObject. The caller must also be allowed to read
+// the source; that is checked before the service is called.
+func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request) error {
+	in, err := parseCopyObject(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := h.authorize(r, rq, iam.GetObject, in.SrcBucket, in.SrcKey); err != nil {
+		return err
+	}
+	info, err := h.objects.CopyObject(r.Context(), rq.bucket, rq.key, in)
+	if err != nil {
+		return copySourceFailed(err)
+	}
+	out := s3xml.CopyObjectResult{
+		LastModified: s3xml.Time(info.LastModified),
+		ETag:         quoteETag(info.ETag),
+		Checksums:    xmlChecksums(info.Checksum),
+		ChecksumType: checksumType(info.Checksum),
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// copySourceFailed maps a failed copy-source precondition to S3's answer:
+// x-amz-copy-source-if-none-match and -if-modified-since fail with 412,
+// not 304, because a copy has no cached copy to keep using.
+func copySourceFailed(err error) error {
+	if s3err.Is(err, s3err.NotModified) {
+		return s3err.Wrap(s3err.PreconditionFailed, "", err)
+	}
+	return err
+}
+
+// xmlChecksums puts a checksum in the element its algorithm names.
+func xmlChecksums(c objects.ChecksumValue) s3xml.Checksums {
+	var x s3xml.Checksums
+	switch c.Algorithm {
+	case "CRC32":
+		x.ChecksumCRC32 = c.Value
+	case "CRC32C":
+		x.ChecksumCRC32C = c.Value
+	case "CRC64NVME":
+		x.ChecksumCRC64NVME = c.Value
+	case "SHA1":
+		x.ChecksumSHA1 = c.Value
+	case "SHA256":
+		x.ChecksumSHA256 = c.Value
+	}
+	return x
+}

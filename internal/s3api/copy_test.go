@@ -1,0 +1,84 @@
+package s3api
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+func TestParseCopySource(t *testing.T) {
+	for _, tc := range []struct {
+		name, hdr string
+		want      copySource
+		wantErr   s3err.Code
+	}{
+		{name: "leading slash", hdr: "/bucket/my-image.jpg", want: copySource{"bucket", "my-image.jpg"}},
+		{name: "no leading slash", hdr: "bucket/my-image.jpg", want: copySource{"bucket", "my-image.jpg"}},
+		{name: "nested key", hdr: "b/a/b/c", want: copySource{"b", "a/b/c"}},
+		{name: "encoded", hdr: "b/caf%C3%A9%20%2B%3F", want: copySource{"b", "café +?"}},
+		{name: "plus kept", hdr: "b/a+b", want: copySource{"b", "a+b"}},
+		{name: "encoded slash", hdr: "b%2Fk", want: copySource{"b", "k"}},
+		{name: "double slash key", hdr: "b//k", want: copySource{"b", "/k"}},
+		{name: "null version", hdr: "b/k?versionId=null", want: copySource{"b", "k"}},
+		{name: "other version", hdr: "b/k?versionId=abc", wantErr: s3err.NoSuchVersion},
+		{name: "no key", hdr: "bucket", wantErr: s3err.InvalidArgument},
+		{name: "empty key", hdr: "bucket/", wantErr: s3err.InvalidArgument},
+		{name: "empty bucket", hdr: "//k", wantErr: s3err.InvalidArgument},
+		{name: "empty", hdr: "", wantErr: s3err.InvalidArgument},
+		{name: "bad escape", hdr: "b/%zz", wantErr: s3err.InvalidArgument},
+		{name: "bad query", hdr: "b/k?versionId=%zz", wantErr: s3err.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCopySource(tc.hdr)
+			if code := s3err.CodeOf(err); code != tc.wantErr {
+				t.Fatalf("parseCopySource(%q) error = %v, want code %q", tc.hdr, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(copySource{})); diff != "" {
+				t.Errorf("parseCopySource(%q) mismatch (-want +got):\n%s", tc.hdr, diff)
+			}
+		})
+	}
+}
+
+func TestParseCopyObject(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		h       http.Header
+		want    objects.CopyInput
+		wantErr s3err.Code
+	}{
+		{name: "copy metadata", h: header("X-Amz-Copy-Source", "/src/k", "Content-Type", "ignored/when-copying"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k"}},
+		{name: "explicit COPY", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Metadata-Directive", "COPY"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k"}},
+		{name: "replace metadata", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Metadata-Directive", "REPLACE", "Content-Type", "text/plain", "X-Amz-Meta-A", "1"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", ReplaceMeta: true, Meta: objects.Metadata{ContentType: "text/plain", User: map[string]string{"a": "1"}}}},
+		{name: "source conditions", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Copy-Source-If-Match", `"e"`, "X-Amz-Copy-Source-If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", SrcCond: objects.ReadConditions{IfMatch: `"e"`, IfUnmodifiedSince: sunday}}},
+		{name: "write conditions", h: header("X-Amz-Copy-Source", "src/k", "If-None-Match", "*"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", Cond: objects.WriteConditions{IfNoneMatch: "*"}}},
+		{name: "checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "sha256"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", ChecksumAlgorithm: checksum.SHA256}},
+		{name: "bad checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "md5"), wantErr: s3err.InvalidRequest},
+		{name: "bad directive", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Metadata-Directive", "MERGE"), wantErr: s3err.InvalidArgument},
+		{name: "tagging replace", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Tagging-Directive", "REPLACE"), wantErr: s3err.NotImplemented},
+		{name: "sse", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Server-Side-Encryption", "aws:kms"), wantErr: s3err.NotImplemented},
+		{name: "bad source", h: header("X-Amz-Copy-Source", "src"), wantErr: s3err.InvalidArgument},
+		{name: "metadata too large", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Metadata-Directive", "REPLACE", "X-Amz-Meta-A", string(make([]byte, 3000))), wantErr: s3err.MetadataTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseCopyObject(tc.h)
+			if code := s3err.CodeOf(err); code != tc.wantErr {
+				t.Fatalf("parseCopyObject(%v) error = %v, want code %q", tc.h, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("parseCopyObject(%v) mismatch (-want +got):\n%s", tc.h, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,335 @@
+package s3api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+func TestNew(t *testing.T) {
+	hs := newHarness(t, Config{})
+	d := Deps{Objects: hs.svc, Verifier: hs.h.verifier, IAM: hs.h.iam, Logger: hs.h.log}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		deps func(Deps) Deps
+		ok   bool
+	}{
+		{name: "defaults", ok: true},
+		{name: "no objects", deps: func(d Deps) Deps { d.Objects = nil; return d }},
+		{name: "no verifier", deps: func(d Deps) Deps { d.Verifier = nil; return d }},
+		{name: "no iam", deps: func(d Deps) Deps { d.IAM = nil; return d }},
+		{name: "no logger", deps: func(d Deps) Deps { d.Logger = nil; return d }},
+		{name: "max keys too big", cfg: Config{MaxKeys: 1001}},
+		{name: "max keys negative", cfg: Config{MaxKeys: -1}},
+		{name: "domain with port", cfg: Config{Domain: "s3.example.com:9000"}},
+		{name: "domain with dot", cfg: Config{Domain: ".s3.example.com"}},
+		{name: "domain", cfg: Config{Domain: "s3.example.com", MaxKeys: 100}, ok: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deps := d
+			if tc.deps != nil {
+				deps = tc.deps(d)
+			}
+			h, err := New(tc.cfg, deps)
+			if (err == nil) != tc.ok {
+				t.Fatalf("New(%+v) error = %v, want ok %v", tc.cfg, err, tc.ok)
+			}
+			if err != nil {
+				return
+			}
+			if h.cfg.Region != "us-east-1" || h.cfg.MaxKeys == 0 || h.clock == nil || h.newID == nil {
+				t.Errorf("New did not set defaults: %+v", h.cfg)
+			}
+		})
+	}
+}
+
+func TestRequestIDs(t *testing.T) {
+	gen := newRequestIDs()
+	seen := map[string]bool{}
+	for range 1000 {
+		id := gen()
+		if len(id) != 16 || strings.ToUpper(id) != id || seen[id] {
+			t.Fatalf("request ID %q: want 16 unique upper-case hex digits", id)
+		}
+		seen[id] = true
+	}
+	a1, a2, b := hostID("A"), hostID("A"), hostID("B")
+	if a1 == b || a1 != a2 {
+		t.Error("hostID is not a function of the request ID")
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("secret"))
+
+	wrong := sigv4.Credentials{AccessKeyID: rootAccessKey, SecretKey: "not-the-secret"}
+	rp := hs.do(call{method: "GET", path: "/bkt/k", cred: &wrong})
+	rp.want(t, http.StatusForbidden, s3err.SignatureDoesNotMatch)
+
+	unknown := sigv4.Credentials{AccessKeyID: "AKIDUNKNOWN", SecretKey: rootSecretKey}
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/k", cred: &unknown}), "GetObject_InvalidAccessKeyId", http.StatusForbidden, s3err.InvalidAccessKeyID)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/k", at: testNow().Add(-time.Hour)}), "GetObject_RequestTimeTooSkewed", http.StatusForbidden, s3err.RequestTimeTooSkewed)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/k", anon: true}), "GetObject_AccessDenied", http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt/k?response-content-type=x", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	// Anonymous requests for unimplemented operations are denied, not told
+	// what is missing.
+	hs.do(call{method: "GET", path: "/bkt?tagging", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	// Storage is not touched: an anonymous PUT stores nothing.
+	hs.do(call{method: "PUT", path: "/bkt/anon", body: []byte("x"), anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "HEAD", path: "/bkt/anon"}).want(t, http.StatusNotFound, "")
+
+	// A header added after signing is refused.
+	hs.do(call{method: "GET", path: "/bkt/k", prepare: func(r *http.Request) { r.Header.Set("X-Amz-Meta-Late", "1") }}).
+		want(t, http.StatusForbidden, s3err.AccessDenied)
+}
+
+func TestPresigned(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k k", []byte("shared"))
+	u, err := sigv4.Presign("GET", hs.srv.URL+"/bkt/k%20k", rootCred(), testRegion, testNow(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hs.srv.Client().Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "shared" {
+		t.Errorf("presigned GET: %d %q", resp.StatusCode, body)
+	}
+	expired, err := sigv4.Presign("GET", hs.srv.URL+"/bkt/k%20k", rootCred(), testRegion, testNow().Add(-2*time.Hour), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = hs.srv.Client().Get(expired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	reply{status: resp.StatusCode, header: resp.Header, body: body}.want(t, http.StatusForbidden, s3err.AccessDenied)
+}
+
+func TestStreamingUpload(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	payload := bytes.Repeat([]byte("chunky "), 3000)
+	sum := checksum.CRC32C.New()
+	sum.Write(payload)
+	crc := checksum.Encode(sum.Sum(nil))
+
+	for _, tc := range []struct {
+		name     string
+		opts     sigv4.ChunkedOptions
+		header   http.Header
+		status   int
+		code     s3err.Code
+		checksum string
+	}{
+		{name: "signed", opts: sigv4.ChunkedOptions{ChunkSize: 8 << 10}, status: http.StatusOK},
+		{name: "signed trailer", opts: sigv4.ChunkedOptions{Mode: sigv4.PayloadStreamingSignedTrailer, ChunkSize: 8 << 10,
+			Trailers: []sigv4.Trailer{{Name: "x-amz-checksum-crc32c", Value: crc}}}, status: http.StatusOK, checksum: crc},
+		{name: "unsigned trailer", opts: sigv4.ChunkedOptions{Mode: sigv4.PayloadStreamingUnsignedTrailer, ChunkSize: 8 << 10,
+			Trailers: []sigv4.Trailer{{Name: "x-amz-checksum-crc32c", Value: crc}}}, status: http.StatusOK, checksum: crc},
+		{name: "wrong trailer", opts: sigv4.ChunkedOptions{Mode: sigv4.PayloadStreamingUnsignedTrailer,
+			Trailers: []sigv4.Trailer{{Name: "x-amz-checksum-crc32c", Value: "AAAAAA=="}}}, status: http.StatusBadRequest, code: s3err.BadDigest},
+		{name: "header checksum", opts: sigv4.ChunkedOptions{}, header: header("X-Amz-Checksum-Crc32c", crc), status: http.StatusOK, checksum: crc},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := hs.request(call{method: "PUT", path: "/bkt/" + strings.ReplaceAll(tc.name, " ", "-"), anon: true, header: tc.header})
+			if err := sigv4.SignChunked(r, rootCred(), testRegion, testNow(), payload, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hs.srv.Client().Do(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			rp := reply{status: resp.StatusCode, header: resp.Header, body: body}
+			rp.want(t, tc.status, tc.code)
+			if tc.status != http.StatusOK {
+				return
+			}
+			if got := rp.header.Get("ETag"); got != etagOf(payload) {
+				t.Errorf("ETag %q, want %q", got, etagOf(payload))
+			}
+			if got := rp.header.Get("x-amz-checksum-crc32c"); got != tc.checksum {
+				t.Errorf("x-amz-checksum-crc32c %q, want %q", got, tc.checksum)
+			}
+			got := hs.do(call{method: "GET", path: r.URL.Path}).mustStatus(t, http.StatusOK)
+			if !bytes.Equal(got.body, payload) {
+				t.Errorf("stored %d bytes, want %d", len(got.body), len(payload))
+			}
+		})
+	}
+
+	// A chunk signature that does not verify fails the upload.
+	r := hs.request(call{method: "PUT", path: "/bkt/tampered", anon: true})
+	if err := sigv4.SignChunked(r, rootCred(), testRegion, testNow(), payload, sigv4.ChunkedOptions{ChunkSize: 8 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := io.ReadAll(r.Body)
+	i := bytes.Index(enc, []byte("chunky"))
+	enc[i] = 'C'
+	r.Body = io.NopCloser(bytes.NewReader(enc))
+	resp, err := hs.srv.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	reply{status: resp.StatusCode, header: resp.Header, body: body}.want(t, http.StatusForbidden, s3err.SignatureDoesNotMatch)
+	hs.do(call{method: "HEAD", path: "/bkt/tampered"}).want(t, http.StatusNotFound, "")
+
+	// A trailer announced on a request that cannot carry one.
+	hs.do(call{method: "PUT", path: "/bkt/t", body: payload, header: header("X-Amz-Trailer", "x-amz-checksum-crc32c")}).
+		want(t, http.StatusBadRequest, "")
+}
+
+func TestNotImplemented(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt?tagging"}), "GetBucketTagging_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
+	for _, c := range []call{
+		{method: "PUT", path: "/bkt/k?tagging", body: []byte("<Tagging/>")},
+		{method: "GET", path: "/bkt?versions"},
+		{method: "DELETE", path: "/bkt?cors"},
+		{method: "POST", path: "/bkt/k?restore"},
+		{method: "PATCH", path: "/bkt/k"},
+		{method: "OPTIONS", path: "/bkt/k"},
+		{method: "POST", path: "/bkt"},
+	} {
+		hs.do(c).want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	}
+	// PUT ?tagging did not store an object.
+	hs.do(call{method: "HEAD", path: "/bkt/k"}).want(t, http.StatusNotFound, "")
+}
+
+func TestVirtualHosted(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{Domain: testDomain})
+	hs.do(call{method: "PUT", path: "/", host: "vhost." + testDomain}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/dir//file", host: "vhost." + testDomain, body: []byte("v")}).mustStatus(t, http.StatusOK)
+	rp := hs.do(call{method: "GET", path: "/vhost//dir//file"}).mustStatus(t, http.StatusNotFound)
+	rp = hs.do(call{method: "GET", path: "/vhost/dir//file"}).mustStatus(t, http.StatusOK)
+	if string(rp.body) != "v" {
+		t.Errorf("path-style GET of a virtual-hosted PUT: %q", rp.body)
+	}
+	rp = hs.do(call{method: "GET", path: "/?list-type=2", host: "vhost." + testDomain + ":80"}).mustStatus(t, http.StatusOK)
+	if !bytes.Contains(rp.body, []byte("<Key>dir//file</Key>")) {
+		t.Errorf("virtual-hosted listing:\n%s", rp.body)
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	rq := &request{id: "REQ", hostID: "HOST", op: &ops[0]}
+	for _, tc := range []struct {
+		name     string
+		method   string
+		ctx      func() context.Context
+		err      error
+		pre      func(w http.ResponseWriter)
+		status   int
+		body     string // substring; "" for none
+		noBody   bool
+		hdr, val string
+	}{
+		{name: "s3 error", err: s3err.New(s3err.NoSuchKey, "b/k"), status: 404, body: "<Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Resource>b/k</Resource><RequestId>REQ</RequestId><HostId>HOST</HostId>"},
+		{name: "resource defaults to path", err: s3err.New(s3err.NoSuchBucket, ""), status: 404, body: "<Resource>/bkt/k</Resource>"},
+		{name: "wrapped", err: errors.Join(errors.New("context"), s3err.New(s3err.BadDigest, "")), status: 400, body: "<Code>BadDigest</Code>"},
+		{name: "internal", err: errors.New("disk on fire"), status: 500, body: "<Code>InternalError</Code>"},
+		{name: "internal cause hidden", err: errors.New("disk on fire"), status: 500, body: "<Message>We encountered an internal error. Please try again.</Message>"},
+		{name: "head", method: "HEAD", err: s3err.New(s3err.NoSuchKey, ""), status: 404, noBody: true},
+		{name: "not modified", err: s3err.New(s3err.NotModified, ""), status: 304, noBody: true,
+			pre: func(w http.ResponseWriter) { w.Header()["ETag"] = []string{`"e"`} }, hdr: "ETag", val: `"e"`},
+		{name: "headers dropped", err: s3err.New(s3err.NoSuchKey, ""), status: 404,
+			pre: func(w http.ResponseWriter) { w.Header()["ETag"] = []string{`"e"`} }, hdr: "ETag", val: ""},
+		{name: "request id kept", err: s3err.New(s3err.NoSuchKey, ""), status: 404,
+			pre: func(w http.ResponseWriter) { w.Header()["x-amz-request-id"] = []string{"REQ"} }, hdr: "x-amz-request-id", val: "REQ"},
+		{name: "invalid range size", err: s3err.New(s3err.InvalidRange, "").With("RangeRequested", "bytes=9-").With("ActualObjectSize", "5"), status: 416,
+			hdr: "Content-Range", val: "bytes */5"},
+		{name: "client gone", err: context.Canceled, status: 200, noBody: true},
+		{name: "context canceled", err: s3err.New(s3err.NoSuchKey, ""), status: 200, noBody: true, ctx: func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}},
+		{name: "status already sent", err: errors.New("stream broke"), status: 206, noBody: true,
+			pre: func(w http.ResponseWriter) { w.WriteHeader(206) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method := tc.method
+			if method == "" {
+				method = "GET"
+			}
+			r := httptest.NewRequest(method, "/bkt/k", nil)
+			if tc.ctx != nil {
+				r = r.WithContext(tc.ctx())
+			}
+			rec := httptest.NewRecorder()
+			w := &responseWriter{ResponseWriter: rec}
+			if tc.pre != nil {
+				tc.pre(w)
+			}
+			h.writeError(w, r, rq, tc.err)
+			if rec.Code != tc.status {
+				t.Errorf("status %d, want %d", rec.Code, tc.status)
+			}
+			body := rec.Body.String()
+			if tc.noBody && body != "" {
+				t.Errorf("body %q, want none", body)
+			}
+			if !strings.Contains(body, tc.body) {
+				t.Errorf("body %q does not contain %q", body, tc.body)
+			}
+			if tc.body != "" && rec.Header().Get("Content-Type") != "application/xml" {
+				t.Errorf("Content-Type %q", rec.Header().Get("Content-Type"))
+			}
+			if tc.hdr != "" {
+				// Set verbatim, as S3 spells them; look them up so.
+				got := rec.Header().Get(tc.hdr)
+				if v := rec.Header()[tc.hdr]; len(v) > 0 {
+					got = v[0]
+				}
+				if got != tc.val {
+					t.Errorf("%s = %q, want %q", tc.hdr, got, tc.val)
+				}
+			}
+		})
+	}
+}
+
+// TestPanic checks that a panicking handler answers InternalError.
+func TestPanic(t *testing.T) {
+	hs := newHarness(t, Config{})
+	r := hs.request(call{method: "GET", path: "/bkt/k"})
+	r = r.WithContext(context.Background())
+	hs.h.objects = nil // the service call panics
+	rp := hs.serve(r)
+	rp.want(t, http.StatusInternalServerError, s3err.InternalError)
+}

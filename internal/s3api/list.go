@@ -1,0 +1,353 @@
+package s3api
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// listQuery is a parsed ListObjects or ListObjectsV2 query.
+type listQuery struct {
+	in         objects.ListInput
+	encodeURL  bool   // encoding-type=url
+	fetchOwner bool   // v2 fetch-owner=true (v1 always lists owners)
+	marker     string // v1 marker or v2 start-after, as sent
+	token      string // v2 continuation-token, as sent
+}
+
+// parseListObjects parses the query of ListObjects (v2 false) or
+// ListObjectsV2. maxKeys is both the default and the cap of max-keys.
+// Errors are InvalidArgument naming the argument, as S3 writes them.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html
+func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
+	var lq listQuery
+	var err error
+	lq.in.Prefix = q.Get("prefix")
+	lq.in.Delimiter = q.Get("delimiter")
+	if lq.in.MaxKeys, err = parseMax(q, "max-keys", maxKeys, "Provided max-keys not an integer or within integer range"); err != nil {
+		return listQuery{}, err
+	}
+	if lq.encodeURL, err = parseEncodingType(q); err != nil {
+		return listQuery{}, err
+	}
+	if !v2 {
+		lq.marker = q.Get("marker")
+		lq.in.StartAfter = lq.marker
+		return lq, nil
+	}
+	lq.fetchOwner = q.Get("fetch-owner") == "true"
+	lq.marker = q.Get("start-after")
+	lq.in.StartAfter = lq.marker
+	if t, ok := q["continuation-token"]; ok {
+		lq.token = strings.Join(t, "")
+		key, err := decodeToken(lq.token)
+		if err != nil {
+			return listQuery{}, invalidArgument("continuation-token", lq.token, "The continuation token provided is incorrect")
+		}
+		// The token wins over start-after, as in S3.
+		lq.in.StartAfter = key
+	}
+	return lq, nil
+}
+
+// parseMax parses a page-size parameter: an integer >= 0, default def,
+// capped at def.
+func parseMax(q url.Values, name string, def int, message string) (int, error) {
+	vs, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	s := strings.Join(vs, "")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, invalidArgument(name, s, message)
+	}
+	return min(n, def), nil
+}
+
+// parseEncodingType reports whether encoding-type asks for url; any other
+// value is InvalidArgument.
+func parseEncodingType(q url.Values) (bool, error) {
+	vs, ok := q["encoding-type"]
+	if !ok {
+		return false, nil
+	}
+	s := strings.Join(vs, "")
+	if s != "url" {
+		return false, invalidArgument("encoding-type", s, "Invalid Encoding Method specified in Request")
+	}
+	return true, nil
+}
+
+// encodeToken makes the opaque continuation token of a listing that
+// resumes after key.
+func encodeToken(key string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+// decodeToken returns the key a continuation token resumes after.
+func decodeToken(t string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	if err != nil {
+		return "", err
+	}
+	if len(b) == 0 {
+		return "", errors.New("empty continuation token")
+	}
+	return string(b), nil
+}
+
+// s3URLEncode encodes s as S3 encodes keys and prefixes in listings with
+// encoding-type=url: like url.QueryEscape (space as "+"), but leaving '/'
+// and '*' alone and escaping '~'. The SDKs decode it with QueryUnescape.
+func s3URLEncode(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s3ShouldEscape(s[i]) && s[i] != ' ' {
+			n++
+		}
+	}
+	if n == 0 && !strings.Contains(s, " ") {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == ' ':
+			b.WriteByte('+')
+		case s3ShouldEscape(c):
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// s3ShouldEscape reports whether s3URLEncode escapes c.
+func s3ShouldEscape(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return false
+	case c == '-', c == '_', c == '.', c == '/', c == '*':
+		return false
+	}
+	return true
+}
+
+// encoder returns s3URLEncode when on, else the identity.
+func encoder(on bool) func(string) string {
+	if on {
+		return s3URLEncode
+	}
+	return func(s string) string { return s }
+}
+
+// listObjects serves ListObjects (version 1).
+func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, rq *request) error {
+	lq, err := parseListObjects(rq.query, false, h.cfg.MaxKeys)
+	if err != nil {
+		return err
+	}
+	res, err := h.objects.ListObjects(r.Context(), rq.bucket, lq.in)
+	if err != nil {
+		return err
+	}
+	enc := encoder(lq.encodeURL)
+	owner := h.owner(rq)
+	out := s3xml.ListBucketResult{
+		Name:           rq.bucket,
+		Prefix:         enc(lq.in.Prefix),
+		Marker:         enc(lq.marker),
+		MaxKeys:        lq.in.MaxKeys,
+		Delimiter:      enc(lq.in.Delimiter),
+		IsTruncated:    res.IsTruncated,
+		Contents:       listContents(res.Objects, enc, &owner),
+		CommonPrefixes: commonPrefixes(res.CommonPrefixes, enc),
+	}
+	if lq.encodeURL {
+		out.EncodingType = "url"
+	}
+	// S3 returns NextMarker only with a delimiter; without one, clients
+	// resume after the last key listed.
+	if res.IsTruncated && lq.in.Delimiter != "" {
+		out.NextMarker = enc(res.NextMarker)
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// listObjectsV2 serves ListObjectsV2.
+func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *request) error {
+	lq, err := parseListObjects(rq.query, true, h.cfg.MaxKeys)
+	if err != nil {
+		return err
+	}
+	res, err := h.objects.ListObjects(r.Context(), rq.bucket, lq.in)
+	if err != nil {
+		return err
+	}
+	enc := encoder(lq.encodeURL)
+	var owner *s3xml.Owner
+	if lq.fetchOwner {
+		o := h.owner(rq)
+		owner = &o
+	}
+	out := s3xml.ListBucketResultV2{
+		Name:              rq.bucket,
+		Prefix:            enc(lq.in.Prefix),
+		ContinuationToken: lq.token,
+		StartAfter:        enc(lq.marker),
+		KeyCount:          len(res.Objects) + len(res.CommonPrefixes),
+		MaxKeys:           lq.in.MaxKeys,
+		Delimiter:         enc(lq.in.Delimiter),
+		IsTruncated:       res.IsTruncated,
+		Contents:          listContents(res.Objects, enc, owner),
+		CommonPrefixes:    commonPrefixes(res.CommonPrefixes, enc),
+	}
+	if lq.encodeURL {
+		out.EncodingType = "url"
+	}
+	if res.IsTruncated {
+		out.NextContinuationToken = encodeToken(res.NextMarker)
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// listContents converts listed objects to <Contents> entries.
+func listContents(objs []objects.ObjectInfo, enc func(string) string, owner *s3xml.Owner) []s3xml.Object {
+	if len(objs) == 0 {
+		return nil
+	}
+	out := make([]s3xml.Object, len(objs))
+	for i, o := range objs {
+		out[i] = s3xml.Object{
+			Key:               enc(o.Key),
+			LastModified:      s3xml.Time(o.LastModified),
+			ETag:              quoteETag(o.ETag),
+			ChecksumAlgorithm: string(o.Checksum.Algorithm),
+			ChecksumType:      checksumType(o.Checksum),
+			Size:              o.Size,
+			Owner:             owner,
+			StorageClass:      "STANDARD",
+		}
+	}
+	return out
+}
+
+// checksumType returns the checksum type to list: S3 lists one only with
+// an algorithm.
+func checksumType(c objects.ChecksumValue) string {
+	if c.Algorithm == "" {
+		return ""
+	}
+	return c.Type
+}
+
+// commonPrefixes converts rolled-up prefixes to <CommonPrefixes> entries.
+func commonPrefixes(ps []string, enc func(string) string) []s3xml.CommonPrefix {
+	if len(ps) == 0 {
+		return nil
+	}
+	out := make([]s3xml.CommonPrefix, len(ps))
+	for i, p := range ps {
+		out[i] = s3xml.CommonPrefix{Prefix: enc(p)}
+	}
+	return out
+}
+
+// listUploadsQuery is a parsed ListMultipartUploads query.
+type listUploadsQuery struct {
+	in        objects.ListUploadsInput
+	encodeURL bool
+}
+
+// parseListUploads parses the query of ListMultipartUploads.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListMultipartUploads.html
+func parseListUploads(q url.Values, maxUploads int) (listUploadsQuery, error) {
+	var lq listUploadsQuery
+	var err error
+	lq.in = objects.ListUploadsInput{
+		Prefix:         q.Get("prefix"),
+		Delimiter:      q.Get("delimiter"),
+		KeyMarker:      q.Get("key-marker"),
+		UploadIDMarker: q.Get("upload-id-marker"),
+	}
+	if lq.in.MaxUploads, err = parseMax(q, "max-uploads", maxUploads, "Provided max-uploads not an integer or within integer range"); err != nil {
+		return listUploadsQuery{}, err
+	}
+	if lq.encodeURL, err = parseEncodingType(q); err != nil {
+		return listUploadsQuery{}, err
+	}
+	if lq.in.KeyMarker == "" {
+		// S3 ignores upload-id-marker without key-marker.
+		lq.in.UploadIDMarker = ""
+	}
+	return lq, nil
+}
+
+// listMultipartUploads serves ListMultipartUploads.
+func (h *Handler) listMultipartUploads(w http.ResponseWriter, r *http.Request, rq *request) error {
+	lq, err := parseListUploads(rq.query, h.cfg.MaxKeys)
+	if err != nil {
+		return err
+	}
+	res, err := h.objects.ListMultipartUploads(r.Context(), rq.bucket, lq.in)
+	if err != nil {
+		return err
+	}
+	enc := encoder(lq.encodeURL)
+	owner := h.owner(rq)
+	out := s3xml.ListMultipartUploadsResult{
+		Bucket:         rq.bucket,
+		KeyMarker:      enc(lq.in.KeyMarker),
+		UploadIDMarker: lq.in.UploadIDMarker,
+		Delimiter:      enc(lq.in.Delimiter),
+		Prefix:         enc(lq.in.Prefix),
+		MaxUploads:     lq.in.MaxUploads,
+		IsTruncated:    res.IsTruncated,
+		CommonPrefixes: commonPrefixes(res.CommonPrefixes, enc),
+	}
+	if res.IsTruncated {
+		out.NextKeyMarker = enc(res.NextKeyMarker)
+		out.NextUploadIDMarker = res.NextUploadIDMarker
+	}
+	if lq.encodeURL {
+		out.EncodingType = "url"
+	}
+	for _, u := range res.Uploads {
+		out.Uploads = append(out.Uploads, s3xml.Upload{
+			Key:               enc(u.Key),
+			UploadID:          u.UploadID,
+			Initiator:         owner,
+			Owner:             owner,
+			StorageClass:      "STANDARD",
+			Initiated:         s3xml.Time(u.Initiated),
+			ChecksumAlgorithm: string(u.ChecksumAlgorithm),
+			ChecksumType:      uploadChecksumType(u),
+		})
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// uploadChecksumType returns the checksum type of an upload, written only
+// with an algorithm.
+func uploadChecksumType(u objects.Upload) string {
+	if u.ChecksumAlgorithm == "" {
+		return ""
+	}
+	if u.ChecksumType == "" {
+		return "COMPOSITE"
+	}
+	return u.ChecksumType
+}

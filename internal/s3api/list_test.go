@@ -1,0 +1,207 @@
+package s3api
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+func TestParseListObjects(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		q       string
+		v2      bool
+		want    listQuery
+		wantErr s3err.Code
+		argName string
+	}{
+		{name: "v1 defaults", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+		{name: "v1 all", q: "prefix=photos/&delimiter=/&marker=photos/a&max-keys=40&encoding-type=url",
+			want: listQuery{in: objects.ListInput{Prefix: "photos/", Delimiter: "/", StartAfter: "photos/a", MaxKeys: 40}, encodeURL: true, marker: "photos/a"}},
+		{name: "v1 ignores v2 params", q: "start-after=x&continuation-token=!!&fetch-owner=true",
+			want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+		{name: "max-keys zero", q: "max-keys=0", want: listQuery{in: objects.ListInput{MaxKeys: 0}}},
+		{name: "max-keys capped", q: "max-keys=5000", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+		{name: "max-keys negative", q: "max-keys=-1", wantErr: s3err.InvalidArgument, argName: "max-keys"},
+		{name: "max-keys junk", q: "max-keys=ten", wantErr: s3err.InvalidArgument, argName: "max-keys"},
+		{name: "max-keys overflow", q: "max-keys=99999999999999999999", wantErr: s3err.InvalidArgument, argName: "max-keys"},
+		{name: "encoding-type other", q: "encoding-type=base64", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
+		{name: "encoding-type upper", q: "encoding-type=URL", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
+		{name: "v2 start-after", v2: true, q: "list-type=2&start-after=ExampleGuide.pdf&max-keys=2&fetch-owner=true",
+			want: listQuery{in: objects.ListInput{StartAfter: "ExampleGuide.pdf", MaxKeys: 2}, fetchOwner: true, marker: "ExampleGuide.pdf"}},
+		{name: "v2 token wins", v2: true, q: "list-type=2&start-after=a&continuation-token=" + encodeToken("photos/z"),
+			want: listQuery{in: objects.ListInput{StartAfter: "photos/z", MaxKeys: 1000}, marker: "a", token: encodeToken("photos/z")}},
+		{name: "v2 bad token", v2: true, q: "continuation-token=!!!", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
+		{name: "v2 empty token", v2: true, q: "continuation-token=", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
+		{name: "v2 fetch-owner false", v2: true, q: "fetch-owner=false", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := parseListObjects(q, tc.v2, 1000)
+			if code := s3err.CodeOf(err); code != tc.wantErr {
+				t.Fatalf("parseListObjects(%q) error = %v, want code %q", tc.q, err, tc.wantErr)
+			}
+			if tc.argName != "" {
+				if name, _ := extra(err.(*s3err.Error), "ArgumentName"); name != tc.argName {
+					t.Errorf("parseListObjects(%q) ArgumentName = %q, want %q", tc.q, name, tc.argName)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(listQuery{})); diff != "" {
+				t.Errorf("parseListObjects(%q) mismatch (-want +got):\n%s", tc.q, diff)
+			}
+		})
+	}
+}
+
+func TestContinuationToken(t *testing.T) {
+	for _, key := range []string{"a", "photos/2024/", "caf\u00e9 +/?&=", "\x00\xff"} {
+		got, err := decodeToken(encodeToken(key))
+		if err != nil || got != key {
+			t.Errorf("decodeToken(encodeToken(%q)) = %q, %v", key, got, err)
+		}
+	}
+}
+
+func TestS3URLEncode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"photos/2006/January/sample.jpg", "photos/2006/January/sample.jpg"},
+		{"a b", "a+b"},
+		{"a+b", "a%2Bb"},
+		{"caf\u00e9", "caf%C3%A9"},
+		{"x~y*z-_.", "x%7Ey*z-_."},
+		{"\x01\x7f", "%01%7F"},
+		{"%2F", "%252F"},
+		{"?&=#", "%3F%26%3D%23"},
+	} {
+		if got := s3URLEncode(tc.in); got != tc.want {
+			t.Errorf("s3URLEncode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got, err := url.QueryUnescape(s3URLEncode(tc.in)); err != nil || got != tc.in {
+			t.Errorf("QueryUnescape(s3URLEncode(%q)) = %q, %v", tc.in, got, err)
+		}
+	}
+}
+
+func TestParseListUploads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		q       string
+		want    listUploadsQuery
+		wantErr s3err.Code
+	}{
+		{name: "defaults", want: listUploadsQuery{in: objects.ListUploadsInput{MaxUploads: 1000}}},
+		{name: "all", q: "uploads&prefix=p&delimiter=/&key-marker=k&upload-id-marker=u&max-uploads=3&encoding-type=url",
+			want: listUploadsQuery{in: objects.ListUploadsInput{Prefix: "p", Delimiter: "/", KeyMarker: "k", UploadIDMarker: "u", MaxUploads: 3}, encodeURL: true}},
+		{name: "upload-id-marker alone ignored", q: "upload-id-marker=u", want: listUploadsQuery{in: objects.ListUploadsInput{MaxUploads: 1000}}},
+		{name: "bad max", q: "max-uploads=x", wantErr: s3err.InvalidArgument},
+		{name: "bad encoding", q: "encoding-type=xml", wantErr: s3err.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.q)
+			got, err := parseListUploads(q, 1000)
+			if code := s3err.CodeOf(err); code != tc.wantErr {
+				t.Fatalf("parseListUploads(%q) error = %v, want code %q", tc.q, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(listUploadsQuery{})); diff != "" {
+				t.Errorf("parseListUploads(%q) mismatch (-want +got):\n%s", tc.q, diff)
+			}
+		})
+	}
+}
+
+func TestParseListBuckets(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		q       string
+		want    bucketsQuery
+		wantErr s3err.Code
+	}{
+		{name: "none"},
+		{name: "all", q: "prefix=a&max-buckets=10&continuation-token=" + encodeToken("abc"), want: bucketsQuery{prefix: "a", max: 10, startAfter: "abc"}},
+		{name: "max zero", q: "max-buckets=0", wantErr: s3err.InvalidArgument},
+		{name: "max too big", q: "max-buckets=10001", wantErr: s3err.InvalidArgument},
+		{name: "bad token", q: "continuation-token=%25", wantErr: s3err.InvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, _ := url.ParseQuery(tc.q)
+			got, err := parseListBuckets(q)
+			if code := s3err.CodeOf(err); code != tc.wantErr {
+				t.Fatalf("parseListBuckets(%q) error = %v, want code %q", tc.q, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(bucketsQuery{})); diff != "" {
+				t.Errorf("parseListBuckets(%q) mismatch (-want +got):\n%s", tc.q, diff)
+			}
+		})
+	}
+}
+
+func TestListObjectsHandler(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("list")
+	for _, k := range []string{"a.txt", "photos/2024/jan.jpg", "photos/2024/feb.jpg", "photos/2025/mar.jpg", "photos/cover.jpg", "sp ace+plus", "z~tilde"} {
+		hs.put("list", url.PathEscape(k), []byte(k))
+	}
+	hs.put("list", "sum", []byte("hello"), "X-Amz-Checksum-Crc32", helloCRC32)
+
+	for _, tc := range []struct {
+		golden string
+		query  string
+	}{
+		{"ListObjects", ""},
+		{"ListObjects_delimiter", "?delimiter=/&max-keys=2"},
+		{"ListObjects_marker", "?delimiter=/&marker=photos/"},
+		{"ListObjects_prefix", "?prefix=photos/&delimiter=/"},
+		{"ListObjects_url", "?encoding-type=url&prefix=s&delimiter=%20"},
+		{"ListObjectsV2", "?list-type=2"},
+		{"ListObjectsV2_fetch_owner", "?list-type=2&fetch-owner=true&max-keys=1"},
+		{"ListObjectsV2_delimiter", "?list-type=2&delimiter=/&prefix=photos/&max-keys=2"},
+		{"ListObjectsV2_start_after", "?list-type=2&start-after=photos/2025/mar.jpg&max-keys=2"},
+		{"ListObjectsV2_url", "?list-type=2&encoding-type=url&start-after=s"},
+		{"ListObjectsV2_max_keys_0", "?list-type=2&max-keys=0"},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			rp := hs.do(call{method: "GET", path: "/list" + tc.query}).mustStatus(t, http.StatusOK)
+			golden(t, tc.golden, rp.body)
+		})
+	}
+
+	// Following continuation tokens visits every key once, in order.
+	var keys []string
+	token := ""
+	for range 20 {
+		q := "?list-type=2&max-keys=3"
+		if token != "" {
+			q += "&continuation-token=" + url.QueryEscape(token)
+		}
+		rp := hs.do(call{method: "GET", path: "/list" + q}).mustStatus(t, http.StatusOK)
+		for _, m := range regexp.MustCompile(`<Key>([^<]*)</Key>`).FindAllSubmatch(rp.body, -1) {
+			keys = append(keys, string(m[1]))
+		}
+		m := regexp.MustCompile(`<NextContinuationToken>([^<]*)</NextContinuationToken>`).FindSubmatch(rp.body)
+		if m == nil {
+			break
+		}
+		token = string(m[1])
+	}
+	want := []string{"a.txt", "photos/2024/feb.jpg", "photos/2024/jan.jpg", "photos/2025/mar.jpg", "photos/cover.jpg", "sp ace+plus", "sum", "z~tilde"}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("paged listing mismatch (-want +got):\n%s", diff)
+	}
+
+	goldenError(t, hs.do(call{method: "GET", path: "/list?list-type=2&continuation-token=garbage!"}),
+		"ListObjectsV2_InvalidArgument", http.StatusBadRequest, s3err.InvalidArgument)
+	hs.do(call{method: "GET", path: "/list?max-keys=-1"}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
+	hs.do(call{method: "GET", path: "/list?encoding-type=xml"}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
+	goldenError(t, hs.do(call{method: "GET", path: "/nope?list-type=2"}), "ListObjectsV2_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
+}

@@ -1,0 +1,281 @@
+package s3api
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// parseUploadID returns the uploadId query parameter. An empty one names no
+// upload: NoSuchUpload.
+func parseUploadID(q url.Values) (string, error) {
+	id := q.Get("uploadId")
+	if id == "" {
+		return "", s3err.New(s3err.NoSuchUpload, "")
+	}
+	return id, nil
+}
+
+// parsePartTarget returns the upload ID and part number of UploadPart and
+// UploadPartCopy.
+func parsePartTarget(q url.Values) (string, int, error) {
+	id, err := parseUploadID(q)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := parsePartNumber(q.Get("partNumber"))
+	if err != nil {
+		return "", 0, err
+	}
+	return id, n, nil
+}
+
+// parseCreateUpload turns the headers of a CreateMultipartUpload into its
+// input. x-amz-checksum-type is COMPOSITE (the default with an algorithm)
+// or FULL_OBJECT; the object's checksum type must come with its algorithm.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateMultipartUpload.html
+func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
+	if err := checkUnsupported(h); err != nil {
+		return objects.CreateUploadInput{}, err
+	}
+	meta, err := parseMetadata(h)
+	if err != nil {
+		return objects.CreateUploadInput{}, err
+	}
+	alg, err := parseChecksumAlgorithm(h)
+	if err != nil {
+		return objects.CreateUploadInput{}, err
+	}
+	in := objects.CreateUploadInput{Meta: meta, ChecksumAlgorithm: alg}
+	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
+	case "":
+		if alg != "" {
+			in.ChecksumType = "COMPOSITE"
+		}
+	case "COMPOSITE", "FULL_OBJECT":
+		if alg == "" {
+			return objects.CreateUploadInput{}, s3err.Newf(s3err.InvalidRequest, "", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
+		}
+		in.ChecksumType = t
+	default:
+		return objects.CreateUploadInput{}, s3err.Newf(s3err.InvalidRequest, "", "Value for x-amz-checksum-type header is invalid.")
+	}
+	return in, nil
+}
+
+// createMultipartUpload serves CreateMultipartUpload.
+func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, rq *request) error {
+	in, err := parseCreateUpload(r.Header)
+	if err != nil {
+		return err
+	}
+	up, err := h.objects.CreateMultipartUpload(r.Context(), rq.bucket, rq.key, in)
+	if err != nil {
+		return err
+	}
+	if up.ChecksumAlgorithm != "" {
+		w.Header()["x-amz-checksum-algorithm"] = []string{string(up.ChecksumAlgorithm)}
+		w.Header()["x-amz-checksum-type"] = []string{uploadChecksumType(up)}
+	}
+	return writeXML(w, http.StatusOK, s3xml.InitiateMultipartUploadResult{Bucket: rq.bucket, Key: rq.key, UploadID: up.UploadID})
+}
+
+// uploadPart serves UploadPart.
+func (h *Handler) uploadPart(w http.ResponseWriter, r *http.Request, rq *request) error {
+	id, n, err := parsePartTarget(rq.query)
+	if err != nil {
+		return err
+	}
+	in, err := parsePart(r.Header)
+	if err != nil {
+		return err
+	}
+	in.Size = rq.size
+	if err := rq.attachTrailer(&in.Checksum); err != nil {
+		return err
+	}
+	p, err := h.objects.UploadPart(r.Context(), rq.bucket, rq.key, id, n, in, rq.body)
+	if err != nil {
+		return err
+	}
+	hdr := w.Header()
+	hdr["ETag"] = []string{quoteETag(p.ETag)}
+	setChecksumHeaders(hdr, objects.ChecksumValue{Algorithm: p.Checksum.Algorithm, Value: p.Checksum.Value})
+	hdr.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// uploadPartCopy serves UploadPartCopy. The caller must also be allowed to
+// read the source.
+func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, rq *request) error {
+	id, n, err := parsePartTarget(rq.query)
+	if err != nil {
+		return err
+	}
+	src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+	if err != nil {
+		return err
+	}
+	rng, err := parseCopyRange(r.Header.Get("X-Amz-Copy-Source-Range"))
+	if err != nil {
+		return err
+	}
+	if err := h.authorize(r, rq, iam.GetObject, src.bucket, src.key); err != nil {
+		return err
+	}
+	in := objects.PartCopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcRange: rng, SrcCond: parseCopySourceConditions(r.Header)}
+	p, err := h.objects.UploadPartCopy(r.Context(), rq.bucket, rq.key, id, n, in)
+	if err != nil {
+		return copySourceFailed(err)
+	}
+	out := s3xml.CopyPartResult{LastModified: s3xml.Time(p.LastModified), ETag: quoteETag(p.ETag), Checksums: xmlChecksums(p.Checksum)}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// parseComplete turns the body and headers of a CompleteMultipartUpload
+// into its input. The body has been decoded by s3xml; the full-object
+// checksum the client asserts, if any, comes from x-amz-checksum-*.
+func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.CompleteInput, error) {
+	cond, err := parseWriteConditions(h)
+	if err != nil {
+		return objects.CompleteInput{}, err
+	}
+	alg, val, err := checksumHeader(h)
+	if err != nil {
+		return objects.CompleteInput{}, err
+	}
+	in := objects.CompleteInput{Cond: cond, Checksum: objects.ChecksumInput{Algorithm: alg, Value: val}}
+	in.Parts = make([]objects.CompletePart, len(doc.Parts))
+	for i, p := range doc.Parts {
+		in.Parts[i] = objects.CompletePart{Number: p.PartNumber, ETag: p.ETag, Checksum: firstChecksum(p.Checksums)}
+	}
+	return in, nil
+}
+
+// firstChecksum returns the checksum a <Part> carries, if any.
+func firstChecksum(c s3xml.Checksums) string {
+	for _, v := range [...]string{c.ChecksumCRC32, c.ChecksumCRC32C, c.ChecksumCRC64NVME, c.ChecksumSHA1, c.ChecksumSHA256} {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// completeMultipartUpload serves CompleteMultipartUpload.
+func (h *Handler) completeMultipartUpload(w http.ResponseWriter, r *http.Request, rq *request) error {
+	id, err := parseUploadID(rq.query)
+	if err != nil {
+		return err
+	}
+	doc, err := s3xml.DecodeCompleteMultipartUpload(rq.body, rq.op.limit)
+	if err != nil {
+		return err
+	}
+	in, err := parseComplete(r.Header, doc)
+	if err != nil {
+		return err
+	}
+	info, err := h.objects.CompleteMultipartUpload(r.Context(), rq.bucket, rq.key, id, in)
+	if err != nil {
+		return err
+	}
+	out := s3xml.CompleteMultipartUploadResult{
+		Location:     objectLocation(r, rq),
+		Bucket:       rq.bucket,
+		Key:          rq.key,
+		ETag:         quoteETag(info.ETag),
+		Checksums:    xmlChecksums(info.Checksum),
+		ChecksumType: checksumType(info.Checksum),
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// objectLocation returns the URL of the object a request addresses, as
+// the client reached it.
+func objectLocation(r *http.Request, rq *request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path}
+	return u.String()
+}
+
+// abortMultipartUpload serves AbortMultipartUpload.
+func (h *Handler) abortMultipartUpload(w http.ResponseWriter, r *http.Request, rq *request) error {
+	id, err := parseUploadID(rq.query)
+	if err != nil {
+		return err
+	}
+	if err := h.objects.AbortMultipartUpload(r.Context(), rq.bucket, rq.key, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// parseListParts parses the query of ListParts: max-parts (default and cap
+// maxParts) and part-number-marker (an integer >= 0).
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListParts.html
+func parseListParts(q url.Values, maxParts int) (string, objects.ListPartsInput, error) {
+	id, err := parseUploadID(q)
+	if err != nil {
+		return "", objects.ListPartsInput{}, err
+	}
+	var in objects.ListPartsInput
+	if in.MaxParts, err = parseMax(q, "max-parts", maxParts, "Provided max-parts not an integer or within integer range"); err != nil {
+		return "", objects.ListPartsInput{}, err
+	}
+	if vs, ok := q["part-number-marker"]; ok {
+		m, err := parseMax(url.Values{"part-number-marker": vs}, "part-number-marker", 1<<31-1, "Provided part-number-marker not an integer or within integer range")
+		if err != nil {
+			return "", objects.ListPartsInput{}, err
+		}
+		in.PartNumberMarker = m
+	}
+	return id, in, nil
+}
+
+// listParts serves ListParts.
+func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request) error {
+	id, in, err := parseListParts(rq.query, h.cfg.MaxKeys)
+	if err != nil {
+		return err
+	}
+	res, err := h.objects.ListParts(r.Context(), rq.bucket, rq.key, id, in)
+	if err != nil {
+		return err
+	}
+	owner := h.owner(rq)
+	out := s3xml.ListPartsResult{
+		Bucket:            rq.bucket,
+		Key:               rq.key,
+		UploadID:          id,
+		Initiator:         owner,
+		Owner:             owner,
+		StorageClass:      "STANDARD",
+		ChecksumAlgorithm: string(res.Upload.ChecksumAlgorithm),
+		ChecksumType:      uploadChecksumType(res.Upload),
+		PartNumberMarker:  in.PartNumberMarker,
+		MaxParts:          in.MaxParts,
+		IsTruncated:       res.IsTruncated,
+	}
+	out.NextPartNumberMarker = res.NextPartNumberMarker
+	for _, p := range res.Parts {
+		out.Parts = append(out.Parts, s3xml.Part{
+			PartNumber:   p.Number,
+			LastModified: s3xml.Time(p.LastModified),
+			ETag:         quoteETag(p.ETag),
+			Size:         p.Size,
+			Checksums:    xmlChecksums(p.Checksum),
+		})
+	}
+	return writeXML(w, http.StatusOK, out)
+}

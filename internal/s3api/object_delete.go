@@ -1,0 +1,156 @@
+package s3api
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// deleteObject serves DeleteObject. Deleting an absent key succeeds, as in
+// S3.
+func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *request) error {
+	if err := parseVersionID(rq.query); err != nil {
+		return err
+	}
+	if err := h.objects.DeleteObject(r.Context(), rq.bucket, rq.key); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// deleteObjects serves DeleteObjects. S3 requires the body to carry an
+// integrity check, Content-MD5 or a flexible checksum; either is accepted
+// and verified before anything is deleted. Each key is authorized on its
+// own, as S3 does (s3:DeleteObject per object), and fails alone.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html
+func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *request) error {
+	body, err := readXMLBody(rq.body, rq.op.limit)
+	if err != nil {
+		return err
+	}
+	if err := verifyBodyDigest(r.Header, body, rq.trailer); err != nil {
+		return err
+	}
+	del, err := s3xml.DecodeDeleteObjects(bytes.NewReader(body), rq.op.limit)
+	if err != nil {
+		return err
+	}
+	for _, o := range del.Objects {
+		if o.ETag != "" || o.LastModifiedTime != "" || o.Size != nil {
+			return s3err.Newf(s3err.NotImplemented, "", "Conditional deletes in DeleteObjects (ETag, LastModifiedTime, Size) are not implemented.")
+		}
+	}
+	out := s3xml.DeleteResult{}
+	fail := func(o s3xml.ObjectIdentifier, err error) {
+		out.Errors = append(out.Errors, h.deleteError(r.Context(), rq, o, err))
+	}
+	keys := make([]string, 0, len(del.Objects))
+	todo := make([]s3xml.ObjectIdentifier, 0, len(del.Objects))
+	for _, o := range del.Objects {
+		if o.VersionID != "" && o.VersionID != "null" {
+			fail(o, s3err.New(s3err.NoSuchVersion, ""))
+			continue
+		}
+		if err := h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: iam.DeleteObject, Bucket: rq.bucket, Key: o.Key}); err != nil {
+			fail(o, err)
+			continue
+		}
+		keys = append(keys, o.Key)
+		todo = append(todo, o)
+	}
+	if len(keys) > 0 {
+		res, err := h.objects.DeleteObjects(r.Context(), rq.bucket, keys)
+		if err != nil {
+			return err
+		}
+		if len(res) != len(keys) {
+			return fmt.Errorf("delete objects: %d results for %d keys", len(res), len(keys))
+		}
+		for i, d := range res {
+			if d.Err != nil {
+				fail(todo[i], d.Err)
+				continue
+			}
+			if !del.Quiet {
+				out.Deleted = append(out.Deleted, s3xml.DeletedObject{Key: todo[i].Key, VersionID: todo[i].VersionID})
+			}
+		}
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// deleteError makes the <Error> entry for a key that was not deleted. A
+// cause that is not an *s3err.Error is logged, as writeError would.
+func (h *Handler) deleteError(ctx context.Context, rq *request, o s3xml.ObjectIdentifier, err error) s3xml.DeleteError {
+	e, ok := errors.AsType[*s3err.Error](err)
+	if !ok {
+		h.log.ErrorContext(ctx, "internal error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", o.Key, "err", err)
+		e = s3err.New(s3err.InternalError, "")
+	}
+	return s3xml.DeleteError{Key: o.Key, VersionID: o.VersionID, Code: e.Code, Message: e.Msg()}
+}
+
+// readXMLBody reads a whole XML body of at most limit bytes, so that any
+// payload verification the body reader does at EOF has happened before the
+// body is used.
+func readXMLBody(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, s3err.New(s3err.MaxMessageLengthExceeded, "").With("MaxMessageLengthBytes", strconv.FormatInt(limit, 10))
+	}
+	return b, nil
+}
+
+// verifyBodyDigest checks the Content-MD5 or flexible checksum a request
+// must carry (in an x-amz-checksum-* header, or in the aws-chunked trailer
+// x-amz-trailer names, which trailer returns once the body was read)
+// against body. Neither is InvalidRequest, as S3 answers; a mismatch is
+// BadDigest.
+func verifyBodyDigest(h http.Header, body []byte, trailer func(string) string) error {
+	md5b64, err := parseContentMD5(h)
+	if err != nil {
+		return err
+	}
+	sum, err := parseChecksum(h)
+	if err != nil {
+		return err
+	}
+	if sum.Algorithm != "" && sum.Value == "" && trailer != nil {
+		sum.Value = trailer(sum.Algorithm.Header())
+		if err := sum.Algorithm.Validate(sum.Value); err != nil {
+			return s3err.Newf(s3err.InvalidRequest, "", "Value for "+sum.Algorithm.Header()+" trailing header is invalid.")
+		}
+	}
+	if md5b64 == "" && sum.Value == "" {
+		return s3err.Newf(s3err.InvalidRequest, "", "Missing required header for this request: Content-MD5")
+	}
+	if md5b64 != "" {
+		d := md5.Sum(body)
+		if base64.StdEncoding.EncodeToString(d[:]) != md5b64 {
+			return s3err.New(s3err.BadDigest, "")
+		}
+	}
+	if sum.Value != "" {
+		hh := sum.Algorithm.New()
+		hh.Write(body)
+		if checksum.Encode(hh.Sum(nil)) != sum.Value {
+			return s3err.Newf(s3err.BadDigest, "", "The "+string(sum.Algorithm)+" you specified did not match the calculated checksum.")
+		}
+	}
+	return nil
+}

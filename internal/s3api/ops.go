@@ -1,0 +1,145 @@
+package s3api
+
+import (
+	"net/http"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// scope is the level of the resource a request addresses.
+type scope int
+
+const (
+	scopeService scope = iota // "/": no bucket
+	scopeBucket               // "/bucket"
+	scopeObject               // "/bucket/key"
+)
+
+// String returns the scope as the compatibility document spells it.
+func (s scope) String() string {
+	switch s {
+	case scopeService:
+		return "service"
+	case scopeBucket:
+		return "bucket"
+	case scopeObject:
+		return "object"
+	}
+	return "unknown"
+}
+
+// bodyKind says what the pipeline does with a request body before the
+// handler runs.
+type bodyKind int
+
+const (
+	bodyNone   bodyKind = iota // ignored and never read
+	bodyXML                    // a small XML document, read whole (up to op.limit bytes) and verified
+	bodyStream                 // object data: Content-Length required, at most maxObjectSize, streamed
+)
+
+// maxObjectSize is the largest single PutObject or UploadPart, as in S3.
+const maxObjectSize = 5 << 30
+
+// XML bodies are read whole, so each op that takes one has a limit, checked
+// against Content-Length before reading and again while reading. The
+// limits are s3xml's, sized for the largest legitimate body of each kind: a
+// configuration document (64 KiB), a DeleteObjects of 1000 keys of 1024
+// bytes with escaping (8 MiB), a CompleteMultipartUpload of 10000 parts
+// with checksums (8 MiB; 1 MiB would refuse a valid upload of 10000 parts
+// with SHA-256 checksums, about 1.6 MB).
+const (
+	maxConfigBody   = s3xml.MaxConfigBody
+	maxDeleteBody   = s3xml.MaxDeleteBody
+	maxCompleteBody = s3xml.MaxCompleteBody
+)
+
+// An op is one S3 operation: how to recognise it, who may call it, and what
+// runs it. The table below is the readable spec of what Coffer serves, and
+// docs/s3-compatibility.md is rendered from it.
+type op struct {
+	name   string     // AWS API name, e.g. "CreateMultipartUpload"
+	method string     // http.MethodPost
+	scope  scope      // scopeService | scopeBucket | scopeObject
+	query  string     // distinguishing sub-resource, e.g. "uploads" or "list-type=2"; "" if none
+	header string     // distinguishing header, e.g. "x-amz-copy-source"; "" if none
+	action iam.Action // what the caller must be allowed, e.g. iam.PutObject
+	body   bodyKind   // what the pipeline does with the body
+	limit  int64      // for bodyXML: the largest body accepted
+	handle func(*Handler, http.ResponseWriter, *http.Request, *request) error
+}
+
+// ops lists every operation Coffer serves. For each (method, scope), rows
+// with a query come before rows without, and rows with a header before rows
+// without: parseOp takes the first row that matches (TestOpsOrder checks
+// this). A read-only lookup table.
+var ops = []op{
+	// Service.
+	{name: "ListBuckets", method: http.MethodGet, scope: scopeService, action: iam.ListAllMyBuckets, handle: (*Handler).listBuckets},
+
+	// Buckets.
+	{name: "GetBucketLocation", method: http.MethodGet, scope: scopeBucket, query: "location", action: iam.GetBucketLocation, handle: (*Handler).getBucketLocation},
+	{name: "GetBucketVersioning", method: http.MethodGet, scope: scopeBucket, query: "versioning", action: iam.GetBucketVersioning, handle: (*Handler).getBucketVersioning},
+	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
+	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
+	{name: "ListObjectsV2", method: http.MethodGet, scope: scopeBucket, query: "list-type=2", action: iam.ListBucket, handle: (*Handler).listObjectsV2},
+	{name: "ListObjects", method: http.MethodGet, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).listObjects},
+	{name: "HeadBucket", method: http.MethodHead, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).headBucket},
+	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
+	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
+	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "DeleteBucket", method: http.MethodDelete, scope: scopeBucket, action: iam.DeleteBucket, handle: (*Handler).deleteBucket},
+
+	// Objects.
+	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
+	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, handle: (*Handler).getObjectACL},
+	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, handle: (*Handler).getObject},
+	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, handle: (*Handler).headObject},
+	{name: "UploadPartCopy", method: http.MethodPut, scope: scopeObject, query: "uploadId", header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).uploadPartCopy},
+	{name: "UploadPart", method: http.MethodPut, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyStream, handle: (*Handler).uploadPart},
+	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
+	{name: "CopyObject", method: http.MethodPut, scope: scopeObject, header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).copyObject},
+	{name: "PutObject", method: http.MethodPut, scope: scopeObject, action: iam.PutObject, body: bodyStream, handle: (*Handler).putObject},
+	{name: "CreateMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploads", action: iam.PutObject, handle: (*Handler).createMultipartUpload},
+	{name: "CompleteMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyXML, limit: maxCompleteBody, handle: (*Handler).completeMultipartUpload},
+	{name: "AbortMultipartUpload", method: http.MethodDelete, scope: scopeObject, query: "uploadId", action: iam.AbortMultipartUpload, handle: (*Handler).abortMultipartUpload},
+	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, handle: (*Handler).deleteObject},
+}
+
+// opNotImplemented answers every request no row of ops matches: an S3
+// operation Coffer does not implement, or a method S3 does not have. It
+// still goes through authentication and authorization, so that only a
+// caller allowed everything ("s3:*") learns what is missing; others get
+// AccessDenied as they would for any operation.
+var opNotImplemented = op{
+	name:   "NotImplemented",
+	action: iam.NotImplementedAction,
+	handle: (*Handler).notImplemented,
+}
+
+// subresources lists the query parameters S3 treats as sub-resources: their
+// presence selects a different operation. A request carrying one that no op
+// row claims for its method and scope is NotImplemented, never a false
+// success (PUT ?tagging must not store an object, GET ?versions must not
+// list objects). A read-only lookup table; TestSubresources checks that
+// every op's query is here.
+var subresources = map[string]bool{
+	// Served (for some method and scope).
+	"acl": true, "delete": true, "location": true, "uploadId": true, "uploads": true, "versioning": true,
+	// Not served.
+	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
+	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
+	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
+	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
+	"policy": true, "policyStatus": true, "publicAccessBlock": true, "renameObject": true,
+	"replication": true, "requestPayment": true, "restore": true, "retention": true,
+	"select": true, "session": true, "tagging": true, "torrent": true, "versions": true,
+	"website": true,
+}
+
+// notImplemented is the handler of opNotImplemented.
+func (h *Handler) notImplemented(_ http.ResponseWriter, _ *http.Request, _ *request) error {
+	return s3err.New(s3err.NotImplemented, "")
+}

@@ -1,0 +1,152 @@
+package s3api
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+)
+
+// responseWriter remembers whether the status line has been sent, so that
+// writeError knows whether an error document can still be written.
+type responseWriter struct {
+	http.ResponseWriter
+	status  int   // status sent; 0 before WriteHeader
+	written int64 // body bytes written
+}
+
+// WriteHeader implements http.ResponseWriter.
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter.
+func (w *responseWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeXML writes v as an XML document with status. The document is
+// encoded into memory first, so that an encoding error is still an error
+// response and Content-Length is known.
+func writeXML(w http.ResponseWriter, status int, v any) error {
+	var buf bytes.Buffer
+	if err := s3xml.Encode(&buf, v); err != nil {
+		return fmt.Errorf("encode %T: %w", v, err)
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/xml")
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// keptOnError are the response headers an error response keeps; whatever
+// else a handler set before failing is dropped. A read-only lookup table.
+var keptOnError = [...]string{"x-amz-request-id", "x-amz-id-2", "Server"}
+
+// keptOnNotModified are the headers a 304 keeps besides keptOnError: RFC
+// 9110 §15.4.5 wants the validators a 200 would have sent. A read-only
+// lookup table.
+var keptOnNotModified = [...]string{"ETag", "Last-Modified"}
+
+// writeError is the only place that writes error responses. An
+// *s3err.Error in err's chain gives the code, status and message (from
+// s3err's table); anything else is InternalError, logged here once with
+// the request ID. A client that went away gets no body, and its error is
+// logged at Debug. HEAD responses and 304s carry the status and headers but
+// no body. If the status line has already been sent (a GET body failed
+// midway), nothing can be written: the error is logged and net/http ends
+// the connection short of Content-Length, so the client sees the failure.
+func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, err error) {
+	ctx := r.Context()
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
+		return
+	}
+	if w.status != 0 {
+		h.log.WarnContext(ctx, "response failed after its status was sent",
+			"request_id", rq.id, "op", rq.opName(), "status", w.status, "written", w.written, "err", err)
+		return
+	}
+	e, ok := errors.AsType[*s3err.Error](err)
+	switch {
+	case !ok:
+		h.log.ErrorContext(ctx, "internal error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", rq.key, "err", err)
+		e = s3err.Wrap(s3err.InternalError, "", err)
+	case e.Status() >= http.StatusInternalServerError && e.Code != s3err.NotImplemented:
+		h.log.ErrorContext(ctx, "server error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", rq.key, "code", e.Code, "err", err)
+	default:
+		h.log.DebugContext(ctx, "request failed", "request_id", rq.id, "op", rq.opName(), "code", e.Code, "err", err)
+	}
+	out := *e // never modify an error someone else may hold
+	if out.Resource == "" {
+		out.Resource = r.URL.Path
+	}
+	status := out.Status()
+
+	hdr := w.Header()
+	keep := make(http.Header, len(keptOnError)+len(keptOnNotModified))
+	for _, k := range keptOnError {
+		if v, ok := hdr[k]; ok {
+			keep[k] = v
+		}
+	}
+	if status == http.StatusNotModified {
+		for _, k := range keptOnNotModified {
+			if v, ok := hdr[k]; ok {
+				keep[k] = v
+			}
+		}
+	}
+	clear(hdr)
+	for k, v := range keep {
+		hdr[k] = v
+	}
+	if size, ok := extra(&out, "ActualObjectSize"); ok && out.Code == s3err.InvalidRange {
+		hdr.Set("Content-Range", "bytes */"+size)
+	}
+
+	if status == http.StatusNotModified || r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
+	}
+	var buf bytes.Buffer
+	if err := s3xml.EncodeError(&buf, &out, rq.id, rq.hostID); err != nil {
+		h.log.ErrorContext(ctx, "encode error document", "request_id", rq.id, "code", out.Code, "err", err)
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	hdr.Set("Content-Type", "application/xml")
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		h.log.DebugContext(ctx, "write error document", "request_id", rq.id, "err", err)
+	}
+}
+
+// extra returns the value of e's extra field name.
+func extra(e *s3err.Error, name string) (string, bool) {
+	for _, f := range e.Extra {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return "", false
+}

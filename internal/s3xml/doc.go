@@ -1,0 +1,55 @@
+// Package s3xml is the XML wire layer of the S3 API: Go structs for the
+// request and response bodies of the operations Coffer serves, a strict,
+// size-limited decoder for request bodies and an encoder for responses and
+// error documents.
+//
+// # Responses
+//
+// Every response type carries its root element name and S3's namespace,
+// http://s3.amazonaws.com/doc/2006-03-01/, in its XMLName tag, so
+// [Encode] writes the root as S3 does:
+//
+//	<?xml version="1.0" encoding="UTF-8"?>
+//	<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">…
+//
+// Element order follows the examples in the Amazon S3 API Reference, and
+// optional elements are omitted when S3 omits them; where that depends on
+// the request (NextMarker only with a delimiter, ContinuationToken only when
+// sent) the field is a string with omitempty and the caller leaves it empty.
+// Timestamps are strings the caller formats with [Time]. Error documents
+// ([EncodeError]) have no namespace, as S3's have none.
+//
+// Listings, the largest documents and the only ones on a hot path, are
+// written by a hand-written encoder that produces the same bytes as
+// encoding/xml about five times faster and without per-entry allocations;
+// tests and a fuzz target hold the two to byte equality.
+//
+// Encode never writes ill-formed XML. Strings are escaped by encoding/xml,
+// which replaces each byte of invalid UTF-8 and each character XML 1.0
+// cannot carry (U+0000–U+0008, U+000B, U+000C, U+000E–U+001F, surrogates,
+// U+FFFE, U+FFFF) with U+FFFD. Such strings therefore do not survive the
+// trip; [NeedsURLEncoding] reports whether a key is one of them, so a
+// listing handler can tell that only encoding-type=url represents it
+// faithfully. Tab, newline and carriage return are valid and round-trip as
+// character references.
+//
+// # Requests
+//
+// [Decode] reads a body of at most a given number of bytes and decodes one
+// document into a struct. It accepts the root element with or without S3's
+// namespace (clients differ), rejects any other root, a DOCTYPE, trailing
+// content and ill-formed XML as MalformedXML, a larger body as
+// MaxMessageLengthExceeded and an empty one as MissingRequestBodyError
+// ([DecodeOptional] treats an empty body as absent instead). Elements the
+// structs do not name are ignored, as the AWS SDKs do, so newer clients
+// sending newer elements still work. The typed decoders
+// ([DecodeCompleteMultipartUpload], [DecodeDeleteObjects],
+// [DecodeAccessControlPolicy], [DecodeCreateBucketConfiguration]) add the
+// checks S3 makes on the document itself; checks that need state (part
+// order, ETags, the bucket owner) belong to the caller.
+//
+// Errors are *s3err.Error values without a Resource: the caller knows the
+// bucket or key and may set it. An error reading the body is returned
+// wrapped, so an *s3err.Error from the reader (for example a signature
+// mismatch in an aws-chunked stream) keeps its code.
+package s3xml

@@ -1,0 +1,70 @@
+package s3xml
+
+import "encoding/xml"
+
+// ListBucketResult is the ListObjects (version 1) response. Name, Prefix,
+// Marker, MaxKeys and IsTruncated are always written, Marker and Prefix
+// empty when the request had none, as S3 does. NextMarker is written only
+// when set: S3 sets it only for a truncated listing with a delimiter.
+// Delimiter and EncodingType echo the request and are written only when
+// set. With EncodingType "url" the caller URL-encodes Prefix, Marker,
+// NextMarker, Delimiter, the keys and the common prefixes. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjects.html
+type ListBucketResult struct {
+	XMLName        xml.Name       `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
+	Name           string         `xml:"Name"`
+	Prefix         string         `xml:"Prefix"`
+	Marker         string         `xml:"Marker"`
+	NextMarker     string         `xml:"NextMarker,omitempty"`
+	MaxKeys        int            `xml:"MaxKeys"`
+	Delimiter      string         `xml:"Delimiter,omitempty"`
+	EncodingType   string         `xml:"EncodingType,omitempty"`
+	IsTruncated    bool           `xml:"IsTruncated"`
+	Contents       []Object       `xml:"Contents"`
+	CommonPrefixes []CommonPrefix `xml:"CommonPrefixes"`
+}
+
+// ListBucketResultV2 is the ListObjectsV2 response. Name, Prefix, KeyCount,
+// MaxKeys and IsTruncated are always written. ContinuationToken and
+// StartAfter echo the request, NextContinuationToken is set only when
+// truncated, and Delimiter and EncodingType echo the request; each is
+// written only when set. With EncodingType "url" the caller URL-encodes
+// Prefix, StartAfter, Delimiter, the keys and the common prefixes. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html
+type ListBucketResultV2 struct {
+	XMLName               xml.Name       `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
+	Name                  string         `xml:"Name"`
+	Prefix                string         `xml:"Prefix"`
+	ContinuationToken     string         `xml:"ContinuationToken,omitempty"`
+	NextContinuationToken string         `xml:"NextContinuationToken,omitempty"`
+	StartAfter            string         `xml:"StartAfter,omitempty"`
+	KeyCount              int            `xml:"KeyCount"`
+	MaxKeys               int            `xml:"MaxKeys"`
+	Delimiter             string         `xml:"Delimiter,omitempty"`
+	EncodingType          string         `xml:"EncodingType,omitempty"`
+	IsTruncated           bool           `xml:"IsTruncated"`
+	Contents              []Object       `xml:"Contents"`
+	CommonPrefixes        []CommonPrefix `xml:"CommonPrefixes"`
+}
+
+// Object is one <Contents> entry of a listing. ETag includes its double
+// quotes and LastModified is formatted with Time. Owner is written only
+// when set: always in version 1, with fetch-owner=true in version 2.
+// ChecksumAlgorithm and ChecksumType are written only for objects stored
+// with a flexible checksum.
+type Object struct {
+	Key               string `xml:"Key"`
+	LastModified      string `xml:"LastModified"`
+	ETag              string `xml:"ETag"`
+	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType      string `xml:"ChecksumType,omitempty"`
+	Size              int64  `xml:"Size"`
+	Owner             *Owner `xml:"Owner,omitempty"`
+	StorageClass      string `xml:"StorageClass"`
+}
+
+// CommonPrefix is one <CommonPrefixes> entry: a prefix rolled up at the
+// delimiter. S3 writes one <CommonPrefixes> element per prefix.
+type CommonPrefix struct {
+	Prefix string `xml:"Prefix"`
+}

@@ -1,0 +1,20 @@
+package server
+
+import (
+	"net/http"
+	"net/http/pprof"
+)
+
+// pprofHandler serves the net/http/pprof endpoints on a mux of its own: the
+// package's side effect of registering on http.DefaultServeMux is never
+// served, because nothing here serves that mux.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index) // also the named profiles: heap, goroutine, allocs, block, mutex, threadcreate
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}

@@ -1,0 +1,289 @@
+// Package server is Coffer's composition root: it opens the storage (the
+// metadata index and the block store), builds the services over them (the
+// object service, IAM, the SigV4 verifier, the S3 handler), binds the
+// listeners and runs everything until its context ends, then shuts down
+// gracefully. It is the only package that knows the concrete stores.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/s3api"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+// HTTP server limits. There is no ReadTimeout or WriteTimeout: an upload or
+// a download of a 5 GiB object over a slow link legitimately takes longer
+// than any fixed bound, and a stalled client costs one goroutine and one
+// connection, not memory (bodies are streamed).
+const (
+	// readHeaderTimeout bounds how long a client may take to send the
+	// request line and headers, so slowloris-style clients cannot hold
+	// connections open without sending a request.
+	readHeaderTimeout = 10 * time.Second
+	// idleTimeout closes keep-alive connections idle for this long. S3
+	// clients pool connections; a minute keeps them warm without letting
+	// idle ones pile up.
+	idleTimeout = 60 * time.Second
+	// maxHeaderBytes bounds the request line and headers. S3 allows 2 KiB
+	// of user metadata in a PUT (8 KiB for all headers in practice); 64 KiB
+	// leaves room for long presigned URLs and many x-amz-* headers.
+	maxHeaderBytes = 64 << 10
+	// handlerDrainTimeout bounds how long, after shutdown-timeout expired
+	// and connections were closed, Run waits for handlers still running
+	// before it closes the storage under them.
+	handlerDrainTimeout = 5 * time.Second
+)
+
+// Server is a Coffer server: its storage open and its listeners bound.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	st      *storage
+	root    iam.Config
+	ln      net.Listener
+	srv     *http.Server
+	pprofLn net.Listener // nil when pprof is off
+	pprof   *http.Server // nil when pprof is off
+	access  *accessLog   // nil when the access log is off
+
+	inflight atomic.Int64 // handlers running on srv
+	ran      atomic.Bool  // Run may be called once
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the storage of cfg, loads or creates the root credentials and
+// binds the listeners, so that Addr is known when it returns. Generated
+// credentials are printed to out, once; log receives everything else. The
+// caller must call Run, or Close if it will not.
+//
+// A second server on the same storage path fails here, with an error
+// saying the metadata is locked.
+func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Fsync {
+		log.Warn("fsync is off: acknowledged writes can be lost on a crash or power failure; use fsync=false for benchmarks only", "fsync", false)
+	}
+	if cfg.Blob.Kind == config.BlobMemory {
+		log.Warn("blob.kind is memory: object data lives in memory and is lost on exit, while metadata persists in the storage path; use for tests and benchmarks only")
+	}
+	st, err := openStorage(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	s = &Server{cfg: cfg, log: log, st: st}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Close())
+			s = nil
+		}
+	}()
+	// Credentials are read or created after the metadata lock is held, so
+	// two servers starting at once cannot both generate them.
+	if s.root, err = rootCredentials(cfg.StoragePath, cfg.Root, out); err != nil {
+		return s, err
+	}
+	handler, err := s.handler()
+	if err != nil {
+		return s, err
+	}
+	if s.ln, err = net.Listen("tcp", cfg.Address); err != nil {
+		return s, fmt.Errorf("listen for S3: %w", err)
+	}
+	s.srv = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if cfg.Pprof.Enabled {
+		addr := net.JoinHostPort(cfg.Pprof.Host, strconv.Itoa(cfg.Pprof.Port))
+		if s.pprofLn, err = net.Listen("tcp", addr); err != nil {
+			return s, fmt.Errorf("listen for pprof: %w", err)
+		}
+		// No WriteTimeout here either: /debug/pprof/profile?seconds=60
+		// answers after a minute.
+		s.pprof = &http.Server{
+			Handler:           pprofHandler(),
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	return s, nil
+}
+
+// handler builds IAM, the verifier and the S3 handler, wrapped in the
+// in-flight counter and, when enabled, the access log.
+func (s *Server) handler() (http.Handler, error) {
+	m, err := iam.New(s.root)
+	if err != nil {
+		return nil, err
+	}
+	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Clock: time.Now}, keyring{m})
+	h, err := s3api.New(s.cfg.S3, s3api.Deps{
+		Objects:  s.st.objects,
+		Verifier: v,
+		IAM:      m,
+		Logger:   s.log.With("component", "s3api"),
+		Clock:    time.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var next http.Handler = h
+	if s.cfg.Log.AccessLogSample > 0 {
+		s.access = newAccessLog(s.log.With("log", "access"), s.cfg.Log.AccessLogSample)
+		next = s.access.wrap(next)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
+		next.ServeHTTP(w, r)
+	}), nil
+}
+
+// Addr returns the address the S3 API listens on, e.g. "127.0.0.1:6789".
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// PprofAddr returns the address of the pprof listener, or "" when pprof is
+// off.
+func (s *Server) PprofAddr() string {
+	if s.pprofLn == nil {
+		return ""
+	}
+	return s.pprofLn.Addr().String()
+}
+
+// RootCredentials returns the root access key ID and secret in use.
+func (s *Server) RootCredentials() (accessKey, secretKey string) {
+	return s.root.RootAccessKey, s.root.RootSecretKey
+}
+
+// Run serves until ctx is done or a listener fails, then shuts down: it
+// stops accepting connections, waits up to the shutdown timeout for
+// requests in flight, closes the connections still open, stops background
+// GC and closes the storage. It returns nil after a shutdown caused by ctx.
+// Run may be called once; the Server is closed when it returns.
+func (s *Server) Run(ctx context.Context) error {
+	if !s.ran.CompareAndSwap(false, true) {
+		return errors.New("server: Run called twice")
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return serve(s.srv, s.ln, "S3") })
+	if s.pprof != nil {
+		g.Go(func() error { return serve(s.pprof, s.pprofLn, "pprof") })
+	}
+	stopAccess := make(chan struct{})
+	if s.access != nil {
+		g.Go(func() error { s.access.run(stopAccess); return nil })
+	}
+	// The object service's background work (GC) stops only after the HTTP
+	// servers have: requests in flight may still enqueue garbage.
+	objCtx, stopObjects := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopObjects()
+	g.Go(func() error {
+		if err := s.st.objects.Run(objCtx); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("object service: %w", err)
+		}
+		return nil
+	})
+	s.log.Info("serving S3", "address", s.Addr(), "storage_path", s.cfg.StoragePath, "blob_kind", s.cfg.Blob.Kind, "region", s.cfg.S3.Region)
+	if s.pprof != nil {
+		s.log.Info("serving pprof", "address", s.PprofAddr())
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+		err := s.shutdown(context.WithoutCancel(ctx))
+		close(stopAccess)
+		stopObjects()
+		return err
+	})
+	err := g.Wait()
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if err == nil {
+		s.log.Info("stopped")
+	}
+	return err
+}
+
+// serve runs srv on ln until it is shut down.
+func serve(srv *http.Server, ln net.Listener, name string) error {
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", name, err)
+	}
+	return nil
+}
+
+// shutdown stops the HTTP servers gracefully within the shutdown timeout,
+// then forcibly, and waits (briefly) for handlers still running.
+func (s *Server) shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	if s.pprof != nil {
+		// Profiles in progress are not worth waiting for.
+		if err := s.pprof.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close pprof server: %w", err))
+		}
+	}
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.log.Warn("shutdown timeout expired: closing connections with requests in flight",
+			"timeout", s.cfg.ShutdownTimeout, "in_flight", s.inflight.Load())
+		if err := s.srv.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close S3 server: %w", err))
+		}
+		// Handlers of closed connections see their request context canceled
+		// and return soon; give them a moment before the storage closes.
+		deadline := time.Now().Add(handlerDrainTimeout)
+		for s.inflight.Load() > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := s.inflight.Load(); n > 0 {
+			s.log.Warn("closing storage with handlers still running", "in_flight", n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases everything New acquired: listeners and storage. Run calls
+// it; call it directly only for a Server that will not Run. It is safe to
+// call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		for _, ln := range []net.Listener{s.ln, s.pprofLn} {
+			if ln != nil {
+				if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+					errs = append(errs, err)
+				}
+			}
+		}
+		errs = append(errs, s.st.close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

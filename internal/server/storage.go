@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/blob/fsblob"
+	"github.com/coffer-s3/coffer/internal/blob/memblob"
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/objects"
+)
+
+// Directories under the storage path.
+const (
+	metaDir = "meta"
+	blobDir = "blobs"
+)
+
+// storage is the opened data directory: the metadata index, the block store
+// and the object service over both.
+type storage struct {
+	db      *meta.DB
+	blobs   blob.Store
+	objects *objects.Service
+}
+
+// openStorage opens (creating if needed) the data directory of cfg. It
+// fails if another process — a server or an admin command — has it open.
+func openStorage(cfg config.Config, log *slog.Logger) (*storage, error) {
+	if err := os.MkdirAll(cfg.StoragePath, 0o700); err != nil {
+		return nil, fmt.Errorf("create storage path: %w", err)
+	}
+	db, err := meta.Open(meta.Config{
+		Dir:    filepath.Join(cfg.StoragePath, metaDir),
+		Sync:   cfg.Fsync,
+		Logger: log.With("component", "pebble"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open metadata: %w", err)
+	}
+	st := &storage{db: db}
+	switch cfg.Blob.Kind {
+	case config.BlobMemory:
+		st.blobs = memblob.New()
+	case config.BlobFS:
+		fs, err := fsblob.Open(fsblob.Config{Root: filepath.Join(cfg.StoragePath, blobDir), Sync: cfg.Fsync})
+		if err != nil {
+			return nil, errors.Join(err, st.close())
+		}
+		st.blobs = fs
+	default:
+		return nil, errors.Join(fmt.Errorf("unknown blob kind %q", cfg.Blob.Kind), st.close())
+	}
+	st.objects, err = objects.New(cfg.Objects, db, st.blobs, log.With("component", "objects"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start object service: %w", err), st.close())
+	}
+	return st, nil
+}
+
+// close closes what openStorage opened, the block store first (nothing
+// writes blobs once requests and GC have stopped) and then the metadata.
+func (st *storage) close() error {
+	var errs []error
+	if c, ok := st.blobs.(io.Closer); ok { // memblob has nothing to close
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close blob store: %w", err))
+		}
+	}
+	if err := st.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("close metadata: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// GC runs one garbage-collection pass over the data directory of cfg,
+// keeping blobs younger than grace, without a server: `coffer admin gc`. It
+// opens the directory itself, so it fails if a server holds it.
+func GC(ctx context.Context, cfg config.Config, log *slog.Logger, grace time.Duration) (objects.GCStats, error) {
+	if cfg.Blob.Kind == config.BlobMemory {
+		return objects.GCStats{}, errors.New("blob.kind is memory: there are no stored blobs to collect")
+	}
+	if _, err := os.Stat(cfg.StoragePath); err != nil {
+		return objects.GCStats{}, fmt.Errorf("storage path: %w", err)
+	}
+	st, err := openStorage(cfg, log)
+	if err != nil {
+		return objects.GCStats{}, err
+	}
+	stats, err := st.objects.GC(ctx, grace)
+	if cerr := st.close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return stats, err
+}

@@ -1,0 +1,76 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+func TestGCOffline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		mod     func(c *config.Config)
+		wantErr string
+	}{
+		{name: "empty storage", mod: func(c *config.Config) {}},
+		{name: "memory blobs", mod: func(c *config.Config) { c.Blob.Kind = config.BlobMemory }, wantErr: "blob.kind is memory"},
+		{name: "no storage", mod: func(c *config.Config) { c.StoragePath = filepath.Join(c.StoragePath, "missing") }, wantErr: "storage path: stat"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			tc.mod(&cfg)
+			stats, err := GC(t.Context(), cfg, testLogger(io.Discard), time.Hour)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("GC = %+v, %v; want error containing %q", stats, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("GC = %v", err)
+			}
+			if stats.Deleted != 0 {
+				t.Errorf("GC of empty storage deleted %d blobs", stats.Deleted)
+			}
+		})
+	}
+}
+
+// TestGCAfterServer checks that GC can open storage a server has released.
+func TestGCAfterServer(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	_, stop := start(t, cfg, testLogger(io.Discard))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GC(t.Context(), cfg, testLogger(io.Discard), time.Hour); err != nil {
+		t.Fatalf("GC after the server stopped: %v", err)
+	}
+}
+
+func TestKeyring(t *testing.T) {
+	t.Parallel()
+	m, err := iam.New(iam.Config{RootAccessKey: "ROOTKEY", RootSecretKey: "root-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := keyring{m}
+	ctx := context.Background()
+	if sk, err := k.SecretKey(ctx, "ROOTKEY"); err != nil || sk != "root-secret" {
+		t.Errorf("SecretKey(ROOTKEY) = %q, %v; want the root secret", sk, err)
+	}
+	if sk, err := k.SecretKey(ctx, "OTHER"); !errors.Is(err, sigv4.ErrUnknownKey) || sk != "" {
+		t.Errorf("SecretKey(OTHER) = %q, %v; want sigv4.ErrUnknownKey", sk, err)
+	}
+}

@@ -1,0 +1,94 @@
+// Package sigv4 authenticates S3 requests signed with AWS Signature Version
+// 4 and signs requests the same way, for tests, the admin CLI and the
+// benchmark tool. It is a leaf package: it imports only the standard library
+// and internal/s3err.
+//
+// # Verification
+//
+// [Verifier.Verify] authenticates a request without reading its body. It
+// accepts
+//
+//   - the Authorization header (AWS4-HMAC-SHA256 Credential=…,
+//     SignedHeaders=…, Signature=…; components separated by commas and/or
+//     spaces, in any order), with x-amz-date or Date and a mandatory
+//     x-amz-content-sha256
+//     (https://docs.aws.amazon.com/AmazonS3/latest/API/sig-v4-header-based-auth.html);
+//   - presigned URLs: X-Amz-Algorithm, -Credential, -Date, -Expires (1 s to
+//     7 days), -SignedHeaders, -Signature, with UNSIGNED-PAYLOAD unless
+//     X-Amz-Content-Sha256 says otherwise
+//     (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html);
+//   - no authentication at all, which yields Result.Anonymous: whether that
+//     is allowed is the caller's decision.
+//
+// The canonical request follows S3, which does not encode the path twice:
+// the path as the client sent it is decoded and re-encoded with UriEncode,
+// keeping '/'. Clients that sign a path they sent unencoded (a raw '+' or
+// '=') are accepted too, by a second comparison with the path exactly as
+// sent; both forms name the same object. The query is decoded as a form
+// ('+' is a space), re-encoded and sorted by name, then value. Headers are
+// taken in SignedHeaders order (which must be sorted lowercase names), their
+// values trimmed with inner runs of spaces collapsed and repeated values
+// joined by commas. host must be signed, and so must every x-amz-* header
+// present but x-amz-content-sha256. The credential scope must name the
+// configured region and service, aws4_request and the request's date.
+// Signatures are compared in constant time.
+//
+// # Errors
+//
+// Verify returns *s3err.Error values with S3's codes and messages:
+//
+//   - AuthorizationHeaderMalformed: a malformed Authorization header or a
+//     wrong scope ("the region 'x' is wrong; expecting 'y'", with a Region
+//     element);
+//   - AuthorizationQueryParametersError: the same for presigned URLs, and
+//     X-Amz-Expires out of range;
+//   - AccessDenied: "Request has expired", "Request is not valid yet",
+//     "There were headers present in the request which were not signed"
+//     (with HeadersNotSigned), or no valid Date/x-amz-date;
+//   - RequestTimeTooSkewed: header authentication more than MaxSkew from
+//     the server's clock, either way;
+//   - InvalidAccessKeyId: the Keyring returned ErrUnknownKey;
+//   - SignatureDoesNotMatch: with StringToSign and CanonicalRequest elements
+//     to help client authors;
+//   - InvalidRequest: missing x-amz-content-sha256, or a SigV2 request;
+//   - InvalidArgument: a bad x-amz-content-sha256 or x-amz-trailer, an
+//     unknown authorization type, or header and query authentication both;
+//   - MissingContentLength: a streaming upload without
+//     x-amz-decoded-content-length.
+//
+// Any other error comes from the Keyring, wrapped, and is internal.
+//
+// # Bodies
+//
+// The caller reads the body through [Result.Body], which checks the payload
+// mode chosen by x-amz-content-sha256: a hex SHA-256 is compared at the end
+// of the body (XAmzContentSHA256Mismatch); UNSIGNED-PAYLOAD passes through;
+// the three STREAMING-* modes are decoded from aws-chunked encoding with
+// every chunk signature and the trailer signature checked in chain
+// (SignatureDoesNotMatch). Framing errors are InvalidArgument; chunk sizes
+// that are not hexadecimal or exceed x-amz-decoded-content-length, and signed
+// chunks under 8 KiB that are not the last (S3's rule, which also bounds the
+// HMACs a body costs), are InvalidChunkSizeError; a body that ends early or
+// decodes to fewer bytes than declared is IncompleteBody. Only trailers named in x-amz-trailer
+// are accepted; their values are available from [Body.Trailer] after
+// io.EOF. The decoder reads chunk data straight into the caller's buffer,
+// allocates nothing per chunk, and reports every error before releasing the
+// bytes it concerns, no later than the read that delivers the last declared
+// byte.
+//
+// # Signing-key cache
+//
+// Deriving a signing key costs four HMACs. The Verifier caches keys by access
+// key, date, region, service and a SHA-256 fingerprint of the secret, so a
+// rotated secret never meets a key derived from the old one. The cache holds
+// at most Config.CacheSize keys and drops an arbitrary half when full. Keys
+// are stored as prepared HMAC states: a verification on a cache hit costs one
+// SHA-256 of the secret (its fingerprint), one of the canonical request and
+// one HMAC of the string to sign, about ten SHA-256 blocks in all.
+//
+// # Signing
+//
+// [SignRequest], [Presign] and [SignChunked] share the canonicalization code
+// with Verify; SignChunked produces streaming uploads for tests, end-to-end
+// tests and the benchmark tool.
+package sigv4
