@@ -12,8 +12,8 @@ import (
 // HeadObject returns the description of bucket/key after checking
 // preconditions; Start, Length and Partial describe the range a GET with the
 // same options would serve, and Body is empty. Errors: NoSuchBucket,
-// NoSuchKey, PreconditionFailed, NotModified, InvalidRange (also for a
-// partNumber past the last part: S3's InvalidPartNumber, same 416 status),
+// NoSuchKey, PreconditionFailed, NotModified, InvalidRange,
+// InvalidPartNumber (a partNumber past the last part),
 // InvalidRequest (Range with partNumber), InvalidArgument (partNumber out
 // of 1..10000). With NotModified the *Object is returned too, for the ETag
 // and Last-Modified headers of the 304.

@@ -97,7 +97,7 @@ func TestMultipartRoundTrip(t *testing.T) {
 				}
 			}
 			_, err := e.s.GetObject(context.Background(), "bkt", "mp", GetOptions{PartNumber: 4})
-			wantCode(t, "part 4", err, s3err.InvalidRange)
+			wantCode(t, "part 4", err, s3err.InvalidPartNumber)
 			// Parts were linked, not copied: the store holds exactly the
 			// object's blocks.
 			if diff := cmp.Diff(e.liveBlocks(t), e.blobs(t)); diff != "" {

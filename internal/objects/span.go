@@ -79,12 +79,11 @@ func formatRange(r *Range) string {
 
 // partSpan returns the bytes of part n of o. An object not made by
 // multipart upload has one part, the whole object. A part number past the
-// last is S3's InvalidPartNumber (416), reported here as InvalidRange, which
-// has the same status, until s3err has that code.
+// last is S3's InvalidPartNumber (416).
 func partSpan(o *meta.Object, n int, res string) (span, error) {
 	count := max(len(o.PartSizes), 1)
 	if n > count {
-		return span{}, s3err.Newf(s3err.InvalidRange, res, "The requested partnumber is not satisfiable").
+		return span{}, s3err.New(s3err.InvalidPartNumber, res).
 			With("PartNumberRequested", strconv.Itoa(n)).With("ActualPartCount", strconv.Itoa(count))
 	}
 	if len(o.PartSizes) == 0 {

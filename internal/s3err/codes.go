@@ -30,6 +30,7 @@ const (
 	InvalidObjectState                Code = "InvalidObjectState"
 	InvalidPart                       Code = "InvalidPart"
 	InvalidPartOrder                  Code = "InvalidPartOrder"
+	InvalidPartNumber                 Code = "InvalidPartNumber"
 	InvalidRange                      Code = "InvalidRange"
 	InvalidRequest                    Code = "InvalidRequest"
 	InvalidStorageClass               Code = "InvalidStorageClass"
@@ -94,6 +95,7 @@ var table = map[Code]info{
 	InvalidObjectState:                {http.StatusForbidden, "The operation is not valid for the current state of the object."},
 	InvalidPart:                       {http.StatusBadRequest, "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag."},
 	InvalidPartOrder:                  {http.StatusBadRequest, "The list of parts was not in ascending order. The parts list must be specified in order by part number."},
+	InvalidPartNumber:                 {http.StatusRequestedRangeNotSatisfiable, "The requested partnumber is not satisfiable"},
 	InvalidRange:                      {http.StatusRequestedRangeNotSatisfiable, "The requested range is not satisfiable."},
 	InvalidRequest:                    {http.StatusBadRequest, "Invalid Request."},
 	InvalidStorageClass:               {http.StatusBadRequest, "The storage class you specified is not valid."},
