@@ -46,7 +46,7 @@ func settings(c *Config) []setting {
 		{name: "gc-interval", value: &durationValue{p: &c.Objects.GCInterval, zeroDisables: true},
 			usage: "how often background garbage collection runs; 0 disables it"},
 		{name: "gc-grace", value: &durationValue{p: &c.Objects.GCGrace},
-			usage: "garbage collection never removes a blob younger than this"},
+			usage: "garbage collection never removes a blob younger than this; must be positive (offline admin gc takes --grace 0s)"},
 		{name: "shutdown-timeout", value: &durationValue{p: &c.ShutdownTimeout},
 			usage: "on SIGINT/SIGTERM, how long to wait for requests in flight before closing their connections"},
 		{name: "log-level", value: &levelValue{&c.Log.Level},

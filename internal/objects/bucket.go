@@ -26,6 +26,7 @@ func (s *Service) ListBuckets(ctx context.Context) ([]Bucket, error) {
 // BucketAlreadyOwnedByYou. region is recorded as given; the caller checks
 // it against the server's.
 func (s *Service) CreateBucket(ctx context.Context, name, region string) error {
+	ctx = writeContext(ctx)
 	if err := checkBucketName(name); err != nil {
 		return err
 	}
@@ -55,6 +56,7 @@ func (s *Service) HeadBucket(ctx context.Context, name string) (Bucket, error) {
 // (also when multipart uploads are in progress). The check and the delete
 // are atomic with respect to writes into the bucket.
 func (s *Service) DeleteBucket(ctx context.Context, name string) error {
+	ctx = writeContext(ctx)
 	err := s.db.DeleteBucket(ctx, name)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):

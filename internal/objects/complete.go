@@ -28,6 +28,7 @@ import (
 // MinPartSize), BadDigest (the object checksum the client asserted),
 // PreconditionFailed / NoSuchKey (conditional write), NotImplemented.
 func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, in CompleteInput) (ObjectInfo, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if len(in.Parts) == 0 {
 		return ObjectInfo{}, s3err.Newf(s3err.MalformedXML, res, "You must specify at least one part.")

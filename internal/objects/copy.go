@@ -18,6 +18,7 @@ import (
 // If-None-Match/If-Match), InvalidRequest, KeyTooLongError,
 // MetadataTooLarge.
 func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInput) (ObjectInfo, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkKey(bucket, key); err != nil {
 		return ObjectInfo{}, err

@@ -11,6 +11,7 @@ import (
 // Errors: NoSuchBucket. The object's blocks go to the garbage queue in the
 // same commit; a reader streaming them finishes first.
 func (s *Service) DeleteObject(ctx context.Context, bucket, key string) error {
+	ctx = writeContext(ctx)
 	err := s.db.UpdateObject(ctx, bucket, key, s.clock(), func(*meta.Object) (*meta.Object, error) { return nil, nil })
 	if err != nil {
 		return s.writeErr(err, bucket, key)
@@ -22,6 +23,7 @@ func (s *Service) DeleteObject(ctx context.Context, bucket, key string) error {
 // per key in order (an absent key succeeds). The error is for the whole
 // request: NoSuchBucket, or MalformedXML for more than 1000 keys.
 func (s *Service) DeleteObjects(ctx context.Context, bucket string, keys []string) ([]DeleteResult, error) {
+	ctx = writeContext(ctx)
 	if len(keys) > maxDeleteKeys {
 		return nil, s3err.Newf(s3err.MalformedXML, bucket, "The request must contain at most 1000 keys.")
 	}

@@ -20,6 +20,7 @@ import (
 // KeyTooLongError, InvalidArgument, MetadataTooLarge, InvalidRequest
 // (checksum algorithm or type).
 func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string, in CreateUploadInput) (Upload, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkKey(bucket, key); err != nil {
 		return Upload{}, err
@@ -109,6 +110,7 @@ func (s *Service) upload(ctx context.Context, bucket, key, id string) (*meta.Upl
 // MissingContentLength, BadDigest, InvalidDigest, InvalidRequest,
 // IncompleteBody, and any error body's Read returned (passed through).
 func (s *Service) UploadPart(ctx context.Context, bucket, key, uploadID string, n int, in PartInput, body io.Reader) (Part, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkPartNumber(n, res); err != nil {
 		return Part{}, err
@@ -164,6 +166,7 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 // UploadPart, plus NoSuchKey (source), PreconditionFailed (source
 // conditions) and InvalidArgument (range outside the source).
 func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID string, n int, in PartCopyInput) (Part, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkPartNumber(n, res); err != nil {
 		return Part{}, err
@@ -194,6 +197,7 @@ func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID stri
 // AbortMultipartUpload discards an upload and its parts (their blocks go to
 // the garbage queue). Errors: NoSuchUpload, NoSuchBucket.
 func (s *Service) AbortMultipartUpload(ctx context.Context, bucket, key, uploadID string) error {
+	ctx = writeContext(ctx)
 	err := s.db.AbortUpload(ctx, bucket, key, uploadID, s.clock())
 	if errors.Is(err, meta.ErrNotFound) {
 		if err := s.checkBucket(ctx, bucket); err != nil {

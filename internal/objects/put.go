@@ -27,6 +27,7 @@ import (
 // checked before the body is read (to fail fast) and again atomically with
 // the commit.
 func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput, body io.Reader) (ObjectInfo, error) {
+	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkKey(bucket, key); err != nil {
 		return ObjectInfo{}, err

@@ -12,6 +12,7 @@
 package objects
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -145,3 +146,12 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 	}
 	return s, nil
 }
+
+// writeContext detaches a mutation from the cancellation of its request.
+// Once a write's input has been received it is carried out whole, as S3
+// does: net/http cancels the request context when a client merely
+// half-closes its connection after sending everything, and a commit must
+// not fail (or, worse, look failed after it happened) because of that. A
+// client that really goes away mid-body is still noticed: reading the body
+// fails, and nothing is committed. Values (request ID, principal) are kept.
+func writeContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }

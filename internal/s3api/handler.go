@@ -171,6 +171,9 @@ type request struct {
 	// exactly size bytes.
 	body io.Reader
 	size int64 // body length after decoding; -1 if not known
+	// rawBody is the request body as net/http gave it, drained by
+	// writeError so that an early error reaches the client.
+	rawBody io.ReadCloser
 	// trailer returns a trailing header of an aws-chunked body once body
 	// has reached EOF; nil when the request has no trailer.
 	trailer func(name string) string
@@ -190,7 +193,14 @@ func (rq *request) anonymous() bool { return rq.principal.Anonymous }
 // ServeHTTP implements http.Handler: request ID → parseOp → signature →
 // authorization → body → handler → writeError on failure.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	rq := &request{id: h.newID(), size: -1}
+	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// net/http answers "100 Continue" only when a handler reads a
+		// non-empty body. botocore sends Expect on every PUT, also
+		// empty ones, and misreads the next response on the connection
+		// when the interim response never came; so send it ourselves.
+		w.WriteHeader(http.StatusContinue)
+	}
+	rq := &request{id: h.newID(), size: -1, rawBody: r.Body}
 	rq.hostID = hostID(rq.id)
 	// Set verbatim, as S3 spells them; one allocation for the three.
 	vals := []string{rq.id, rq.hostID, "Coffer"}

@@ -258,8 +258,9 @@ func TestWriteError(t *testing.T) {
 		body     string // substring; "" for none
 		noBody   bool
 		hdr, val string
+		abort    bool // writeError must abort the connection (no response at all)
 	}{
-		{name: "s3 error", err: s3err.New(s3err.NoSuchKey, "b/k"), status: 404, body: "<Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Resource>b/k</Resource><RequestId>REQ</RequestId><HostId>HOST</HostId>"},
+		{name: "s3 error", err: s3err.New(s3err.NoSuchKey, "b/k"), status: 404, body: "<Code>NoSuchKey</Code><Message>The specified key does not exist.</Message><Resource>/bkt/k</Resource><RequestId>REQ</RequestId><HostId>HOST</HostId>"},
 		{name: "resource defaults to path", err: s3err.New(s3err.NoSuchBucket, ""), status: 404, body: "<Resource>/bkt/k</Resource>"},
 		{name: "wrapped", err: errors.Join(errors.New("context"), s3err.New(s3err.BadDigest, "")), status: 400, body: "<Code>BadDigest</Code>"},
 		{name: "internal", err: errors.New("disk on fire"), status: 500, body: "<Code>InternalError</Code>"},
@@ -273,8 +274,8 @@ func TestWriteError(t *testing.T) {
 			pre: func(w http.ResponseWriter) { w.Header()["x-amz-request-id"] = []string{"REQ"} }, hdr: "x-amz-request-id", val: "REQ"},
 		{name: "invalid range size", err: s3err.New(s3err.InvalidRange, "").With("RangeRequested", "bytes=9-").With("ActualObjectSize", "5"), status: 416,
 			hdr: "Content-Range", val: "bytes */5"},
-		{name: "client gone", err: context.Canceled, status: 200, noBody: true},
-		{name: "context canceled", err: s3err.New(s3err.NoSuchKey, ""), status: 200, noBody: true, ctx: func() context.Context {
+		{name: "client gone", err: context.Canceled, abort: true},
+		{name: "context canceled", err: s3err.New(s3err.NoSuchKey, ""), abort: true, ctx: func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			return ctx
@@ -296,7 +297,20 @@ func TestWriteError(t *testing.T) {
 			if tc.pre != nil {
 				tc.pre(w)
 			}
+			if tc.abort {
+				defer func() {
+					if v := recover(); v != http.ErrAbortHandler {
+						t.Errorf("writeError recovered %v, want http.ErrAbortHandler", v)
+					}
+					if rec.Body.Len() != 0 || w.status != 0 {
+						t.Errorf("aborted response wrote status %d, body %q", w.status, rec.Body.String())
+					}
+				}()
+			}
 			h.writeError(w, r, rq, tc.err)
+			if tc.abort {
+				t.Fatal("writeError returned; want an abort")
+			}
 			if rec.Code != tc.status {
 				t.Errorf("status %d, want %d", rec.Code, tc.status)
 			}

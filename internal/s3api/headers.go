@@ -67,6 +67,22 @@ func parsePart(h http.Header) (objects.PartInput, error) {
 	return objects.PartInput{ContentMD5: md5, Checksum: sum}, nil
 }
 
+// storedContentEncoding returns the Content-Encoding to store: the header's
+// codings without "aws-chunked", which only describes the transfer framing
+// of a streaming upload (S3 drops it the same way).
+func storedContentEncoding(values []string) string {
+	var out []string
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			c = strings.TrimSpace(c)
+			if c != "" && !strings.EqualFold(c, "aws-chunked") {
+				out = append(out, c)
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}
+
 // parseMetadata returns the standard headers S3 stores with an object and
 // the x-amz-meta-* pairs, names lower-cased and values of a repeated header
 // joined with ",". The user metadata may total at most 2 KiB
@@ -74,7 +90,7 @@ func parsePart(h http.Header) (objects.PartInput, error) {
 func parseMetadata(h http.Header) (objects.Metadata, error) {
 	m := objects.Metadata{
 		ContentType:        h.Get("Content-Type"),
-		ContentEncoding:    h.Get("Content-Encoding"),
+		ContentEncoding:    storedContentEncoding(h.Values("Content-Encoding")),
 		ContentDisposition: h.Get("Content-Disposition"),
 		ContentLanguage:    h.Get("Content-Language"),
 		CacheControl:       h.Get("Cache-Control"),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -78,6 +79,13 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 	ctx := r.Context()
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
+		if w.status == 0 {
+			// Returning would let net/http send an empty 200 to a
+			// client that may still be listening (a half-closed
+			// connection cancels the context too): abort instead, so
+			// no failed write ever looks acknowledged.
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 	if w.status != 0 {
@@ -96,10 +104,11 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 		h.log.DebugContext(ctx, "request failed", "request_id", rq.id, "op", rq.opName(), "code", e.Code, "err", err)
 	}
 	out := *e // never modify an error someone else may hold
-	if out.Resource == "" {
-		out.Resource = r.URL.Path
-	}
+	// Resource is always the request path, as S3-compatible servers
+	// report it; the service's own resource names go to the log only.
+	out.Resource = r.URL.Path
 	status := out.Status()
+	h.drainBody(rq)
 
 	hdr := w.Header()
 	keep := make(http.Header, len(keptOnError)+len(keptOnNotModified))
@@ -149,4 +158,29 @@ func extra(e *s3err.Error, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Bounds on the unread request body writeError reads and discards before
+// answering. A client still sending when the server closes the connection
+// sees a reset instead of the error (a failed precondition on a large PUT,
+// say); draining lets it read the answer. Anonymous and unauthenticated
+// requests get the smaller bound, so a stranger cannot make the server read
+// much; beyond the bound net/http closes the connection.
+const (
+	maxDrainAuthenticated = 64 << 20
+	maxDrainOther         = 256 << 10
+)
+
+// drainBody discards what is left of the request body, within bounds.
+func (h *Handler) drainBody(rq *request) {
+	if rq.rawBody == nil || rq.rawBody == http.NoBody {
+		return
+	}
+	limit := int64(maxDrainOther)
+	if rq.auth != nil && !rq.principal.Anonymous && rq.principal.AccessKeyID != "" {
+		limit = maxDrainAuthenticated
+	}
+	bp := h.bufs.Get().(*[]byte)
+	defer h.bufs.Put(bp)
+	_, _ = io.CopyBuffer(io.Discard, io.LimitReader(rq.rawBody, limit), *bp)
 }
