@@ -136,13 +136,18 @@ const maxAccessKeyLen = 128
 func accessKeyID(r *http.Request) string {
 	var cred string
 	if auth := r.Header.Get("Authorization"); auth != "" {
-		_, after, ok := strings.Cut(auth, "Credential=")
-		if !ok {
+		if v2, ok := strings.CutPrefix(auth, "AWS "); ok {
+			// SigV2: "AWS AccessKeyID:Signature"; never log the signature.
+			cred, _, _ = strings.Cut(v2, ":")
+		} else if _, after, ok := strings.Cut(auth, "Credential="); ok {
+			cred = after
+		} else {
 			return ""
 		}
-		cred = after
 	} else if strings.Contains(r.URL.RawQuery, "X-Amz-Credential=") {
 		cred = r.URL.Query().Get("X-Amz-Credential")
+	} else if strings.Contains(r.URL.RawQuery, "AWSAccessKeyId=") {
+		cred = r.URL.Query().Get("AWSAccessKeyId")
 	}
 	ak, _, _ := strings.Cut(cred, "/")
 	if i := strings.IndexAny(ak, ", "); i >= 0 {

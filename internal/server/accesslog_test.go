@@ -19,8 +19,9 @@ func TestAccessKeyID(t *testing.T) {
 		{name: "header", auth: "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=abc", want: "AKIDEXAMPLE"},
 		{name: "header without slash", auth: "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE, SignedHeaders=host, Signature=abc", want: "AKIDEXAMPLE"},
 		{name: "header without credential", auth: "Bearer token", want: ""},
-		{name: "sigv2 header", auth: "AWS AKIDEXAMPLE:signature", want: ""},
+		{name: "sigv2 header", auth: "AWS AKIDEXAMPLE:signature", want: "AKIDEXAMPLE"},
 		{name: "presigned", query: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDQUERY%2F20150830%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=abc", want: "AKIDQUERY"},
+		{name: "sigv2 presigned", query: "AWSAccessKeyId=AKIDV2&Signature=c2ln&Expires=1", want: "AKIDV2"},
 		{name: "anonymous", want: ""},
 		{name: "overlong", auth: "Credential=" + strings.Repeat("A", 500), want: strings.Repeat("A", maxAccessKeyLen)},
 	} {

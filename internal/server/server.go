@@ -140,7 +140,7 @@ func (s *Server) handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Clock: time.Now}, keyring{m})
+	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Domain: s.cfg.S3.Domain, Clock: time.Now}, keyring{m})
 	h, err := s3api.New(s.cfg.S3, s3api.Deps{
 		Objects:  s.st.objects,
 		Verifier: v,

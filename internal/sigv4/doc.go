@@ -1,7 +1,8 @@
 // Package sigv4 authenticates S3 requests signed with AWS Signature Version
 // 4 and signs requests the same way, for tests, the admin CLI and the
-// benchmark tool. It is a leaf package: it imports only the standard library
-// and internal/s3err.
+// benchmark tool. It also verifies the legacy Signature Version 2 (see
+// below). It is a leaf package: it imports only the standard library and
+// internal/s3err.
 //
 // # Verification
 //
@@ -50,9 +51,11 @@
 //   - InvalidAccessKeyId: the Keyring returned ErrUnknownKey;
 //   - SignatureDoesNotMatch: with StringToSign and CanonicalRequest elements
 //     to help client authors;
-//   - InvalidRequest: missing x-amz-content-sha256, or a SigV2 request;
+//   - InvalidRequest: missing x-amz-content-sha256;
 //   - InvalidArgument: a bad x-amz-content-sha256 or x-amz-trailer, an
-//     unknown authorization type, or header and query authentication both;
+//     unknown authorization type, a malformed SigV2 header, or more than one
+//     mechanism (header and query authentication, or SigV2 and SigV4 query
+//     parameters together);
 //   - MissingContentLength: a streaming upload without
 //     x-amz-decoded-content-length.
 //
@@ -86,9 +89,52 @@
 // SHA-256 of the secret (its fingerprint), one of the canonical request and
 // one HMAC of the string to sign, about ten SHA-256 blocks in all.
 //
+// # Signature Version 2
+//
+// S3 deprecated SigV2, but clients still in use produce it: aws CLI v1's
+// "aws s3 presign" and boto3's generate_presigned_url by default make SigV2
+// query URLs (…?AWSAccessKeyId=…&Expires=…&Signature=…), and older s3cmd
+// configurations sign headers with "Authorization: AWS AKID:signature".
+// Rejecting them would break those users for no gain in a self-hosted store,
+// so Verify accepts both forms
+// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/RESTAuthentication.html):
+// the signature is Base64(HMAC-SHA1(secret, StringToSign)) with
+//
+//	StringToSign = Verb "\n" Content-MD5 "\n" Content-Type "\n" Date "\n"
+//	               CanonicalizedAmzHeaders CanonicalizedResource
+//
+// Date is the Date header, empty when x-amz-date is present (it is signed
+// among the x-amz-* headers), or the Expires value for query authentication.
+// CanonicalizedAmzHeaders lists every x-amz-* header lowercased and sorted,
+// as name:value\n, repeated values trimmed, unfolded and joined by commas.
+// CanonicalizedResource is "/bucket" for a virtual-hosted-style request (the
+// bucket is taken from Host when it ends in "."+Config.Domain; without
+// Domain only path-style requests verify), then the path exactly as sent,
+// still percent-encoded (if that fails the decoded path is tried, as for
+// SigV4), then the sub-resources of the query (acl, cors, delete, lifecycle,
+// location, logging, notification, partNumber, policy, requestPayment,
+// restore, tagging, torrent, uploadId, uploads, versionId, versioning,
+// versions, website and the six response-* overrides) sorted by name, values
+// decoded, a name alone when its value is empty. Virtual hosts named by a
+// CNAME of the bucket are not supported.
+//
+// SigV2 signs no payload: the Result has Payload PayloadUnsigned, and a
+// Content-MD5 header, which is signed, is checked by the object layer. Its
+// errors: InvalidArgument for a malformed "AWS AKID:signature" header or
+// repeated query parameters; AccessDenied without a valid Date/x-amz-date,
+// without all of AWSAccessKeyId, Signature and Expires, for an Expires that
+// is not a number, in the past ("Request has expired") or more than 7 days
+// ahead (the same bound as X-Amz-Expires; S3 itself does not cap SigV2
+// Expires, but a URL that never expires is a credential); RequestTimeTooSkewed
+// for header authentication more than MaxSkew off; InvalidAccessKeyId; and
+// SignatureDoesNotMatch, compared in constant time, with the StringToSign.
+// SigV2 derives no signing key, so the key cache is not involved: a
+// verification costs one HMAC-SHA1 (two if the decoded path is tried).
+//
 // # Signing
 //
 // [SignRequest], [Presign] and [SignChunked] share the canonicalization code
 // with Verify; SignChunked produces streaming uploads for tests, end-to-end
-// tests and the benchmark tool.
+// tests and the benchmark tool. [SignV2Request] and [SignV2Query] produce
+// path-style SigV2 requests and URLs for tests.
 package sigv4

@@ -9,7 +9,7 @@ import (
 // authQuery says which authentication parameters a query string carries.
 type authQuery struct {
 	v4 bool // X-Amz-Algorithm, X-Amz-Credential or X-Amz-Signature
-	v2 bool // AWSAccessKeyId and Signature (SigV2, unsupported)
+	v2 bool // AWSAccessKeyId and Signature (SigV2)
 }
 
 // scanAuthQuery looks for authentication parameters without allocating.

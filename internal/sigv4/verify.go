@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,15 +41,21 @@ type Config struct {
 	// CacheSize bounds the number of cached signing keys. Zero means 1024; a
 	// negative value disables the cache.
 	CacheSize int
+	// Domain is the S3 endpoint's domain (for example "s3.example.com"),
+	// optional. SigV2 signs the bucket of a virtual-hosted-style request
+	// (bucket.Domain) as part of the resource, so without Domain only
+	// path-style SigV2 requests verify. SigV4 does not need it.
+	Domain string
 }
 
-// Verifier authenticates S3 requests signed with AWS Signature Version 4. It
-// is safe for concurrent use.
+// Verifier authenticates S3 requests signed with AWS Signature Version 4 or,
+// for legacy clients, Version 2. It is safe for concurrent use.
 type Verifier struct {
 	region  string
 	service string
 	maxSkew time.Duration
 	clock   func() time.Time
+	domain  string
 	keys    Keyring
 	cache   *keyCache
 	pool    sync.Pool // of *scratch
@@ -80,6 +87,7 @@ func NewVerifier(cfg Config, kr Keyring) *Verifier {
 		service: cfg.Service,
 		maxSkew: cfg.MaxSkew,
 		clock:   cfg.Clock,
+		domain:  strings.TrimSuffix(cfg.Domain, "."),
 		keys:    kr,
 		cache:   newKeyCache(cfg.CacheSize),
 
@@ -173,12 +181,17 @@ func (v *Verifier) Verify(r *http.Request) (*Result, error) {
 	case hasHeader && (q.v4 || q.v2):
 		return nil, s3err.Newf(s3err.InvalidArgument, "", "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified").
 			With("ArgumentName", "Authorization").With("ArgumentValue", authz[0])
+	case q.v4 && q.v2:
+		return nil, s3err.Newf(s3err.InvalidArgument, "", "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified").
+			With("ArgumentName", "Signature")
+	case hasHeader && len(authz) == 1 && strings.HasPrefix(authz[0], v2Prefix):
+		return v.verifyV2Header(r, authz[0])
 	case hasHeader:
 		return v.verifyHeader(r, authz)
 	case q.v4:
 		return v.verifyPresigned(r)
 	case q.v2:
-		return nil, errUnsupportedMechanism()
+		return v.verifyV2Query(r)
 	}
 	return anonymous(r)
 }

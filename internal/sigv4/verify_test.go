@@ -86,7 +86,7 @@ func TestVerifyHeaderErrors(t *testing.T) {
 		{name: "two Authorization headers", edit: func(r *http.Request) { r.Header.Add("Authorization", "x") }, want: s3err.AuthorizationHeaderMalformed},
 		{name: "unsupported type", edit: func(r *http.Request) { r.Header.Set("Authorization", "Bearer abc") }, want: s3err.InvalidArgument, message: "Unsupported Authorization Type"},
 		{name: "algorithm glued", edit: setAuth("AWS4-HMAC-SHA256 ", "AWS4-HMAC-SHA256X "), want: s3err.InvalidArgument},
-		{name: "sigv2", edit: func(r *http.Request) { r.Header.Set("Authorization", "AWS AKIDTEST:c2ln") }, want: s3err.InvalidRequest, message: "Please use AWS4-HMAC-SHA256"},
+		{name: "sigv2 wrong signature", edit: func(r *http.Request) { r.Header.Set("Authorization", "AWS AKIDTEST:c2ln") }, want: s3err.SignatureDoesNotMatch},
 		{name: "skew future", now: testTime.Add(-16 * time.Minute), want: s3err.RequestTimeTooSkewed, extra: [2]string{"RequestTime", "20250601T100000Z"}},
 		{name: "skew past", now: testTime.Add(16 * time.Minute), want: s3err.RequestTimeTooSkewed, extra: [2]string{"MaxAllowedSkewMilliseconds", "900000"}},
 		{name: "skew within", now: testTime.Add(14 * time.Minute)},
@@ -222,7 +222,7 @@ func TestVerifyPresignedErrors(t *testing.T) {
 		{name: "param changed", edit: replace("versionId=1", "versionId=2"), want: s3err.SignatureDoesNotMatch},
 		{name: "method changed", method: http.MethodDelete, want: s3err.SignatureDoesNotMatch},
 		{name: "unknown key", keys: newKeyring(), want: s3err.InvalidAccessKeyID},
-		{name: "sigv2 query", edit: func(string) string { return base + "&AWSAccessKeyId=AKIDTEST&Signature=abc&Expires=1" }, want: s3err.InvalidRequest},
+		{name: "sigv2 query expired", edit: func(string) string { return base + "&AWSAccessKeyId=AKIDTEST&Signature=abc&Expires=1" }, want: s3err.AccessDenied, message: "Request has expired"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			region, expires, method, now, keys := tc.region, tc.expires, tc.method, tc.now, tc.keys

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+func TestConditionalWrites(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	c := ts.client(t)
+	ctx := t.Context()
+	b := mkBucket(t, c, "cw")
+
+	t.Run("IfNoneMatch", func(t *testing.T) {
+		for _, size := range []int{10, 2 * mib} {
+			key := fmt.Sprintf("inm-%d", size)
+			first := randBytes(size)
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(first), IfNoneMatch: aws.String("*")})
+			if err != nil {
+				t.Fatalf("PutObject If-None-Match:* of a new key: %v", err)
+			}
+			_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(randBytes(size)), IfNoneMatch: aws.String("*")})
+			wantErr(t, "second PutObject If-None-Match:*", err, "PreconditionFailed", 412)
+			checkBody(t, "object after refused overwrite", get(t, c, b, key), first)
+		}
+	})
+
+	t.Run("IfMatch", func(t *testing.T) {
+		for _, size := range []int{10, 2 * mib} {
+			key := fmt.Sprintf("im-%d", size)
+			v1 := randBytes(size)
+			out := put(t, c, b, key, v1)
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(randBytes(size)),
+				IfMatch: aws.String(quoted(md5Hex([]byte("not it"))))})
+			wantErr(t, "PutObject If-Match with a wrong ETag", err, "PreconditionFailed", 412)
+			checkBody(t, "object after refused If-Match", get(t, c, b, key), v1)
+			v2 := randBytes(size)
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(v2), IfMatch: out.ETag}); err != nil {
+				t.Fatalf("PutObject If-Match with the current ETag: %v", err)
+			}
+			checkBody(t, "object after If-Match overwrite", get(t, c, b, key), v2)
+		}
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("im-absent"), Body: strings.NewReader("x"), IfMatch: aws.String(`"0123"`)})
+		wantErr(t, "PutObject If-Match of an absent key", err, "NoSuchKey", 404)
+	})
+
+	// race starts n writers at once and returns how many succeeded and the
+	// body of the one that did.
+	race := func(t *testing.T, key string, size, n int, cond func(*s3.PutObjectInput)) (wins int, winner []byte) {
+		t.Helper()
+		var (
+			start = make(chan struct{})
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+		)
+		for i := 0; i < n; i++ {
+			body := randBytes(size)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				in := &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body)}
+				cond(in)
+				<-start
+				_, err := c.PutObject(ctx, in)
+				mu.Lock()
+				defer mu.Unlock()
+				switch code := errCode(err); code {
+				case "":
+					wins++
+					winner = body
+				case "PreconditionFailed", "ConditionalRequestConflict":
+				default:
+					t.Errorf("concurrent conditional PutObject: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return wins, winner
+	}
+
+	t.Run("ConcurrentIfNoneMatch", func(t *testing.T) {
+		for round, size := range []int{100, 100, 300 * kib, 2*mib + 1} {
+			key := fmt.Sprintf("race-inm-%d", round)
+			wins, winner := race(t, key, size, 16, func(in *s3.PutObjectInput) { in.IfNoneMatch = aws.String("*") })
+			if wins != 1 {
+				t.Errorf("round %d (%d bytes): %d of 16 If-None-Match:* writers succeeded, want exactly 1", round, size, wins)
+				continue
+			}
+			checkBody(t, "object after the race", get(t, c, b, key), winner)
+		}
+	})
+
+	t.Run("ConcurrentIfMatch", func(t *testing.T) {
+		for round, size := range []int{100, 2 * mib} {
+			key := fmt.Sprintf("race-im-%d", round)
+			out := put(t, c, b, key, randBytes(size))
+			wins, winner := race(t, key, size, 16, func(in *s3.PutObjectInput) { in.IfMatch = out.ETag })
+			if wins != 1 {
+				t.Errorf("round %d (%d bytes): %d of 16 If-Match writers succeeded, want exactly 1", round, size, wins)
+				continue
+			}
+			checkBody(t, "object after the race", get(t, c, b, key), winner)
+		}
+	})
+
+	t.Run("CompleteMultipart", func(t *testing.T) {
+		put(t, c, b, "mp-exists", []byte("old"))
+		u := createUpload(t, c, b, "mp-exists")
+		p := u.part(1, []byte("new"))
+		_, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(u.key), UploadId: aws.String(u.id),
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{p}}, IfNoneMatch: aws.String("*")})
+		wantErr(t, "Complete If-None-Match:* onto an existing key", err, "PreconditionFailed", 412)
+		_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(u.key), UploadId: aws.String(u.id),
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{p}}, IfMatch: aws.String(`"0123"`)})
+		wantErr(t, "Complete If-Match with a wrong ETag", err, "PreconditionFailed", 412)
+		checkBody(t, "object after refused Completes", get(t, c, b, u.key), []byte("old"))
+		_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(u.key), UploadId: aws.String(u.id),
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{p}}, IfMatch: aws.String(quoted(md5Hex([]byte("old"))))})
+		if err != nil {
+			t.Fatalf("Complete If-Match with the current ETag: %v", err)
+		}
+		checkBody(t, "object after Complete", get(t, c, b, u.key), []byte("new"))
+	})
+}
+
+// compositeChecksum returns S3's COMPOSITE checksum of parts: the checksum
+// of the concatenated raw part checksums, then "-N".
+func compositeChecksum(alg types.ChecksumAlgorithm, parts ...[]byte) string {
+	var cat []byte
+	for _, p := range parts {
+		raw, _ := base64.StdEncoding.DecodeString(checksumOf(alg, p))
+		cat = append(cat, raw...)
+	}
+	return fmt.Sprintf("%s-%d", checksumOf(alg, cat), len(parts))
+}
+
+func TestMultipartChecksums(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t)
+	c := ts.client(t)
+	ctx := t.Context()
+	b := mkBucket(t, c, "mpck")
+
+	cases := []struct {
+		alg types.ChecksumAlgorithm
+		typ types.ChecksumType
+	}{
+		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite},
+		{types.ChecksumAlgorithmSha256, types.ChecksumTypeComposite},
+		{types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject},
+		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject},
+	}
+	for _, tc := range cases {
+		t.Run(string(tc.alg)+"/"+string(tc.typ), func(t *testing.T) {
+			key := "ck-" + string(tc.alg)
+			u := createUpload(t, c, b, key, func(in *s3.CreateMultipartUploadInput) {
+				in.ChecksumAlgorithm, in.ChecksumType = tc.alg, tc.typ
+			})
+			p1, p2 := randBytes(5*mib), randBytes(123*kib)
+			withAlg := func(in *s3.UploadPartInput) { in.ChecksumAlgorithm = tc.alg }
+			cp1, cp2 := u.part(1, p1, withAlg), u.part(2, p2, withAlg)
+			for i, cp := range []types.CompletedPart{cp1, cp2} {
+				if got, want := outputChecksum(tc.alg, cp.ChecksumCRC32, cp.ChecksumCRC32C, cp.ChecksumCRC64NVME, cp.ChecksumSHA1, cp.ChecksumSHA256), checksumOf(tc.alg, [][]byte{p1, p2}[i]); got != want {
+					t.Errorf("UploadPart %d: checksum %q, want %q", i+1, got, want)
+				}
+			}
+			// A part checksum that does not match what was stored.
+			bad := cp1
+			bad.ChecksumCRC32, bad.ChecksumCRC32C, bad.ChecksumCRC64NVME, bad.ChecksumSHA1, bad.ChecksumSHA256 = nil, nil, nil, nil, nil
+			v := aws.String(checksumOf(tc.alg, []byte("other")))
+			switch tc.alg {
+			case types.ChecksumAlgorithmCrc32:
+				bad.ChecksumCRC32 = v
+			case types.ChecksumAlgorithmCrc32c:
+				bad.ChecksumCRC32C = v
+			case types.ChecksumAlgorithmCrc64nvme:
+				bad.ChecksumCRC64NVME = v
+			case types.ChecksumAlgorithmSha256:
+				bad.ChecksumSHA256 = v
+			}
+			_, err := u.complete(bad, cp2)
+			wantErr(t, "Complete with a wrong part checksum", err, "InvalidPart", 400)
+
+			out, err := u.complete(cp1, cp2)
+			if err != nil {
+				t.Fatalf("Complete: %v", err)
+			}
+			want := checksumOf(tc.alg, append(append([]byte(nil), p1...), p2...))
+			if tc.typ == types.ChecksumTypeComposite {
+				want = compositeChecksum(tc.alg, p1, p2)
+			}
+			if got := outputChecksum(tc.alg, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256); got != want || out.ChecksumType != tc.typ {
+				t.Errorf("Complete: checksum %q type %q, want %q %q", got, out.ChecksumType, want, tc.typ)
+			}
+			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatalf("HeadObject: %v", err)
+			}
+			if got := outputChecksum(tc.alg, h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumCRC64NVME, h.ChecksumSHA1, h.ChecksumSHA256); got != want || h.ChecksumType != tc.typ {
+				t.Errorf("HeadObject ChecksumMode=ENABLED: checksum %q type %q, want %q %q", got, h.ChecksumType, want, tc.typ)
+			}
+			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatalf("GetObject: %v", err)
+			}
+			var buf bytes.Buffer
+			_, err = buf.ReadFrom(g.Body)
+			g.Body.Close()
+			if err != nil {
+				t.Errorf("GetObject ChecksumMode=ENABLED read: %v", err)
+			}
+			checkBody(t, "GetObject", buf.Bytes(), append(append([]byte(nil), p1...), p2...))
+		})
+	}
+}

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""boto3 smoke test against a Coffer server, run by clients_test.go.
+
+Environment: AWS_ENDPOINT_URL (http:// or https://), AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, COFFER_BUCKET (a fresh bucket
+name), COFFER_WORKDIR (a scratch directory), COFFER_INSECURE=1 to accept a
+self-signed certificate.
+
+boto3 keeps its default checksum settings (request_checksum_calculation
+"when_supported"): every upload carries a CRC32, sent as an aws-chunked
+trailer over https and as a header over http.
+
+Prints every check; exits non-zero if any failed or anything raised.
+"""
+
+import hashlib
+import os
+import sys
+import traceback
+import warnings
+
+import boto3
+import botocore
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+MIB = 1024 * 1024
+
+
+FAILURES = []
+
+
+def check(cond, what):
+    """Records a failed check and goes on, so one run reports them all."""
+    if not cond:
+        FAILURES.append(what)
+        print("FAIL:", what, flush=True)
+        return
+    print("ok:", what, flush=True)
+
+
+def error_code(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except ClientError as e:
+        return e.response["Error"]["Code"], e.response["ResponseMetadata"]["HTTPStatusCode"]
+    return None, 200
+
+
+def md5(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def main():
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    bucket = os.environ["COFFER_BUCKET"]
+    work = os.environ["COFFER_WORKDIR"]
+    verify = os.environ.get("COFFER_INSECURE") != "1"
+    if not verify:
+        warnings.filterwarnings("ignore")
+    print("boto3", boto3.__version__, "botocore", botocore.__version__, "endpoint", endpoint, flush=True)
+
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        verify=verify,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1, "mode": "standard"}),
+    )
+
+    s3.create_bucket(Bucket=bucket)
+    check(bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]], "list_buckets shows the new bucket")
+    code, status = error_code(s3.create_bucket, Bucket=bucket)
+    check(code == "BucketAlreadyOwnedByYou" and status == 409, "create_bucket twice: BucketAlreadyOwnedByYou (%s %s)" % (code, status))
+
+    # put_object with metadata; boto3 adds a CRC32 by default.
+    body = b"hello from boto3\n" * 100
+    r = s3.put_object(Bucket=bucket, Key="small.txt", Body=body, ContentType="text/plain", Metadata={"origin": "boto3"})
+    check(r["ETag"] == '"%s"' % md5(body), "put_object ETag is the quoted MD5")
+    g = s3.get_object(Bucket=bucket, Key="small.txt")
+    check(g["Body"].read() == body, "get_object returns the body")
+    # Header names are case-insensitive; a proxy may canonicalize them.
+    meta = {k.lower(): v for k, v in g["Metadata"].items()}
+    check(g["ContentType"] == "text/plain" and meta == {"origin": "boto3"} and "ContentEncoding" not in g,
+          "get_object returns type and metadata: %r %r, Content-Encoding %r" % (g["ContentType"], g["Metadata"], g.get("ContentEncoding")))
+
+    # upload_file of 20 MiB through the transfer manager: multipart with
+    # 5 MiB parts.
+    src = os.path.join(work, "big.bin")
+    data = os.urandom(20 * MIB + 12345)
+    with open(src, "wb") as f:
+        f.write(data)
+    tc = TransferConfig(multipart_threshold=5 * MIB, multipart_chunksize=5 * MIB, max_concurrency=4)
+    s3.upload_file(src, bucket, "dir/big.bin", Config=tc)
+    h = s3.head_object(Bucket=bucket, Key="dir/big.bin")
+    check(h["ContentLength"] == len(data), "head_object size of the multipart upload")
+    check(h["ETag"].endswith('-5"'), "multipart ETag has 5 parts: %s" % h["ETag"])
+    parts = [data[i:i + 5 * MIB] for i in range(0, len(data), 5 * MIB)]
+    want = hashlib.md5(b"".join(hashlib.md5(p).digest() for p in parts)).hexdigest() + "-%d" % len(parts)
+    check(h["ETag"] == '"%s"' % want, "multipart ETag is the MD5 of the part MD5s")
+    dst = os.path.join(work, "big.down")
+    s3.download_file(bucket, "dir/big.bin", dst, Config=tc)
+    with open(dst, "rb") as f:
+        check(f.read() == data, "download_file returns the uploaded bytes")
+
+    # Ranged get.
+    g = s3.get_object(Bucket=bucket, Key="dir/big.bin", Range="bytes=5242870-5242889")
+    check(g["Body"].read() == data[5242870:5242890], "get_object Range across a part boundary")
+    check(g["ContentRange"] == "bytes 5242870-5242889/%d" % len(data), "Content-Range %s" % g["ContentRange"])
+
+    # Checksums: head_object with ChecksumMode returns what boto3 sent.
+    r = s3.put_object(Bucket=bucket, Key="ck.bin", Body=data[:3 * MIB], ChecksumAlgorithm="SHA256")
+    h = s3.head_object(Bucket=bucket, Key="ck.bin", ChecksumMode="ENABLED")
+    import base64
+    sha = base64.b64encode(hashlib.sha256(data[:3 * MIB]).digest()).decode()
+    check(h.get("ChecksumSHA256") == sha, "head_object ChecksumSHA256 %s, want %s" % (h.get("ChecksumSHA256"), sha))
+    h = s3.head_object(Bucket=bucket, Key="small.txt", ChecksumMode="ENABLED")
+    check("ChecksumCRC32" in h, "head_object returns the default CRC32 boto3 sent: %s" % sorted(k for k in h if k.startswith("Checksum")))
+    g = s3.get_object(Bucket=bucket, Key="ck.bin", ChecksumMode="ENABLED")
+    check(g["Body"].read() == data[:3 * MIB], "get_object with ChecksumMode validates and returns the body")
+
+    # Listing with the paginator.
+    for i in range(25):
+        s3.put_object(Bucket=bucket, Key="list/%03d" % i, Body=b"%d" % i)
+    keys = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="list/", PaginationConfig={"PageSize": 7}):
+        check(page["KeyCount"] == len(page.get("Contents", [])), "page KeyCount %d" % page["KeyCount"])
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    check(keys == ["list/%03d" % i for i in range(25)], "list_objects_v2 paginator returns all 25 keys in order")
+    pages = list(s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Delimiter="/"))
+    prefixes = [p["Prefix"] for page in pages for p in page.get("CommonPrefixes", [])]
+    check(prefixes == ["dir/", "list/"], "common prefixes %s" % prefixes)
+
+    # copy_object.
+    s3.copy_object(Bucket=bucket, Key="copy.txt", CopySource={"Bucket": bucket, "Key": "small.txt"})
+    check(s3.get_object(Bucket=bucket, Key="copy.txt")["Body"].read() == body, "copy_object copies the body")
+    s3.copy_object(Bucket=bucket, Key="copy big.bin", CopySource={"Bucket": bucket, "Key": "dir/big.bin"})
+    check(s3.head_object(Bucket=bucket, Key="copy big.bin")["ContentLength"] == len(data), "copy_object of the multipart object")
+
+    # Errors.
+    code, status = error_code(s3.get_object, Bucket=bucket, Key="no-such-key")
+    check(code == "NoSuchKey" and status == 404, "get_object of a missing key: NoSuchKey 404 (%s %s)" % (code, status))
+    code, status = error_code(s3.head_object, Bucket=bucket, Key="no-such-key")
+    check(status == 404, "head_object of a missing key: 404 (%s %s)" % (code, status))
+    code, status = error_code(s3.get_object, Bucket=bucket + "-missing", Key="k")
+    check(code == "NoSuchBucket" and status == 404, "get_object of a missing bucket: NoSuchBucket (%s %s)" % (code, status))
+    code, status = error_code(s3.delete_bucket, Bucket=bucket)
+    check(code == "BucketNotEmpty" and status == 409, "delete_bucket of a full bucket: BucketNotEmpty (%s %s)" % (code, status))
+    code, status = error_code(s3.put_object, Bucket=bucket, Key="cond", Body=b"x", IfNoneMatch="*")
+    check(code is None, "put_object IfNoneMatch=* of a new key")
+    code, status = error_code(s3.put_object, Bucket=bucket, Key="cond", Body=b"y", IfNoneMatch="*")
+    check(code == "PreconditionFailed" and status == 412, "put_object IfNoneMatch=* of an existing key: 412 (%s %s)" % (code, status))
+
+    # Presigned GET with a SigV4 signer.
+    s3v4 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        verify=verify,
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+    url = s3v4.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "small.txt"}, ExpiresIn=300)
+    check(fetch(url, verify) == (200, body), "SigV4 presigned GET returns the body")
+
+    # delete_objects, then the bucket.
+    all_keys = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+        all_keys += [o["Key"] for o in page.get("Contents", [])]
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in all_keys]})
+    check(len(r.get("Deleted", [])) == len(all_keys) and not r.get("Errors"), "delete_objects deleted all %d keys" % len(all_keys))
+    check(s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 0, "bucket is empty")
+    s3.delete_bucket(Bucket=bucket)
+    code, status = error_code(s3.head_bucket, Bucket=bucket)
+    check(status == 404, "head_bucket after delete_bucket: 404 (%s %s)" % (code, status))
+
+    # Last, so that its failure hides nothing else: a presigned URL made
+    # with boto3's defaults, which sign S3 presigned URLs with SigV2 query
+    # parameters.
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="presigned", Body=body)
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "presigned"}, ExpiresIn=300)
+    status, got = fetch(url, verify)
+    s3.delete_object(Bucket=bucket, Key="presigned")
+    s3.delete_bucket(Bucket=bucket)
+    kind = "SigV4" if "X-Amz-Signature=" in url else "SigV2"
+    check(status == 200 and got == body, "default (%s) presigned GET returns the body: %d %r" % (kind, status, got[:300]))
+    if not FAILURES:
+        print("PASS", flush=True)
+
+
+def fetch(url, verify):
+    """GETs url and returns (status, body)."""
+    import ssl
+    import urllib.error
+    import urllib.request
+    ctx = None if verify else ssl._create_unverified_context()
+    try:
+        with urllib.request.urlopen(url, context=ctx) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception:
+        traceback.print_exc()
+        sys.exit(1)
+    if FAILURES:
+        print("%d check(s) failed:" % len(FAILURES), *FAILURES, sep="\n  ", flush=True)
+        sys.exit(1)
