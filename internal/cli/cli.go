@@ -26,7 +26,7 @@ const usage = `Usage: coffer <command> [flags]
 Commands:
   serve     run the S3 server
   admin     administer a server's data (admin gc)
-  bench     benchmark an S3 endpoint (not yet implemented)
+  bench     benchmark S3 endpoints side by side
   version   print the version
 
 Run 'coffer <command> -h' for the flags of a command.
@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "admin":
 		return admin(ctx, rest, stdout, stderr, getenv)
 	case "bench":
-		return bench(rest, stdout, stderr)
+		return bench(ctx, rest, stdout, stderr, getenv)
 	case "version":
 		return versionCmd(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":

@@ -36,7 +36,7 @@ func TestCommands(t *testing.T) {
 		{name: "version", args: []string{"version"}, wantCode: 0, wantStdout: "coffer "},
 		{name: "version extra", args: []string{"version", "x"}, wantCode: 2, wantStderr: `unexpected argument "x"`},
 		{name: "version help", args: []string{"version", "-h"}, wantCode: 0, wantStdout: "Usage: coffer version"},
-		{name: "bench", args: []string{"bench"}, wantCode: 2, wantStderr: "not yet implemented: see issue 4"},
+		{name: "bench", args: []string{"bench"}, wantCode: 2, wantStderr: "Usage: coffer bench <workload>"},
 		{name: "bench help", args: []string{"bench", "-h"}, wantCode: 0, wantStdout: "Usage: coffer bench"},
 		{name: "serve help", args: []string{"serve", "-h"}, wantCode: 0, wantStdout: "COFFER_STORAGE_PATH"},
 		{name: "serve bad flag", args: []string{"serve", "--no-such-flag"}, wantCode: 2, wantStderr: "coffer serve: flag provided but not defined: -no-such-flag"},

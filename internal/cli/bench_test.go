@@ -1,0 +1,399 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/loadgen"
+	"github.com/coffer-s3/coffer/internal/server"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+const (
+	benchAK = "BENCHROOTKEY"
+	benchSK = "bench-root-secret"
+)
+
+// startCoffer runs an in-process Coffer on 127.0.0.1:0 until the test ends
+// and returns its endpoint.
+func startCoffer(t *testing.T, extra ...string) string {
+	s := startServer(t, extra...)
+	return "http://" + s.Addr()
+}
+
+// startServer runs an in-process Coffer on 127.0.0.1:0, with extra flags,
+// until the test ends.
+func startServer(t *testing.T, extra ...string) *server.Server {
+	t.Helper()
+	args := append([]string{"--storage-path", t.TempDir(), "--address", "127.0.0.1:0", "--gc-interval", "0"}, extra...)
+	env := map[string]string{"COFFER_ROOT_ACCESS_KEY": benchAK, "COFFER_ROOT_SECRET_KEY": benchSK}
+	cfg, err := config.Load(args, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("config.Load: %v", err)
+	}
+	logs := &syncBuffer{}
+	s, err := server.New(cfg, slog.New(slog.NewTextHandler(logs, nil)), io.Discard)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("server Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop within 30s")
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	return s
+}
+
+// countingProxy forwards to endpoint and counts requests by method and by
+// whether they address an object (/bucket/key) or not.
+type countingProxy struct {
+	mu     sync.Mutex
+	counts map[string]int // "GET object", "DELETE bucket", …
+}
+
+func newCountingProxy(t *testing.T, endpoint string) (*countingProxy, string) {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	t.Cleanup(tr.CloseIdleConnections)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(u)
+			pr.Out.Host = pr.In.Host // the host the client signed
+		},
+		Transport: tr,
+	}
+	p := &countingProxy{counts: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		kind := "bucket"
+		if _, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); key != "" {
+			kind = "object"
+		}
+		p.mu.Lock()
+		p.counts[r.Method+" "+kind]++
+		p.mu.Unlock()
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+// listBuckets returns the ListBuckets response body of endpoint.
+func listBuckets(t *testing.T, endpoint string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, endpoint+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigv4.SignRequest(req, sigv4.Credentials{AccessKeyID: benchAK, SecretKey: benchSK}, "us-east-1", time.Now(), "UNSIGNED-PAYLOAD")
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("ListBuckets: %s: %s", resp.Status, body)
+	}
+	return string(body)
+}
+
+func TestBenchMixedEndToEnd(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	proxy, proxyURL := newCountingProxy(t, endpoint)
+	out := filepath.Join(t.TempDir(), "run")
+	code, stdout, stderr := runCLI(t, nil, "bench", "mixed", "--target", "coffer="+proxyURL,
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "2s", "--objects", "200",
+		"--workers", "4", "--size", "8KiB", "--out", out, "--gobench")
+	if code != 0 {
+		t.Fatalf("coffer bench mixed: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	res, err := loadgen.ReadJSON(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatalf("read results: %v", err)
+	}
+	if len(res.Targets) != 1 || res.Targets[0].Name != "coffer" {
+		t.Fatalf("results for targets %+v, want coffer alone", res.Targets)
+	}
+	ops := map[string]int64{}
+	for _, o := range res.Targets[0].Ops {
+		ops[o.Op] = o.Ops
+		if o.Errors != 0 || o.Ops == 0 {
+			t.Errorf("%s: %d ops, %d errors %v; want some ops and no errors", o.Op, o.Ops, o.Errors, o.ErrorCodes)
+		}
+	}
+	// What the server saw matches the generator's counts exactly: the
+	// bucket, 200 prepared objects, the measured operations, and in cleanup
+	// one DELETE per object left plus the bucket.
+	const objects = 200
+	live := objects + ops["PUT"] - ops["DELETE"]
+	want := map[string]int{
+		"PUT bucket":    1,
+		"PUT object":    int(objects + ops["PUT"]),
+		"GET object":    int(ops["GET"]),
+		"HEAD object":   int(ops["STAT"]),
+		"DELETE object": int(ops["DELETE"] + live),
+		"DELETE bucket": 1,
+		"GET bucket":    int(max(1, (live+999)/1000)), // listings of up to 1000 keys
+	}
+	proxy.mu.Lock()
+	got := proxy.counts
+	proxy.mu.Unlock()
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("server saw %d %q requests, want %d (generator: %v; server: %v)", got[k], k, n, ops, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("server saw request kinds %v, want only %v", got, want)
+	}
+	if b := listBuckets(t, endpoint); strings.Contains(b, "coffer-bench-") {
+		t.Errorf("benchmark bucket left behind: %s", b)
+	}
+	for _, re := range []string{
+		`(?m)^\| 1 \| coffer \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ ms \| [0-9.]+ ms \| 1\.00× \|$`,
+		`(?m)^BenchmarkMixed/target=coffer/op=GET\t[0-9]+\t[0-9]+ ns/op\t[0-9.]+ MB/s$`,
+		`(?m)^BenchmarkMixed/target=coffer/op=STAT\t[0-9]+\t[0-9]+ ns/op$`,
+		`Results written to ` + regexp.QuoteMeta(out),
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("stdout does not match %s:\n%s", re, stdout)
+		}
+	}
+	for _, f := range []string{"report.md", "get.svg", "put.svg", "delete.svg", "stat.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("report file: %v", err)
+		}
+	}
+
+	// The saved run re-renders, also merged with itself.
+	code, stdout, stderr = runCLI(t, nil, "bench", "report", "--baseline", "coffer", out, filepath.Join(out, "results.json"))
+	if code != 0 || !strings.Contains(stdout, "| 2 | coffer#2 |") && !strings.Contains(stdout, "| 1 | coffer#2 |") {
+		t.Errorf("coffer bench report: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestBenchSingleOps(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	env := map[string]string{"COFFER_ACCESS_KEY": benchAK, "COFFER_SECRET_KEY": benchSK}
+	for _, op := range []string{"get", "put", "stat", "delete", "list", "presigned-get", "bad-signature", "multipart"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			objects, size := "40", "1KiB"
+			if op == "multipart" {
+				objects, size = "2", "11MiB" // two parts of 5.5 MiB
+			}
+			code, stdout, stderr := runCLI(t, env, "bench", op, "--target", "coffer="+endpoint,
+				"--duration", "1s", "--objects", objects, "--workers", "2", "--size", size, "--gobench")
+			want := regexp.MustCompile(`(?m)^Benchmark` + strings.ToUpper(op[:1]) + op[1:] + `/target=coffer/op=` + strings.ToUpper(op) + `\t[0-9]+\t`)
+			if code != 0 || !want.MatchString(stdout) || strings.Contains(stdout, "errors |\n|---|---|---:|---:|---:|---:|---|\n| coffer | "+strings.ToUpper(op)+" | 0 |") {
+				t.Errorf("coffer bench %s: exit %d\nstdout: %s\nstderr: %s", op, code, stdout, stderr)
+			}
+			if regexp.MustCompile(`\| [1-9][0-9]* \(`).MatchString(stdout) {
+				t.Errorf("coffer bench %s reported errors:\n%s", op, stdout)
+			}
+		})
+	}
+}
+
+func TestBenchCases(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	out := t.TempDir()
+	cases := "put-1KiB,get-1MiB,head,list-1000,delete,presigned-get,bad-signature"
+	code, stdout, stderr := runCLI(t, nil, "bench", "cases", "--target", "coffer="+endpoint,
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", "2", "--cases", cases, "--out", out)
+	if code != 0 {
+		t.Fatalf("coffer bench cases: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	res, err := loadgen.ReadJSON(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, o := range res.Targets[0].Ops {
+		seen[o.Op] = true
+		if o.Ops == 0 || o.Errors != 0 {
+			t.Errorf("%s: %d ops, %d errors %v; want some ops and no errors", o.Op, o.Ops, o.Errors, o.ErrorCodes)
+		}
+	}
+	for _, c := range strings.Split(cases, ",") {
+		if !seen[c] {
+			t.Errorf("case %s missing from the results (have %v)", c, seen)
+		}
+		if !strings.Contains(stdout, "\n## "+c+"\n") {
+			t.Errorf("case %s has no ranking table:\n%s", c, stdout)
+		}
+	}
+	if b := listBuckets(t, endpoint); strings.Contains(b, "coffer-bench-") {
+		t.Errorf("benchmark bucket left behind: %s", b)
+	}
+	code, _, stderr = runCLI(t, nil, "bench", "cases", "--target", "coffer="+endpoint,
+		"--access-key", benchAK, "--secret-key", benchSK, "--cases", "put-2KiB")
+	if code != 1 || !strings.Contains(stderr, `unknown case "put-2KiB"`) {
+		t.Errorf("unknown case: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestBenchProfile(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--pprof", "--pprof-port", "0")
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, nil, "bench", "get", "--target", "coffer=http://"+s.Addr(),
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "10", "--workers", "2",
+		"--profile", "--pprof", "http://"+s.PprofAddr(), "--out", out)
+	if code != 0 || !strings.Contains(stdout, "go tool pprof -http=: "+filepath.Join(out, "cpu.pprof")) {
+		t.Fatalf("coffer bench get --profile: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, name := range []string{"cpu.pprof", "heap.pprof", "goroutine.pprof"} {
+		if st, err := os.Stat(filepath.Join(out, name)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v, want a non-empty profile", name, err)
+		}
+	}
+	// Without pprof on, the run fails rather than silently profiling nothing.
+	code, stdout, stderr = runCLI(t, nil, "bench", "get", "--target", "coffer=http://"+s.Addr(),
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "10", "--workers", "2",
+		"--profile", "--pprof", "http://"+s.Addr(), "--out", t.TempDir())
+	if code != 1 || !strings.Contains(stderr, "profile cpu.pprof: GET http://"+s.Addr()+"/debug/pprof/profile?seconds=1") {
+		t.Errorf("--profile against the S3 port: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, nil, "bench", "get", "--target", "c=http://x", "--access-key", "a", "--secret-key", "b", "--profile")
+	if code != 2 || !strings.Contains(stderr, "--profile needs --out") {
+		t.Errorf("--profile without --out: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestBenchTargetsFile(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	// One target with credentials of its own (wrong ones), one using the
+	// flags' (right ones): the run fails on the first, by name.
+	file := filepath.Join(t.TempDir(), "targets.toml")
+	toml := "[[target]]\nname = \"own\"\nurl = \"" + endpoint + "\"\naccess_key = \"" + benchAK + "\"\nsecret_key = \"wrong\"\n"
+	if err := os.WriteFile(file, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, nil, "bench", "get", "--targets", file, "--target", "flags="+endpoint,
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "4", "--workers", "2")
+	if code != 1 || !strings.Contains(stderr, "target own ("+endpoint+"): create bucket: SignatureDoesNotMatch") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s\nwant target own to fail with SignatureDoesNotMatch", code, stdout, stderr)
+	}
+	toml = strings.ReplaceAll(toml, "wrong", benchSK)
+	if err := os.WriteFile(file, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, nil, "bench", "get", "--targets", file, "--target", "flags="+endpoint,
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "4", "--workers", "2")
+	if code != 0 || !strings.Contains(stdout, "| own |") || !strings.Contains(stdout, "| flags |") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s\nwant both targets in the report", code, stdout, stderr)
+	}
+}
+
+func TestBenchMixedFailures(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{"wrong secret from env", map[string]string{"COFFER_ACCESS_KEY": benchAK, "COFFER_SECRET_KEY": "wrong"},
+			[]string{"--target", "c=" + endpoint}, 1, "target c (" + endpoint + "): create bucket: SignatureDoesNotMatch (HTTP 403)"},
+		{"unknown key", nil, []string{"--target", "c=" + endpoint, "--access-key", "NOSUCHKEY", "--secret-key", "x"},
+			1, "create bucket: InvalidAccessKeyId (HTTP 403)"},
+		{"unreachable", nil, []string{"--target", "gone=" + closed.URL, "--access-key", "a", "--secret-key", "b"},
+			1, "target gone (" + closed.URL + "): create bucket: ConnectionError: cannot connect"},
+		{"no target", nil, []string{"--access-key", "a", "--secret-key", "b"}, 2, "no target: give --target NAME=URL"},
+		{"no credentials", nil, []string{"--target", "c=" + endpoint}, 2, "no credentials for target c"},
+		{"missing targets file", nil, []string{"--targets", "/nonexistent.toml"}, 2, "targets file"},
+		{"bad target", nil, []string{"--target", endpoint}, 2, "want NAME=URL"},
+		{"bad size", nil, []string{"--size", "big"}, 2, `invalid size "big"`},
+		{"bad baseline", nil, []string{"--target", "c=" + endpoint, "--access-key", "a", "--secret-key", "b", "--baseline", "d"}, 2, `--baseline "d" is not one of the targets`},
+		{"bad rounds", nil, []string{"--target", "c=" + endpoint, "--access-key", "a", "--secret-key", "b", "--rounds", "0"}, 1, "rounds must be at least 1"},
+		{"extra argument", nil, []string{"--target", "c=" + endpoint, "x"}, 2, `unexpected argument "x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"bench", "mixed", "--duration", "2s", "--objects", "10"}, tc.args...)
+			code, stdout, stderr := runCLI(t, tc.env, args...)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.wantStderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and stderr containing %q", code, stderr, tc.wantCode, tc.wantStderr)
+			}
+			if strings.Contains(stdout, "| Rank |") {
+				t.Errorf("a failed run printed a report:\n%s", stdout)
+			}
+		})
+	}
+	if b := listBuckets(t, endpoint); strings.Contains(b, "coffer-bench-") {
+		t.Errorf("benchmark bucket left behind: %s", b)
+	}
+}
+
+func TestBenchSys(t *testing.T) {
+	t.Parallel()
+	code, stdout, stderr := runCLI(t, nil, "bench", "sys", "--dir", t.TempDir(), "--duration", "100ms", "--size", "2MiB")
+	if code != 0 || !regexp.MustCompile(`(?m)^\| 4 KiB write \+ fsync \| [0-9.]+ ops/s \|`).MatchString(stdout) {
+		t.Errorf("coffer bench sys: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{[]string{"bench", "-h"}, 0, "mixed", ""},
+		{[]string{"bench", "frob"}, 2, "", `unknown workload "frob"`},
+		{[]string{"bench", "mixed", "-h"}, 0, "-target", ""},
+		{[]string{"bench", "report", "-h"}, 0, "DIR|FILE", ""},
+		{[]string{"bench", "report"}, 2, "", "no results given"},
+		{[]string{"bench", "sys", "--dir", "/nonexistent", "--duration", "10ms", "--size", "1MiB"}, 1, "", "coffer bench sys: "},
+		{[]string{"bench", "sys", "--size", "x"}, 2, "", `invalid size "x"`},
+		{[]string{"bench", "sys", "-h"}, 0, "-dir", ""},
+		{[]string{"bench", "report", "/nonexistent/results.json"}, 1, "", "no such file"},
+	} {
+		code, stdout, stderr := runCLI(t, nil, tc.args...)
+		if code != tc.wantCode || !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {
+			t.Errorf("coffer %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, stdout, stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
+		}
+	}
+}

@@ -1,0 +1,53 @@
+package loadgen
+
+import (
+	"fmt"
+
+	"github.com/BurntSushi/toml"
+)
+
+// LoadTargets reads a TOML file of targets:
+//
+//	[[target]]
+//	name = "minio"
+//	url = "http://127.0.0.1:9100"
+//	access_key = "minioadmin"   # optional: else --access-key / COFFER_ACCESS_KEY
+//	secret_key = "minioadmin"
+//	region = "us-east-1"        # optional
+//
+// Unknown keys are an error, so that a typo does not silently fall back to
+// the default credentials.
+func LoadTargets(path string) ([]Target, error) {
+	var f struct {
+		Target []struct {
+			Name      string `toml:"name"`
+			URL       string `toml:"url"`
+			AccessKey string `toml:"access_key"`
+			SecretKey string `toml:"secret_key"`
+			Region    string `toml:"region"`
+		} `toml:"target"`
+	}
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		return nil, fmt.Errorf("targets file: %w", err)
+	}
+	if u := md.Undecoded(); len(u) > 0 {
+		return nil, fmt.Errorf("targets file %s: unknown key %s", path, u[0])
+	}
+	if len(f.Target) == 0 {
+		return nil, fmt.Errorf("targets file %s: no [[target]]", path)
+	}
+	var out []Target
+	for _, ft := range f.Target {
+		t, err := ParseTarget(ft.Name + "=" + ft.URL)
+		if err != nil {
+			return nil, fmt.Errorf("targets file %s: %w", path, err)
+		}
+		if (ft.AccessKey == "") != (ft.SecretKey == "") {
+			return nil, fmt.Errorf("targets file %s: target %s: give both access_key and secret_key, or neither", path, ft.Name)
+		}
+		t.AccessKey, t.SecretKey, t.Region = ft.AccessKey, ft.SecretKey, ft.Region
+		out = append(out, t)
+	}
+	return out, nil
+}
