@@ -107,19 +107,22 @@ func TestBuckets(t *testing.T) {
 		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String("k")}); err != nil {
 			t.Fatalf("DeleteObject: %v", err)
 		}
-		// An upload in progress also keeps the bucket.
+		// An upload in progress does not keep the bucket, as in S3: it is
+		// aborted with it (so `aws s3 rb --force` works after an
+		// interrupted upload).
 		mp, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("mp")})
 		if err != nil {
 			t.Fatalf("CreateMultipartUpload: %v", err)
 		}
-		_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)})
-		wantErr(t, "DeleteBucket with an upload in progress", err, "BucketNotEmpty", 409)
-		if _, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("mp"), UploadId: mp.UploadId}); err != nil {
-			t.Fatalf("AbortMultipartUpload: %v", err)
+		if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(b), Key: aws.String("mp"), UploadId: mp.UploadId,
+			PartNumber: aws.Int32(1), Body: bytes.NewReader(bytes.Repeat([]byte("p"), 1<<20))}); err != nil {
+			t.Fatalf("UploadPart: %v", err)
 		}
 		if _, err := c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)}); err != nil {
-			t.Fatalf("DeleteBucket of the emptied bucket: %v", err)
+			t.Fatalf("DeleteBucket with an upload in progress: %v", err)
 		}
+		_, err = c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(b), Key: aws.String("mp"), UploadId: mp.UploadId})
+		wantErr(t, "ListParts after DeleteBucket", err, "NoSuchBucket", 404)
 		_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: aws.String(b)})
 		wantErr(t, "DeleteBucket of a deleted bucket", err, "NoSuchBucket", 404)
 		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("k"), Body: bytes.NewReader(nil)})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 )
 
 // CreateBucket creates b. It returns ErrConflict if the bucket exists.
@@ -78,11 +80,11 @@ func (db *DB) Buckets(ctx context.Context) ([]Bucket, error) {
 	return out, nil
 }
 
-// DeleteBucket removes bucket name. It returns ErrNotFound if it does not
-// exist and ErrBucketNotEmpty if it holds objects or multipart uploads. It
-// holds the bucket's stripe exclusively, so no write can commit into the
-// bucket while it is checked and removed.
-func (db *DB) DeleteBucket(ctx context.Context, name string) error {
+// DeleteBucket removes bucket name if it holds no object. Multipart
+// uploads in progress do not keep a bucket alive, as in S3: they are
+// aborted in the same batch and their parts' blocks queued as garbage
+// (timestamped now). It returns ErrNotFound or ErrBucketNotEmpty.
+func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -96,22 +98,80 @@ func (db *DB) DeleteBucket(ctx context.Context, name string) error {
 		}
 		return fmt.Errorf("meta: read bucket %s: %w", name, err)
 	}
-	for _, t := range []byte{tableObject, tableUpload} {
-		empty, err := db.emptyRange(bucketPrefix(t, name))
-		if err != nil {
-			return fmt.Errorf("meta: check bucket %s: %w", name, err)
-		}
-		if !empty {
-			return ErrBucketNotEmpty
-		}
+	empty, err := db.emptyRange(bucketPrefix(tableObject, name))
+	if err != nil {
+		return fmt.Errorf("meta: check bucket %s: %w", name, err)
 	}
-	batch := db.kv.newBatch()
-	defer batch.close()
-	batch.delete(k)
-	if err := batch.commit(db.sync); err != nil {
+	if !empty {
+		return ErrBucketNotEmpty
+	}
+	uploads, err := db.bucketUploads(ctx, name)
+	if err != nil {
+		return err
+	}
+	// CreateUpload and CompleteUpload hold the bucket lock, but PutPart
+	// holds only its key's lock: take those (in stripe order, after the
+	// bucket lock, as every writer does) so no part lands after its upload
+	// is gone.
+	unlock := db.lockKeyStripes(uploads)
+	defer unlock()
+	w := db.newWriter(now)
+	defer w.close()
+	for _, u := range uploads {
+		var parts []Part
+		if err := db.scanParts(ctx, u.ID, partPrefix(u.ID), func(p Part) bool {
+			parts = append(parts, p)
+			return true
+		}); err != nil {
+			return err
+		}
+		w.deleteUpload(u, parts, nil)
+	}
+	w.b.delete(k)
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: delete bucket %s: %w", name, err)
 	}
 	return nil
+}
+
+// bucketUploads returns every upload in progress in bucket.
+func (db *DB) bucketUploads(ctx context.Context, bucket string) ([]*Upload, error) {
+	var out []*Upload
+	opt := UploadListOptions{Limit: 1000}
+	for {
+		page, more, err := db.ListUploads(ctx, bucket, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range page {
+			if e.Upload != nil {
+				out = append(out, e.Upload)
+				opt.KeyMarker, opt.UploadIDMarker = e.Upload.Key, e.Upload.ID
+			}
+		}
+		if !more || len(page) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// lockKeyStripes locks the key stripes of uploads in ascending order, each
+// once, and returns the function that unlocks them.
+func (db *DB) lockKeyStripes(uploads []*Upload) func() {
+	stripes := make([]int, 0, len(uploads))
+	for _, u := range uploads {
+		stripes = append(stripes, db.keyStripe(u.Bucket, u.Key))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		db.keyMu[i].Lock()
+	}
+	return func() {
+		for _, i := range stripes {
+			db.keyMu[i].Unlock()
+		}
+	}
 }
 
 // emptyRange reports whether no key has prefix p.

@@ -164,7 +164,11 @@ func TestBuckets(t *testing.T) {
 	}
 
 	putObject(t, db, "a", "k", Object{VersionID: "v"})
-	if err := db.CreateUpload(ctx, Upload{Bucket: "b", Key: "k", ID: strings.Repeat("1", UploadIDLen)}); err != nil {
+	upID := strings.Repeat("1", UploadIDLen)
+	if err := db.CreateUpload(ctx, Upload{Bucket: "b", Key: "k", ID: upID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutPart(ctx, "b", "k", upID, Part{Number: 1, Size: 1, ETag: "e1", Blocks: []Block{{Key: "b-part1", Size: 1}}}, testTime); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -172,13 +176,19 @@ func TestBuckets(t *testing.T) {
 		want error
 	}{
 		{"a", ErrBucketNotEmpty}, // object
-		{"b", ErrBucketNotEmpty}, // upload
+		{"b", nil},               // an upload in progress is aborted with its bucket, as in S3
 		{"c", nil},
 		{"c", ErrNotFound},
 	} {
-		if err := db.DeleteBucket(ctx, tc.name); !errors.Is(err, tc.want) {
+		if err := db.DeleteBucket(ctx, tc.name, testTime); !errors.Is(err, tc.want) {
 			t.Errorf("DeleteBucket(%s) = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+	if g := garbageKeys(t, db); !slices.Contains(g, "b-part1") {
+		t.Errorf("garbage after deleting a bucket with an upload = %v, want its part's block", g)
+	}
+	if _, err := db.Upload(ctx, "b", "k", upID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Upload after its bucket was deleted = %v, want ErrNotFound", err)
 	}
 	if err := db.UpdateObject(ctx, "c", "k", testTime, func(*Object) (*Object, error) { return &Object{}, nil }); !errors.Is(err, ErrNoBucket) {
 		t.Errorf("UpdateObject into deleted bucket = %v, want ErrNoBucket", err)
@@ -414,7 +424,7 @@ func TestUploads(t *testing.T) {
 	if g := garbageKeys(t, db); !slices.Contains(g, "q1") {
 		t.Errorf("garbage after abort = %v, want q1", g)
 	}
-	if err := db.DeleteBucket(ctx, "bkt"); !errors.Is(err, ErrBucketNotEmpty) {
+	if err := db.DeleteBucket(ctx, "bkt", testTime); !errors.Is(err, ErrBucketNotEmpty) {
 		t.Errorf("DeleteBucket = %v, want ErrBucketNotEmpty", err)
 	}
 }
@@ -503,7 +513,7 @@ func TestCanceledContext(t *testing.T) {
 	for name, err := range map[string]error{
 		"CreateBucket": db.CreateBucket(ctx, Bucket{Name: "x"}),
 		"UpdateObject": db.UpdateObject(ctx, "x", "k", testTime, nil),
-		"DeleteBucket": db.DeleteBucket(ctx, "x"),
+		"DeleteBucket": db.DeleteBucket(ctx, "x", testTime),
 		"PutPart":      db.PutPart(ctx, "x", "k", "i", Part{}, testTime),
 	} {
 		if !errors.Is(err, context.Canceled) {

@@ -52,12 +52,13 @@ func (s *Service) HeadBucket(ctx context.Context, name string) (Bucket, error) {
 	return Bucket{Name: b.Name, Region: b.Region, Created: b.Created}, nil
 }
 
-// DeleteBucket removes an empty bucket. Errors: NoSuchBucket, BucketNotEmpty
-// (also when multipart uploads are in progress). The check and the delete
-// are atomic with respect to writes into the bucket.
+// DeleteBucket removes a bucket that holds no object. Multipart uploads in
+// progress are aborted with it, as S3 does. Errors: NoSuchBucket,
+// BucketNotEmpty. The check and the delete are atomic with respect to
+// writes into the bucket.
 func (s *Service) DeleteBucket(ctx context.Context, name string) error {
 	ctx = writeContext(ctx)
-	err := s.db.DeleteBucket(ctx, name)
+	err := s.db.DeleteBucket(ctx, name, s.clock())
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
 		return noSuchBucket(name)

@@ -77,7 +77,7 @@ func TestBuckets(t *testing.T) {
 	wantCode(t, "HeadBucket(missing)", err, s3err.NoSuchBucket)
 	wantCode(t, "DeleteBucket(missing)", e.s.DeleteBucket(ctx, "nope"), s3err.NoSuchBucket)
 
-	// An object or an upload keeps a bucket.
+	// An object keeps a bucket.
 	e.put(t, "k", []byte("x"))
 	wantCode(t, "DeleteBucket(object)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
 	if err := e.s.DeleteObject(ctx, "bkt", "k"); err != nil {
@@ -87,12 +87,23 @@ func TestBuckets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "DeleteBucket(upload)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
-	if err := e.s.AbortMultipartUpload(ctx, "bkt", "k", u.UploadID); err != nil {
+	// An upload in progress is aborted with its bucket, as in S3, and its
+	// parts' blocks become garbage.
+	part := randBytes(2*testBlock, 3)
+	if _, err := e.s.UploadPart(ctx, "bkt", "k", u.UploadID, 1, PartInput{Size: int64(len(part))}, bytes.NewReader(part)); err != nil {
 		t.Fatal(err)
 	}
+	if len(e.blobs(t)) == 0 {
+		t.Fatal("the part wrote no block")
+	}
 	if err := e.s.DeleteBucket(ctx, "bkt"); err != nil {
+		t.Fatalf("DeleteBucket with an upload in progress = %v", err)
+	}
+	if _, err := e.s.GC(ctx, 0); err != nil {
 		t.Fatal(err)
+	}
+	if got := e.blobs(t); len(got) != 0 {
+		t.Errorf("blocks left after deleting the bucket and GC: %v", got)
 	}
 	_, err = e.s.PutObject(ctx, "bkt", "k", PutInput{Size: 1}, bytes.NewReader([]byte("x")))
 	wantCode(t, "PutObject into deleted bucket", err, s3err.NoSuchBucket)
