@@ -118,11 +118,8 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	w := db.newWriter(now)
 	defer w.close()
 	for _, u := range uploads {
-		var parts []Part
-		if err := db.scanParts(ctx, u.ID, partPrefix(u.ID), func(p Part) bool {
-			parts = append(parts, p)
-			return true
-		}); err != nil {
+		parts, err := db.allParts(ctx, u.ID)
+		if err != nil {
 			return err
 		}
 		w.deleteUpload(u, parts, nil)

@@ -200,11 +200,8 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	if u == nil {
 		return ErrNotFound
 	}
-	var parts []Part
-	if err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
-		parts = append(parts, p)
-		return true
-	}); err != nil {
+	parts, err := db.allParts(ctx, id)
+	if err != nil {
 		return err
 	}
 	old, err := db.object(bucket, key)
@@ -248,11 +245,8 @@ func (db *DB) AbortUpload(ctx context.Context, bucket, key, id string, now time.
 	if u == nil {
 		return ErrNotFound
 	}
-	var parts []Part
-	if err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
-		parts = append(parts, p)
-		return true
-	}); err != nil {
+	parts, err := db.allParts(ctx, id)
+	if err != nil {
 		return err
 	}
 	w := db.newWriter(now)
@@ -262,6 +256,16 @@ func (db *DB) AbortUpload(ctx context.Context, bucket, key, id string, now time.
 		return fmt.Errorf("meta: commit abort of upload %s: %w", id, err)
 	}
 	return nil
+}
+
+// allParts returns every part of upload id in part-number order.
+func (db *DB) allParts(ctx context.Context, id string) ([]Part, error) {
+	var parts []Part
+	err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
+		parts = append(parts, p)
+		return true
+	})
+	return parts, err
 }
 
 // deleteUpload deletes u and its parts, queueing the parts' blocks that are
