@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/bytesize"
 	"github.com/coffer-s3/coffer/internal/loadgen"
 )
 
@@ -73,15 +74,22 @@ func (l *targetList) Set(s string) error {
 	return nil
 }
 
+// maxBenchSize bounds --size: larger objects are no benchmark a run of
+// seconds can finish.
+const maxBenchSize = 1 << 40
+
 // sizeFlag is a --size flag; its usage text states the default.
 type sizeFlag struct{ n *int64 }
 
 func (s sizeFlag) String() string { return "" }
 
 func (s sizeFlag) Set(v string) error {
-	n, err := loadgen.ParseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
 		return err
+	}
+	if n > maxBenchSize {
+		return fmt.Errorf("size %s is larger than %s", v, bytesize.Format(maxBenchSize))
 	}
 	*s.n = n
 	return nil

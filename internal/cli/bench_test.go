@@ -389,6 +389,10 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "sys", "--dir", "/nonexistent", "--duration", "10ms", "--size", "1MiB"}, 1, "", "coffer bench sys: "},
 		{[]string{"bench", "sys", "--size", "x"}, 2, "", `invalid size "x"`},
 		{[]string{"bench", "sys", "-h"}, 0, "-dir", ""},
+		// Sizes parse as everywhere else in coffer (internal/bytesize):
+		// binary units only, never a guess between 10^6 and 2^20.
+		{[]string{"bench", "mixed", "--size", "8MB"}, 2, "", `unknown unit "MB"`},
+		{[]string{"bench", "put", "--size", "2TiB"}, 2, "", "larger than 1TiB"},
 		{[]string{"bench", "report", "/nonexistent/results.json"}, 1, "", "no such file"},
 	} {
 		code, stdout, stderr := runCLI(t, nil, tc.args...)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/bytesize"
 )
 
 // A setting is one entry of the registry: a flag, from whose name the
@@ -220,10 +222,10 @@ func (v *sizeValue) String() string {
 	if v.p == nil {
 		return "0"
 	}
-	return formatSize(*v.p)
+	return bytesize.Format(*v.p)
 }
 func (v *sizeValue) Set(s string) error {
-	n, err := parseSize(s)
+	n, err := bytesize.Parse(s)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/coffer-s3/coffer/internal/bytesize"
 )
 
 // Limits checked by Validate.
@@ -66,21 +68,21 @@ func (c Config) validateObjects() []error {
 	o := c.Objects
 	if o.BlockSize < minBlockSize || o.BlockSize > maxBlockSize {
 		errs = append(errs, &settingError{"block-size", fmt.Errorf("%s is out of range: want %s to %s",
-			formatSize(o.BlockSize), formatSize(minBlockSize), formatSize(maxBlockSize))})
+			bytesize.Format(o.BlockSize), bytesize.Format(minBlockSize), bytesize.Format(maxBlockSize))})
 	}
 	switch {
 	case o.InlineThreshold < 0:
 		errs = append(errs, &settingError{"inline-threshold", errors.New("must not be negative")})
 	case o.InlineThreshold > maxInlineThreshold:
 		errs = append(errs, &settingError{"inline-threshold", fmt.Errorf("%s is larger than the maximum %s",
-			formatSize(o.InlineThreshold), formatSize(maxInlineThreshold))})
+			bytesize.Format(o.InlineThreshold), bytesize.Format(maxInlineThreshold))})
 	case o.InlineThreshold > o.BlockSize:
 		errs = append(errs, &settingError{"inline-threshold", fmt.Errorf("%s is larger than block-size %s",
-			formatSize(o.InlineThreshold), formatSize(o.BlockSize))})
+			bytesize.Format(o.InlineThreshold), bytesize.Format(o.BlockSize))})
 	}
 	if o.MaxObjectSize <= 0 || o.MaxObjectSize > maxObjectSizeLimit {
 		errs = append(errs, &settingError{"max-object-size", fmt.Errorf("%s is out of range: want 1 to %s",
-			formatSize(o.MaxObjectSize), formatSize(maxObjectSizeLimit))})
+			bytesize.Format(o.MaxObjectSize), bytesize.Format(maxObjectSizeLimit))})
 	}
 	if o.GCInterval == 0 {
 		// objects.Config reads 0 as "default"; Default() and the flag never

@@ -161,26 +161,6 @@ func TestRankRatios(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"100KiB", 100 << 10, true}, {"1MiB", 1 << 20, true}, {"64MiB", 64 << 20, true},
-		{"2GiB", 2 << 30, true}, {"10KB", 10000, true}, {"1mb", 1e6, true},
-		{"512", 512, true}, {"512B", 512, true}, {"4k", 4096, true}, {"0", 0, true},
-		{"", 0, false}, {"B", 0, false}, {"-1", 0, false}, {"1.5MiB", 0, false},
-		{"lots", 0, false}, {"99999999GiB", 0, false},
-	} {
-		got, err := ParseSize(tc.in)
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d, ok=%v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestParseTarget(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

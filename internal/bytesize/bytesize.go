@@ -1,4 +1,8 @@
-package config
+// Package bytesize parses and formats byte counts the one way every Coffer
+// command accepts them: an integer with an optional binary (IEC) unit, B,
+// KiB, MiB, GiB or TiB. Decimal units (MB) are refused rather than guessed:
+// "8MB" could mean 8,000,000 or 8,388,608 bytes.
+package bytesize
 
 import (
 	"fmt"
@@ -7,9 +11,9 @@ import (
 	"strings"
 )
 
-// sizeUnits are the accepted size suffixes, largest first. Only binary
+// units are the accepted suffixes, largest first. Only binary
 // (IEC) units are accepted: "MB" would be ambiguous between 10^6 and 2^20.
-var sizeUnits = []struct {
+var units = []struct {
 	suffix string
 	mult   int64
 }{
@@ -20,10 +24,10 @@ var sizeUnits = []struct {
 	{"B", 1},
 }
 
-// parseSize parses a byte count: a non-negative integer optionally followed
+// Parse parses a byte count: a non-negative integer optionally followed
 // by B, KiB, MiB, GiB or TiB (case-insensitive, optional space), e.g.
 // "1048576", "128KiB", "8 MiB", "5gib".
-func parseSize(s string) (int64, error) {
+func Parse(s string) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
@@ -40,7 +44,7 @@ func parseSize(s string) (int64, error) {
 	if unit == "" {
 		return n, nil
 	}
-	for _, u := range sizeUnits {
+	for _, u := range units {
 		if strings.EqualFold(unit, u.suffix) {
 			if n > math.MaxInt64/u.mult {
 				return 0, fmt.Errorf("invalid size %q: out of range", s)
@@ -51,11 +55,11 @@ func parseSize(s string) (int64, error) {
 	return 0, fmt.Errorf("invalid size %q: unknown unit %q (want B, KiB, MiB, GiB or TiB)", s, unit)
 }
 
-// formatSize renders n with the largest unit that divides it exactly, so
-// that parseSize(formatSize(n)) == n: 131072 → "128KiB", 1000 → "1000".
-func formatSize(n int64) string {
+// Format renders n with the largest unit that divides it exactly, so
+// that Parse(Format(n)) == n: 131072 → "128KiB", 1000 → "1000".
+func Format(n int64) string {
 	if n > 0 {
-		for _, u := range sizeUnits[:len(sizeUnits)-1] {
+		for _, u := range units[:len(units)-1] {
 			if n%u.mult == 0 {
 				return strconv.FormatInt(n/u.mult, 10) + u.suffix
 			}

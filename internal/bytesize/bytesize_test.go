@@ -1,13 +1,12 @@
-package config
+package bytesize
 
 import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
-func TestParseSize(t *testing.T) {
+func TestParse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in      string
@@ -33,21 +32,21 @@ func TestParseSize(t *testing.T) {
 		{in: "8388608TiB", wantErr: "out of range"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			got, err := parseSize(tc.in)
+			got, err := Parse(tc.in)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("parseSize(%q) = %d, %v, want error containing %q", tc.in, got, err, tc.wantErr)
+					t.Fatalf("Parse(%q) = %d, %v, want error containing %q", tc.in, got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("parseSize(%q) = %d, %v, want %d", tc.in, got, err, tc.want)
+				t.Fatalf("Parse(%q) = %d, %v, want %d", tc.in, got, err, tc.want)
 			}
 		})
 	}
 }
 
-func TestFormatSize(t *testing.T) {
+func TestFormat(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		in   int64
@@ -63,53 +62,29 @@ func TestFormatSize(t *testing.T) {
 		{3<<20 + 512<<10, "3584KiB"},
 		{-5, "-5"},
 	} {
-		if got := formatSize(tc.in); got != tc.want {
-			t.Errorf("formatSize(%d) = %q, want %q", tc.in, got, tc.want)
+		if got := Format(tc.in); got != tc.want {
+			t.Errorf("Format(%d) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
 
-// FuzzParseSize checks that parseSize never panics and that every size it
-// accepts survives formatSize and parseSize again.
-func FuzzParseSize(f *testing.F) {
+// FuzzParse checks that Parse never panics and that every size it
+// accepts survives Format and Parse again.
+func FuzzParse(f *testing.F) {
 	for _, s := range []string{"0", "128KiB", "8 MiB", "5gib", "1048576", "8MB", "-1", "99999999999999999999"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := parseSize(s)
+		n, err := Parse(s)
 		if err != nil {
 			return
 		}
 		if n < 0 {
-			t.Fatalf("parseSize(%q) = %d, negative", s, n)
+			t.Fatalf("Parse(%q) = %d, negative", s, n)
 		}
-		back, err := parseSize(formatSize(n))
+		back, err := Parse(Format(n))
 		if err != nil || back != n {
-			t.Fatalf("parseSize(formatSize(%d)) = %d, %v", n, back, err)
+			t.Fatalf("Parse(Format(%d)) = %d, %v", n, back, err)
 		}
 	})
-}
-
-func TestFormatDuration(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		in   time.Duration
-		want string
-	}{
-		{0, "0s"},
-		{30 * time.Second, "30s"},
-		{10 * time.Minute, "10m"},
-		{time.Hour, "1h"},
-		{90 * time.Minute, "1h30m"},
-		{time.Hour + time.Second, "1h0m1s"},
-		{1500 * time.Millisecond, "1.5s"},
-	} {
-		got := formatDuration(tc.in)
-		if got != tc.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tc.in, got, tc.want)
-		}
-		if back, err := time.ParseDuration(got); err != nil || back != tc.in {
-			t.Errorf("time.ParseDuration(%q) = %v, %v, want %v", got, back, err, tc.in)
-		}
-	}
 }
