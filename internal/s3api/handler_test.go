@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 )
@@ -346,4 +347,63 @@ func TestPanic(t *testing.T) {
 	hs.h.objects = nil // the service call panics
 	rp := hs.serve(r)
 	rp.want(t, http.StatusInternalServerError, s3err.InternalError)
+}
+
+// countingBody is a request body that records how much of it was read.
+type countingBody struct {
+	r    io.Reader
+	read int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
+func TestWriteErrorDrainsBoundedBody(t *testing.T) {
+	// An early error drains the unread body so the client can read the
+	// answer, but a caller without valid credentials can make the server
+	// read only maxDrainOther bytes, and nobody more than
+	// maxDrainAuthenticated.
+	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h.bufs.New = func() any { b := make([]byte, copyBufSize); return &b }
+	const size = 1 << 20
+	for _, tc := range []struct {
+		name      string
+		auth      *sigv4.Result
+		principal iam.Principal
+		size      int64
+		want      int64
+	}{
+		{name: "unauthenticated", size: size, want: maxDrainOther},
+		{name: "anonymous", auth: &sigv4.Result{Anonymous: true}, principal: iam.Principal{Anonymous: true}, size: size, want: maxDrainOther},
+		{name: "authenticated", auth: &sigv4.Result{AccessKeyID: "AK"}, principal: iam.Principal{AccessKeyID: "AK", Root: true}, size: size, want: size},
+		{name: "authenticated beyond bound", auth: &sigv4.Result{AccessKeyID: "AK"}, principal: iam.Principal{AccessKeyID: "AK", Root: true},
+			size: maxDrainAuthenticated + size, want: maxDrainAuthenticated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := &countingBody{r: io.LimitReader(zeroReader{}, tc.size)}
+			rq := &request{id: "REQ", hostID: "HOST", op: &ops[0], auth: tc.auth, principal: tc.principal, rawBody: body}
+			r := httptest.NewRequest("PUT", "/bkt/k", nil)
+			rec := httptest.NewRecorder()
+			h.writeError(&responseWriter{ResponseWriter: rec}, r, rq, s3err.New(s3err.PreconditionFailed, ""))
+			if rec.Code != http.StatusPreconditionFailed {
+				t.Errorf("status %d, want 412", rec.Code)
+			}
+			if body.read != tc.want {
+				t.Errorf("read %d bytes of the body, want %d", body.read, tc.want)
+			}
+		})
+	}
+}
+
+// zeroReader yields zero bytes forever.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
