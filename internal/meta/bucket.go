@@ -125,6 +125,7 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 		w.deleteUpload(u, parts, nil)
 	}
 	w.b.delete(k)
+	w.b.delete(policyKey(name))
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: delete bucket %s: %w", name, err)
 	}

@@ -1,0 +1,141 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Two small tables hold access control, beside the object records so that
+// they share the store's durability and, later, its replacement engine:
+//
+//	y bucket → the bucket's policy document, as PutBucketPolicy gave it
+//	i        → the IAM state document (users, keys, groups, policies)
+//
+// Both are opaque bytes here; iam owns their meaning and encryption.
+const (
+	tablePolicy = 'y'
+	tableIAM    = 'i'
+)
+
+// policyKey returns the key of bucket's policy.
+func policyKey(bucket string) []byte {
+	k := make([]byte, 0, 1+len(bucket))
+	k = append(k, tablePolicy)
+	return append(k, bucket...)
+}
+
+// PutBucketPolicy stores doc as bucket's policy, replacing any. It returns
+// ErrNoBucket if the bucket does not exist. DeleteBucket removes the policy
+// with the bucket, so a bucket created again under the name starts without
+// one.
+func (db *DB) PutBucketPolicy(ctx context.Context, bucket string, doc []byte) error {
+	return db.writeBucketPolicy(ctx, bucket, doc)
+}
+
+// DeleteBucketPolicy removes bucket's policy; removing none is not an
+// error. It returns ErrNoBucket if the bucket does not exist.
+func (db *DB) DeleteBucketPolicy(ctx context.Context, bucket string) error {
+	return db.writeBucketPolicy(ctx, bucket, nil)
+}
+
+// writeBucketPolicy sets (doc != nil) or deletes bucket's policy. The
+// bucket's read lock excludes DeleteBucket, which takes it exclusively, so
+// no policy outlives its bucket.
+func (db *DB) writeBucketPolicy(ctx context.Context, bucket string, doc []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu := db.bucketLock(bucket)
+	mu.RLock()
+	defer mu.RUnlock()
+	if err := db.checkBucket(bucket); err != nil {
+		return err
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	if doc == nil {
+		b.delete(policyKey(bucket))
+	} else {
+		b.set(policyKey(bucket), doc)
+	}
+	if err := b.commit(db.sync); err != nil {
+		return fmt.Errorf("meta: write policy of %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// BucketPolicy returns bucket's policy, or nil if it has none. It returns
+// ErrNoBucket if the bucket does not exist.
+func (db *DB) BucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mu := db.bucketLock(bucket)
+	mu.RLock()
+	defer mu.RUnlock()
+	if err := db.checkBucket(bucket); err != nil {
+		return nil, err
+	}
+	v, err := db.kv.get(policyKey(bucket), nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("meta: read policy of %s: %w", bucket, err)
+	}
+	return v, nil
+}
+
+// BucketPolicies returns every bucket policy, by bucket name.
+func (db *DB) BucketPolicies(ctx context.Context) (map[string][]byte, error) {
+	it, err := db.kv.newIter([]byte{tablePolicy}, []byte{tablePolicy + 1})
+	if err != nil {
+		return nil, fmt.Errorf("meta: list policies: %w", err)
+	}
+	out := make(map[string][]byte)
+	for ok := it.first(); ok; ok = it.next() {
+		if err := ctx.Err(); err != nil {
+			return nil, errors.Join(err, it.close())
+		}
+		v, err := it.value()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("meta: list policies: %w", err), it.close())
+		}
+		out[string(it.key()[1:])] = append([]byte(nil), v...)
+	}
+	if err := it.close(); err != nil {
+		return nil, fmt.Errorf("meta: list policies: %w", err)
+	}
+	return out, nil
+}
+
+// IAMState returns the stored IAM document, or nil if none was saved.
+func (db *DB) IAMState(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := db.kv.get([]byte{tableIAM}, nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("meta: read iam state: %w", err)
+	}
+	return v, nil
+}
+
+// PutIAMState replaces the IAM document durably. Callers serialize their
+// read-modify-write cycles themselves.
+func (db *DB) PutIAMState(ctx context.Context, doc []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	b.set([]byte{tableIAM}, doc)
+	if err := b.commit(db.sync); err != nil {
+		return fmt.Errorf("meta: write iam state: %w", err)
+	}
+	return nil
+}
