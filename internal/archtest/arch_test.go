@@ -56,7 +56,7 @@ type rule struct {
 var rules = []rule{
 	{
 		name:   "leaf packages import nothing of ours but s3err",
-		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize"},
+		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize", "internal/policy"},
 		forbid: []string{mod + "internal/"},
 		except: nil,
 	},
@@ -69,6 +69,16 @@ var rules = []rule{
 		name:   "blob stores and meta do not depend on the object service",
 		from:   []string{"internal/meta", "internal/blob"},
 		forbid: []string{mod + "internal/objects", mod + "internal/iam"},
+	},
+	{
+		name:   "iam decides without storage or HTTP; the server gives it a Store",
+		from:   []string{"internal/iam", "internal/policy"},
+		forbid: []string{"net/http", mod + "internal/meta", mod + "internal/objects", mod + "internal/blob", mod + "internal/s3api", mod + "internal/sigv4"},
+	},
+	{
+		name:   "the admin API reaches storage only through iam and the GC function it is given",
+		from:   []string{"internal/adminapi"},
+		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/s3api"},
 	},
 	{
 		name:   "the HTTP layer reaches storage only through the object service",

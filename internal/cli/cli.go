@@ -25,7 +25,7 @@ const usage = `Usage: coffer <command> [flags]
 
 Commands:
   serve     run the S3 server
-  admin     administer a server's data (admin gc)
+  admin     manage users, keys, policies and buckets; presign URLs; run gc
   bench     benchmark S3 endpoints side by side
   version   print the version
 

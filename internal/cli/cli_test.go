@@ -94,7 +94,7 @@ func TestVersionString(t *testing.T) {
 func TestAdminGC(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	code, stdout, stderr := runCLI(t, nil, "admin", "gc", "--storage-path", dir, "--json")
+	code, stdout, stderr := runCLI(t, nil, "admin", "gc", "--offline", "--storage-path", dir, "--json")
 	if code != 0 {
 		t.Fatalf("admin gc on an empty dir: exit %d\nstderr: %s", code, stderr)
 	}
@@ -108,12 +108,12 @@ func TestAdminGC(t *testing.T) {
 
 	// The storage path may come from the environment, and text output is
 	// the default.
-	code, stdout, stderr = runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir}, "admin", "gc", "--grace", "1m")
+	code, stdout, stderr = runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir}, "admin", "gc", "--offline", "--grace", "1m")
 	if code != 0 || !strings.Contains(stdout, "gc of "+dir+" (grace 1m0s): scanned 0 blobs, deleted 0") {
 		t.Errorf("admin gc with COFFER_STORAGE_PATH: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
-	code, _, stderr = runCLI(t, nil, "admin", "gc", "--storage-path", filepath.Join(dir, "missing"))
+	code, _, stderr = runCLI(t, nil, "admin", "gc", "--offline", "--storage-path", filepath.Join(dir, "missing"))
 	if code != 1 || !strings.Contains(stderr, "storage path") {
 		t.Errorf("admin gc on a missing dir: exit %d, stderr %q; want 1 and a clear error", code, stderr)
 	}

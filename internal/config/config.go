@@ -75,7 +75,8 @@ type Config struct {
 	// Root holds the root credentials. They come only from the environment
 	// (COFFER_ROOT_ACCESS_KEY, COFFER_ROOT_SECRET_KEY), never from flags or
 	// the file: flags show up in ps and files get copied around. When both
-	// are empty the server generates them on first start.
+	// are empty the server generates them on first start. Root.MasterKey
+	// comes from COFFER_MASTER_KEY, likewise only from the environment.
 	Root iam.Config
 }
 

@@ -87,6 +87,9 @@ func envName(flagName string) string {
 const (
 	EnvRootAccessKey = "COFFER_ROOT_ACCESS_KEY"
 	EnvRootSecretKey = "COFFER_ROOT_SECRET_KEY"
+	// EnvMasterKey holds the key that seals IAM secrets at rest (32 bytes,
+	// base64 or hex). Without it the server keeps one in the storage path.
+	EnvMasterKey = "COFFER_MASTER_KEY"
 )
 
 // A value is a flag.Value that also says which TOML types it accepts.

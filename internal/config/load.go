@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/coffer-s3/coffer/internal/iam"
 )
 
 // ErrHelp is returned by Load when the arguments ask for help (-h, -help).
@@ -58,6 +60,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	cfg.Root.RootAccessKey = getenv(EnvRootAccessKey)
 	cfg.Root.RootSecretKey = getenv(EnvRootSecretKey)
+	if v := getenv(EnvMasterKey); v != "" {
+		k, err := iam.ParseMasterKey(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", EnvMasterKey, err)
+		}
+		cfg.Root.MasterKey = k
+	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err // unreachable: the first pass parsed the same args
 	}

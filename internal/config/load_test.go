@@ -177,6 +177,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "validate after merge", env: map[string]string{"COFFER_INLINE_THRESHOLD": "1MiB"}, args: []string{"--block-size", "512KiB"},
 			wantErr: "inline-threshold (from COFFER_INLINE_THRESHOLD): 1MiB is larger than block-size 512KiB"},
 		{name: "validate names flag", args: []string{"--address", "nohost"}, wantErr: `address (from flag --address): invalid address "nohost"`},
+		{name: "bad master key", env: map[string]string{"COFFER_MASTER_KEY": "c2hvcnQ="},
+			wantErr: "COFFER_MASTER_KEY: a master key is 32 random bytes"},
 		{name: "only one root key", env: map[string]string{"COFFER_ROOT_ACCESS_KEY": "rootkey"},
 			wantErr: "COFFER_ROOT_ACCESS_KEY and COFFER_ROOT_SECRET_KEY must be set together"},
 	} {

@@ -15,7 +15,7 @@ func PrintUsage(w io.Writer) {
 	for _, s := range settings(&def) {
 		fmt.Fprintf(w, "  -%s %s\n    \t%s\n    \t(default %s; env %s)\n", s.name, s.value.kind(), s.usage, showDefault(s), envName(s.name))
 	}
-	fmt.Fprintf(w, "  Root credentials come only from %s and %s.\n", EnvRootAccessKey, EnvRootSecretKey)
+	fmt.Fprintf(w, "  Root credentials come only from %s and %s, the master key only from %s.\n", EnvRootAccessKey, EnvRootSecretKey, EnvMasterKey)
 }
 
 func showDefault(s setting) string {
@@ -105,6 +105,16 @@ first start it generates a key pair, writes it there (mode 0600, fsynced) and
 prints it once to standard output. The server refuses to start if that file is
 readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
 
+## Master key
+
+Secrets of users' access keys are stored sealed with AES-256-GCM under a
+master key. ` + "`" + EnvMasterKey + "`" + ` gives it: 32 random bytes in base64 (44 characters) or
+hex (64), for example from ` + "`head -c 32 /dev/urandom | base64`" + `. Without it the server
+reads ` + "`<storage-path>/master-key`" + `, creating it (mode 0600) on the first start. A
+server started with a different master key than the one its IAM state was
+sealed with refuses to start. Keep the key with your backups of the storage
+path: without it the users' secret keys cannot be recovered (root's can).
+
 ## Storage layout
 
 | Path | Contents |
@@ -112,6 +122,7 @@ readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
 | ` + "`<storage-path>/meta/`" + ` | metadata (Pebble); locked while a server or ` + "`coffer admin gc`" + ` uses it |
 | ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `) |
 | ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
+| ` + "`<storage-path>/master-key`" + ` | generated master key (base64, mode 0600), unless ` + "`" + EnvMasterKey + "`" + ` is set |
 
 ## Example file
 

@@ -56,6 +56,7 @@ type testServer struct {
 	endpoint string // http://addr
 	ak, sk   string
 	cfg      config.Config
+	logs     *syncBuffer // everything the server logged
 }
 
 // syncBuffer is a goroutine-safe bytes.Buffer for logs written after a test
@@ -142,7 +143,7 @@ func startServer(t *testing.T, extra ...string) *testServer {
 	if addr == "" || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("Addr() = %q, want the bound address", addr)
 	}
-	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg}
+	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg, logs: logs}
 }
 
 // newHTTPClient returns a client with no shared state between tests.

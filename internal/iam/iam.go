@@ -1,20 +1,41 @@
-// Package iam decides who a request comes from and whether it may do what it
-// asks. Today the only principal is root; users, keys and policies (issue 3)
-// arrive behind the same two seams: SecretKey (the sigv4 keyring) and
-// Authorize.
+// Package iam decides who a request comes from and whether it may do what
+// it asks: root, users with access keys (optionally scoped by their own
+// policy), groups, named policies in the AWS IAM JSON language
+// (internal/policy) and bucket policies.
+//
+// Requests read an immutable in-memory snapshot, so SecretKey, Principal
+// and Authorize take no lock and do no I/O; a management call builds and
+// saves a new state, then swaps the snapshot, so every change applies to
+// the next request. Secrets are sealed with AES-256-GCM under a master key
+// before they reach the Store.
+//
+// The decision, as AWS makes it for a principal and a resource of the same
+// account (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html):
+// an explicit Deny in any applicable policy wins; otherwise the request is
+// allowed if an identity policy of the user (attached to the user or one
+// of its groups) or the bucket's policy allows it, and, for a scoped key,
+// the key's own policy allows it too. Anonymous requests are allowed only
+// by a bucket policy with Principal "*". Root is allowed everything.
 package iam
 
 import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/coffer-s3/coffer/internal/policy"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // ErrUnknownKey is returned by SecretKey for an access key that does not
-// exist. It matches sigv4's expectations through errors.Is on the value the
-// server wires in (see server.keyring).
+// exist, is disabled, has expired or belongs to a disabled user. It matches
+// sigv4's expectations through errors.Is on the value the server wires in
+// (see server.keyring).
 var ErrUnknownKey = errors.New("iam: unknown access key")
 
 // Action is an IAM action name as it appears in policies, e.g. "s3:GetObject".
@@ -32,6 +53,10 @@ const (
 	PutBucketVersioning        Action = "s3:PutBucketVersioning"
 	GetBucketAcl               Action = "s3:GetBucketAcl"
 	PutBucketAcl               Action = "s3:PutBucketAcl"
+	GetBucketPolicy            Action = "s3:GetBucketPolicy"
+	PutBucketPolicy            Action = "s3:PutBucketPolicy"
+	DeleteBucketPolicy         Action = "s3:DeleteBucketPolicy"
+	GetBucketPolicyStatus      Action = "s3:GetBucketPolicyStatus"
 	ListBucketMultipartUploads Action = "s3:ListBucketMultipartUploads"
 	GetObject                  Action = "s3:GetObject"
 	PutObject                  Action = "s3:PutObject"
@@ -47,54 +72,179 @@ const (
 // Principal is an authenticated caller.
 type Principal struct {
 	AccessKeyID string
+	User        string // the key's user; "" for root and anonymous
 	Root        bool
 	Anonymous   bool
 }
 
-// Request is what Authorize judges: an action on a resource by a principal.
+// Request is what Authorize judges: an action on a resource by a principal,
+// with the request's condition keys.
 type Request struct {
 	Principal Principal
 	Action    Action
-	Bucket    string // "" for service-level actions
+	Bucket    string // "" for service-level and admin actions
 	Key       string // "" for bucket-level actions
+	Cond      Conditions
 }
 
-// Config holds the root credentials.
+// Conditions are the request facts policy conditions may test. Zero
+// values mean absent, except SecureTransport.
+type Conditions struct {
+	SourceIP         netip.Addr // aws:SourceIp
+	SecureTransport  bool       // aws:SecureTransport
+	Prefix           *string    // s3:prefix (list requests)
+	Delimiter        *string    // s3:delimiter
+	MaxKeys          *string    // s3:max-keys
+	UserAgent        string     // aws:UserAgent
+	Referer          string     // aws:Referer
+	SignatureVersion string     // s3:signatureversion: "AWS4-HMAC-SHA256" or "AWS"
+	AuthType         string     // s3:authType: "REST-HEADER" or "REST-QUERY-STRING"
+}
+
+// Store keeps the IAM state and bucket policies durably. The server
+// implements it over the metadata store. Implementations must be safe for
+// concurrent use.
+type Store interface {
+	// IAMState returns the saved state document, or nil if none was saved.
+	IAMState(ctx context.Context) ([]byte, error)
+	// PutIAMState replaces the state document durably.
+	PutIAMState(ctx context.Context, doc []byte) error
+	// BucketPolicy returns bucket's policy document, or nil if the bucket
+	// has none or does not exist.
+	BucketPolicy(ctx context.Context, bucket string) ([]byte, error)
+	// BucketPolicies returns every bucket policy by bucket name.
+	BucketPolicies(ctx context.Context) (map[string][]byte, error)
+}
+
+// Config configures an IAM.
 type Config struct {
 	RootAccessKey string
 	RootSecretKey string
+	// MasterKey seals secrets at rest: MasterKeySize random bytes. Required
+	// with a Store.
+	MasterKey []byte
+	// Store keeps the state. Nil keeps it in memory only (tests).
+	Store Store
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
 }
 
 // IAM resolves access keys and authorizes requests. Safe for concurrent use.
 type IAM struct {
 	rootAK, rootSK []byte
+	store          Store
+	seal           *sealer
+	clock          func() time.Time
+
+	snap atomic.Pointer[snapshot]
+	mu   sync.Mutex // serializes changes of the state
+
+	bpMu sync.Mutex                                // serializes RefreshBucketPolicy
+	bp   atomic.Pointer[map[string]*policy.Policy] // bucket → policy; copy on write
 }
 
-// New returns an IAM with root credentials from cfg.
+// New returns an IAM with root credentials from cfg, loading the saved
+// state and bucket policies from cfg.Store.
 func New(cfg Config) (*IAM, error) {
 	if cfg.RootAccessKey == "" || cfg.RootSecretKey == "" {
 		return nil, errors.New("iam: root credentials are required")
 	}
-	return &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey)}, nil
+	m := &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey), store: cfg.Store, clock: cfg.Clock}
+	if m.clock == nil {
+		m.clock = time.Now
+	}
+	key := cfg.MasterKey
+	if key == nil && cfg.Store == nil {
+		// Nothing is stored, so nothing needs to open later.
+		key = make([]byte, MasterKeySize)
+		_, _ = randRead(key)
+	}
+	s, err := newSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	m.seal = s
+	ctx := context.Background()
+	var data []byte
+	bps := map[string][]byte{}
+	if m.store != nil {
+		if data, err = m.store.IAMState(ctx); err != nil {
+			return nil, fmt.Errorf("iam: load state: %w", err)
+		}
+		if bps, err = m.store.BucketPolicies(ctx); err != nil {
+			return nil, fmt.Errorf("iam: load bucket policies: %w", err)
+		}
+	}
+	doc, err := decodeState(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Check == "" {
+		doc.Check = s.seal(checkText, checkAD)
+	} else if txt, err := s.open(doc.Check, checkAD); err != nil || txt != checkText {
+		return nil, errWrongMasterKey
+	}
+	snap, err := buildSnapshot(doc, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	m.snap.Store(snap)
+	pols := make(map[string]*policy.Policy, len(bps))
+	for b, d := range bps {
+		p, err := policy.ParseBucket(b, d)
+		if err != nil {
+			return nil, fmt.Errorf("iam: stored policy of bucket %s: %w", b, err)
+		}
+		pols[b] = p
+	}
+	m.bp.Store(&pols)
+	return m, nil
 }
 
-// SecretKey returns the secret of accessKeyID, or ErrUnknownKey.
+// isRoot reports whether accessKeyID is root's, in constant time.
+func (m *IAM) isRoot(accessKeyID string) bool {
+	return subtle.ConstantTimeCompare([]byte(accessKeyID), m.rootAK) == 1
+}
+
+// SecretKey returns the secret of accessKeyID, or ErrUnknownKey if the key
+// does not exist or may not sign requests now (disabled, expired, or its
+// user disabled).
 func (m *IAM) SecretKey(_ context.Context, accessKeyID string) (string, error) {
-	if subtle.ConstantTimeCompare([]byte(accessKeyID), m.rootAK) == 1 {
+	if m.isRoot(accessKeyID) {
 		return string(m.rootSK), nil
 	}
-	return "", ErrUnknownKey
+	k, ok := m.snap.Load().keys[accessKeyID]
+	if !ok || !k.usable(m.clock()) {
+		return "", ErrUnknownKey
+	}
+	return k.secret, nil
 }
 
 // Principal returns the principal for an authenticated access key.
 func (m *IAM) Principal(accessKeyID string) Principal {
-	return Principal{AccessKeyID: accessKeyID, Root: subtle.ConstantTimeCompare([]byte(accessKeyID), m.rootAK) == 1}
+	if m.isRoot(accessKeyID) {
+		return Principal{AccessKeyID: accessKeyID, Root: true}
+	}
+	p := Principal{AccessKeyID: accessKeyID}
+	if k, ok := m.snap.Load().keys[accessKeyID]; ok {
+		p.User = k.user.name
+	}
+	return p
 }
 
 // Authorize returns nil if the request is allowed, else an AccessDenied
-// *s3err.Error. It fails closed: only root is allowed anything today.
+// *s3err.Error whose resource is bucket/key. It fails closed: a principal
+// whose key vanished or was disabled since authentication is denied.
+//
+// s3:ListAllMyBuckets is special: every authenticated principal may call
+// ListBuckets unless a policy denies it explicitly, and sees the buckets
+// CanSeeBucket allows.
 func (m *IAM) Authorize(_ context.Context, rq Request) error {
-	if rq.Principal.Root && !rq.Principal.Anonymous {
+	p := rq.Principal
+	if p.Root && !p.Anonymous && m.isRoot(p.AccessKeyID) {
+		return nil
+	}
+	if m.decide(&rq) {
 		return nil
 	}
 	res := rq.Bucket
@@ -102,4 +252,176 @@ func (m *IAM) Authorize(_ context.Context, rq Request) error {
 		res += "/" + rq.Key
 	}
 	return s3err.New(s3err.AccessDenied, res)
+}
+
+// decide evaluates rq for a principal that is not root.
+func (m *IAM) decide(rq *Request) bool {
+	c := m.context(rq)
+	var bp *policy.Policy
+	if rq.Bucket != "" {
+		bp = (*m.bp.Load())[rq.Bucket]
+	}
+	if rq.Principal.Anonymous {
+		return bp != nil && bp.Evaluate(&c) == policy.Allow
+	}
+	k, ok := m.snap.Load().keys[rq.Principal.AccessKeyID]
+	if !ok || !k.usable(c.CurrentTime) {
+		return false
+	}
+	allowed := false
+	for _, ip := range k.user.policies {
+		switch ip.Evaluate(&c) {
+		case policy.Deny:
+			return false
+		case policy.Allow:
+			allowed = true
+		}
+	}
+	if bp != nil {
+		switch bp.Evaluate(&c) {
+		case policy.Deny:
+			return false
+		case policy.Allow:
+			allowed = true
+		}
+	}
+	if k.scope != nil && k.scope.Evaluate(&c) != policy.Allow {
+		return false
+	}
+	if rq.Action == ListAllMyBuckets {
+		return true // no explicit deny: CanSeeBucket filters
+	}
+	return allowed
+}
+
+// context returns the policy evaluation context of rq.
+func (m *IAM) context(rq *Request) policy.Context {
+	c := policy.Context{
+		Action:           string(rq.Action),
+		Resource:         resourceARN(rq.Bucket, rq.Key),
+		Principal:        policy.Principal{Anonymous: rq.Principal.Anonymous, User: rq.Principal.User},
+		Username:         rq.Principal.User,
+		SourceIP:         rq.Cond.SourceIP,
+		SecureTransport:  rq.Cond.SecureTransport,
+		CurrentTime:      m.clock(),
+		UserAgent:        rq.Cond.UserAgent,
+		Referer:          rq.Cond.Referer,
+		SignatureVersion: rq.Cond.SignatureVersion,
+		AuthType:         rq.Cond.AuthType,
+	}
+	if rq.Principal.Anonymous {
+		c.Username = ""
+		c.Principal.User = ""
+	}
+	if v := rq.Cond.Prefix; v != nil {
+		c.Prefix, c.HasPrefix = *v, true
+	}
+	if v := rq.Cond.Delimiter; v != nil {
+		c.Delimiter, c.HasDelimiter = *v, true
+	}
+	if v := rq.Cond.MaxKeys; v != nil {
+		c.MaxKeys, c.HasMaxKeys = *v, true
+	}
+	return c
+}
+
+// resourceARN returns the ARN of bucket/key, or "" for actions on no
+// resource.
+func resourceARN(bucket, key string) string {
+	switch {
+	case bucket == "":
+		return ""
+	case key == "":
+		return "arn:aws:s3:::" + bucket
+	}
+	return "arn:aws:s3:::" + bucket + "/" + key
+}
+
+// visibleActions are what makes a bucket show in a caller's ListBuckets:
+// the caller may list it or read something in it.
+var visibleActions = []string{string(ListBucket), string(GetObject)}
+
+// CanSeeBucket reports whether bucket belongs in p's ListBuckets: root sees
+// every bucket; a user sees a bucket if one of its identity policies or the
+// bucket's policy could allow it to list the bucket or read an object in
+// it (conditions aside), and its key's scope could too.
+func (m *IAM) CanSeeBucket(p Principal, bucket string) bool {
+	if p.Root && !p.Anonymous && m.isRoot(p.AccessKeyID) {
+		return true
+	}
+	if p.Anonymous {
+		return false
+	}
+	k, ok := m.snap.Load().keys[p.AccessKeyID]
+	if !ok || !k.usable(m.clock()) {
+		return false
+	}
+	pp := policy.Principal{User: k.user.name}
+	if k.scope != nil && !k.scope.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...) {
+		return false
+	}
+	for _, ip := range k.user.policies {
+		if ip.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...) {
+			return true
+		}
+	}
+	bp := (*m.bp.Load())[bucket]
+	return bp != nil && bp.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...)
+}
+
+// ParseBucketPolicy checks doc as bucket's policy and reports whether it
+// grants anything to everyone (GetBucketPolicyStatus). Its error (wrapping
+// ErrPolicy) says what is wrong, for the MalformedPolicy response.
+func ParseBucketPolicy(bucket string, doc []byte) (public bool, err error) {
+	p, err := policy.ParseBucket(bucket, doc)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	return p.Public(), nil
+}
+
+// RefreshBucketPolicy reloads bucket's policy from the Store. Callers call
+// it after every change of a bucket's policy or existence (PutBucketPolicy,
+// DeleteBucketPolicy, DeleteBucket): refreshes are serialized and each
+// reads the stored state, so after the last one the cache equals the
+// store, whatever the interleaving of concurrent changes.
+func (m *IAM) RefreshBucketPolicy(ctx context.Context, bucket string) error {
+	if m.store == nil {
+		return nil
+	}
+	m.bpMu.Lock()
+	defer m.bpMu.Unlock()
+	doc, err := m.store.BucketPolicy(ctx, bucket)
+	var p *policy.Policy
+	if err == nil && doc != nil {
+		p, err = policy.ParseBucket(bucket, doc)
+	}
+	if err != nil {
+		// Fail closed: the stored policy may deny what the cached one
+		// allowed, so until a refresh succeeds only root gets in.
+		p = denyAll(bucket)
+		err = fmt.Errorf("iam: load policy of bucket %s: %w", bucket, err)
+	}
+	old := *m.bp.Load()
+	next := make(map[string]*policy.Policy, len(old)+1)
+	for b, q := range old {
+		next[b] = q
+	}
+	if p != nil {
+		next[bucket] = p
+	} else {
+		delete(next, bucket)
+	}
+	m.bp.Store(&next)
+	return err
+}
+
+// denyAll returns a bucket policy that denies everything to everyone.
+func denyAll(bucket string) *policy.Policy {
+	doc := fmt.Sprintf(`{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":["arn:aws:s3:::%s","arn:aws:s3:::%s/*"]}]}`, bucket, bucket)
+	p, err := policy.ParseBucket(bucket, []byte(doc))
+	if err != nil {
+		panic("iam: deny-all policy does not parse: " + err.Error())
+	}
+	return p
 }

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -30,9 +32,53 @@ func (h *Handler) authenticate(r *http.Request, rq *request) error {
 
 // authorize asks iam whether the request's principal may do action on
 // bucket/key. The pipeline calls it with the op's action before the body
-// is read or storage touched; copies call it again for their source.
+// is read or storage touched; copies call it again for their source, and
+// DeleteObjects for each key.
 func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, bucket, key string) error {
-	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key})
+	if rq.principal.Root {
+		// Root is allowed everything; skip building the conditions.
+		return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key})
+	}
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: conditions(r, rq, action)})
+}
+
+// conditions returns the policy condition keys of a request.
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/amazon-s3-policy-keys.html
+func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions {
+	c := iam.Conditions{
+		SecureTransport: r.TLS != nil,
+		UserAgent:       r.UserAgent(),
+		Referer:         r.Referer(),
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		c.SourceIP = ap.Addr().Unmap()
+	}
+	if rq.auth != nil && !rq.auth.Anonymous {
+		c.AuthType, c.SignatureVersion = "REST-HEADER", "AWS4-HMAC-SHA256"
+		if rq.auth.Presigned {
+			c.AuthType = "REST-QUERY-STRING"
+			if _, v4 := rq.query["X-Amz-Algorithm"]; !v4 {
+				c.SignatureVersion = "AWS"
+			}
+		} else if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-") {
+			c.SignatureVersion = "AWS"
+		}
+	}
+	if action == iam.ListBucket && rq.op.action == iam.ListBucket && rq.op.name != "HeadBucket" {
+		// A listing always has a prefix, "" when none is given, so that
+		// policies can allow the top level with StringEquals s3:prefix "".
+		p := rq.query.Get("prefix")
+		c.Prefix = &p
+		if vs, ok := rq.query["delimiter"]; ok {
+			d := strings.Join(vs, "")
+			c.Delimiter = &d
+		}
+		if vs, ok := rq.query["max-keys"]; ok {
+			n := strings.Join(vs, "")
+			c.MaxKeys = &n
+		}
+	}
+	return c
 }
 
 // prepareBody checks the declared length of a body the op reads and wraps

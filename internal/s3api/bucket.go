@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,7 +44,8 @@ func parseListBuckets(q url.Values) (bucketsQuery, error) {
 	return bq, nil
 }
 
-// listBuckets serves ListBuckets.
+// listBuckets serves ListBuckets. A caller sees only the buckets it may
+// list or read something in (iam.CanSeeBucket); root sees them all.
 func (h *Handler) listBuckets(w http.ResponseWriter, r *http.Request, rq *request) error {
 	bq, err := parseListBuckets(rq.query)
 	if err != nil {
@@ -55,7 +57,7 @@ func (h *Handler) listBuckets(w http.ResponseWriter, r *http.Request, rq *reques
 	}
 	out := s3xml.ListAllMyBucketsResult{Owner: h.owner(rq), Buckets: s3xml.Buckets{}, Prefix: bq.prefix}
 	for _, b := range bs {
-		if !strings.HasPrefix(b.Name, bq.prefix) || b.Name <= bq.startAfter {
+		if !strings.HasPrefix(b.Name, bq.prefix) || b.Name <= bq.startAfter || !h.iam.CanSeeBucket(rq.principal, b.Name) {
 			continue
 		}
 		if bq.max > 0 && len(out.Buckets) == bq.max {
@@ -139,6 +141,10 @@ func (h *Handler) headBucket(w http.ResponseWriter, r *http.Request, rq *request
 // deleteBucket serves DeleteBucket.
 func (h *Handler) deleteBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
 	if err := h.objects.DeleteBucket(r.Context(), rq.bucket); err != nil {
+		return err
+	}
+	// The bucket's policy went with it.
+	if err := h.iam.RefreshBucketPolicy(context.WithoutCancel(r.Context()), rq.bucket); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -20,8 +20,9 @@ func RenderCompatibility(w io.Writer) error {
 Coffer serves the S3 operations below, path-style (` + "`/bucket/key`" + `) and,
 when a domain is configured, virtual-hosted-style (` + "`Host: bucket.domain`" + `).
 Every request is authenticated with AWS Signature Version 4 (header or
-presigned URL) and authorized for the IAM action listed before any storage is
-touched. A request for anything else is answered ` + "`501 NotImplemented`" + `,
+presigned URL; Version 2 for legacy clients) and authorized for the IAM action
+listed before any storage is touched. Anonymous requests are allowed only
+what a bucket policy grants to ` + "`\"Principal\": \"*\"`" + `. A request for anything else is answered ` + "`501 NotImplemented`" + `,
 never with a false success.
 
 ## Operations
@@ -92,6 +93,11 @@ example ` + "`PUT ?versioning`" + `) and any method S3 does not have:
   CopyObject and CompleteMultipartUpload.
 - DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
   verifies it; each key is authorized on its own.
+- Bucket policies use the AWS IAM policy language (see
+  docs/design/0003-iam.md for the supported elements, condition operators
+  and keys); a policy Coffer cannot enforce exactly is refused with
+  ` + "`MalformedPolicy`" + `, never half-applied. ListBuckets shows a user only
+  the buckets it may list or read something in.
 - Listings cap ` + "`max-keys`" + `, ` + "`max-uploads`" + ` and ` + "`max-parts`" + ` at 1000.
   ` + "`encoding-type=url`" + ` encodes keys, prefixes, delimiters and markers; the
   continuation token is opaque.

@@ -240,8 +240,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 	if err := h.authenticate(r, rq); err != nil {
 		return err
 	}
-	if err := h.authorize(r, rq, rq.op.action, rq.bucket, rq.key); err != nil {
-		return err
+	if !rq.op.perKey {
+		if err := h.authorize(r, rq, rq.op.action, rq.bucket, rq.key); err != nil {
+			return err
+		}
 	}
 	if err := h.prepareBody(r, rq); err != nil {
 		return err

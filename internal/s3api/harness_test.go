@@ -71,6 +71,7 @@ type harness struct {
 	h   *Handler
 	svc *objects.Service
 	srv *httptest.Server
+	iam *iam.IAM
 }
 
 // newHarness starts a test server with cfg (Domain defaults to testDomain)
@@ -98,7 +99,8 @@ func newHarnessAt(t testing.TB, cfg Config, now func() time.Time) *harness {
 	if err != nil {
 		t.Fatalf("objects.New: %v", err)
 	}
-	m, err := iam.New(iam.Config{RootAccessKey: rootAccessKey, RootSecretKey: rootSecretKey})
+	m, err := iam.New(iam.Config{RootAccessKey: rootAccessKey, RootSecretKey: rootSecretKey,
+		MasterKey: bytes.Repeat([]byte{1}, iam.MasterKeySize), Store: iamStore{db}, Clock: now})
 	if err != nil {
 		t.Fatalf("iam.New: %v", err)
 	}
@@ -121,7 +123,42 @@ func newHarnessAt(t testing.TB, cfg Config, now func() time.Time) *harness {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &harness{t: t, h: h, svc: svc, srv: srv}
+	return &harness{t: t, h: h, svc: svc, srv: srv, iam: m}
+}
+
+// iamStore keeps iam's state in meta, as the server's adapter does.
+type iamStore struct{ db *meta.DB }
+
+func (s iamStore) IAMState(ctx context.Context) ([]byte, error) { return s.db.IAMState(ctx) }
+func (s iamStore) PutIAMState(ctx context.Context, doc []byte) error {
+	return s.db.PutIAMState(ctx, doc)
+}
+func (s iamStore) BucketPolicies(ctx context.Context) (map[string][]byte, error) {
+	return s.db.BucketPolicies(ctx)
+}
+func (s iamStore) BucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
+	doc, err := s.db.BucketPolicy(ctx, bucket)
+	if errors.Is(err, meta.ErrNoBucket) {
+		return nil, nil
+	}
+	return doc, err
+}
+
+// user creates an IAM user with the given attached policies and returns
+// its credentials.
+func (hs *harness) user(name string, policies ...string) *sigv4.Credentials {
+	hs.t.Helper()
+	ctx := context.Background()
+	nk, err := hs.iam.CreateUser(ctx, name)
+	if err != nil {
+		hs.t.Fatalf("CreateUser(%s): %v", name, err)
+	}
+	for _, p := range policies {
+		if err := hs.iam.AttachPolicy(ctx, p, iam.Target{User: name}); err != nil {
+			hs.t.Fatalf("AttachPolicy(%s, %s): %v", p, name, err)
+		}
+	}
+	return &sigv4.Credentials{AccessKeyID: nk.AccessKey, SecretKey: nk.SecretKey}
 }
 
 // call describes one request of a test.

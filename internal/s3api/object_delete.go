@@ -63,7 +63,7 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 			fail(o, s3err.New(s3err.NoSuchVersion, ""))
 			continue
 		}
-		if err := h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: iam.DeleteObject, Bucket: rq.bucket, Key: o.Key}); err != nil {
+		if err := h.authorize(r, rq, iam.DeleteObject, rq.bucket, o.Key); err != nil {
 			fail(o, err)
 			continue
 		}

@@ -36,7 +36,7 @@ type bodyKind int
 
 const (
 	bodyNone   bodyKind = iota // ignored and never read
-	bodyXML                    // a small XML document, read whole (up to op.limit bytes) and verified
+	bodyXML                    // a small document (XML, or a JSON bucket policy), read whole (up to op.limit bytes) and verified
 	bodyStream                 // object data: Content-Length required, at most maxObjectSize, streamed
 )
 
@@ -54,6 +54,10 @@ const (
 	maxConfigBody   = s3xml.MaxConfigBody
 	maxDeleteBody   = s3xml.MaxDeleteBody
 	maxCompleteBody = s3xml.MaxCompleteBody
+	// maxPolicyBody admits a bucket policy of S3's 20 KB limit with room
+	// to spare; the policy parser enforces the limit itself, with S3's
+	// MalformedPolicy message.
+	maxPolicyBody = 64 << 10
 )
 
 // An op is one S3 operation: how to recognise it, who may call it, and what
@@ -66,8 +70,11 @@ type op struct {
 	query  string     // distinguishing sub-resource, e.g. "uploads" or "list-type=2"; "" if none
 	header string     // distinguishing header, e.g. "x-amz-copy-source"; "" if none
 	action iam.Action // what the caller must be allowed, e.g. iam.PutObject
-	body   bodyKind   // what the pipeline does with the body
-	limit  int64      // for bodyXML: the largest body accepted
+	// perKey says the handler authorizes action on each key it touches
+	// (DeleteObjects), so the pipeline only authenticates.
+	perKey bool
+	body   bodyKind // what the pipeline does with the body
+	limit  int64    // for bodyXML: the largest body accepted
 	handle func(*Handler, http.ResponseWriter, *http.Request, *request) error
 }
 
@@ -83,13 +90,17 @@ var ops = []op{
 	{name: "GetBucketLocation", method: http.MethodGet, scope: scopeBucket, query: "location", action: iam.GetBucketLocation, handle: (*Handler).getBucketLocation},
 	{name: "GetBucketVersioning", method: http.MethodGet, scope: scopeBucket, query: "versioning", action: iam.GetBucketVersioning, handle: (*Handler).getBucketVersioning},
 	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
+	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
+	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
 	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
 	{name: "ListObjectsV2", method: http.MethodGet, scope: scopeBucket, query: "list-type=2", action: iam.ListBucket, handle: (*Handler).listObjectsV2},
 	{name: "ListObjects", method: http.MethodGet, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).listObjects},
 	{name: "HeadBucket", method: http.MethodHead, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).headBucket},
 	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
+	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
-	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
 	{name: "DeleteBucket", method: http.MethodDelete, scope: scopeBucket, action: iam.DeleteBucket, handle: (*Handler).deleteBucket},
 
 	// Objects.
@@ -127,13 +138,14 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "delete": true, "location": true, "uploadId": true, "uploads": true, "versioning": true,
+	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true,
+	"uploadId": true, "uploads": true, "versioning": true,
 	// Not served.
 	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
-	"policy": true, "policyStatus": true, "publicAccessBlock": true, "renameObject": true,
+	"publicAccessBlock": true, "renameObject": true,
 	"replication": true, "requestPayment": true, "restore": true, "retention": true,
 	"select": true, "session": true, "tagging": true, "torrent": true, "versions": true,
 	"website": true,

@@ -61,6 +61,13 @@ func splitTarget(host, path, domain string) (bucket, key string, err error) {
 	return bucket, key, nil
 }
 
+// VirtualHosted reports whether a request for host addresses a bucket
+// virtual-hosted-style under domain (its path is then an object key).
+func VirtualHosted(host, domain string) bool {
+	_, ok := virtualBucket(host, domain)
+	return ok
+}
+
 // virtualBucket returns the bucket named by a virtual-hosted-style Host
 // header ("bucket.domain", any port stripped, case-insensitive) and true, or
 // false for a path-style request.

@@ -89,7 +89,7 @@ func TestParseOp(t *testing.T) {
 		{name: "PutBucketVersioning", line: "PUT /?versioning", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
 		{name: "GetBucketLifecycle", line: "GET /?lifecycle", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
 		{name: "DeleteBucketCors", line: "DELETE /?cors", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
-		{name: "PutBucketPolicy", line: "PUT /?policy", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
+		{name: "PutBucketPolicy", line: "PUT /?policy", host: "bucket.s3.example.com", op: "PutBucketPolicy", bucket: "bucket"},
 		{name: "RestoreObject", line: "POST /k?restore", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "SelectObjectContent", line: "POST /k?select&select-type=2", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "GetObjectAttributes", line: "GET /k?attributes", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},

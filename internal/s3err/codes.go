@@ -36,6 +36,7 @@ const (
 	InvalidStorageClass               Code = "InvalidStorageClass"
 	KeyTooLongError                   Code = "KeyTooLongError"
 	MalformedACLError                 Code = "MalformedACLError"
+	MalformedPolicy                   Code = "MalformedPolicy"
 	MalformedXML                      Code = "MalformedXML"
 	MaxMessageLengthExceeded          Code = "MaxMessageLengthExceeded"
 	MetadataTooLarge                  Code = "MetadataTooLarge"
@@ -102,6 +103,7 @@ var table = map[Code]info{
 	InvalidTag:                        {http.StatusBadRequest, "The tag provided was not a valid tag."},
 	KeyTooLongError:                   {http.StatusBadRequest, "Your key is too long."},
 	MalformedACLError:                 {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
+	MalformedPolicy:                   {http.StatusBadRequest, "This policy contains invalid Json."},
 	MalformedXML:                      {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	MaxMessageLengthExceeded:          {http.StatusBadRequest, "Your request was too big."},
 	MetadataTooLarge:                  {http.StatusBadRequest, "Your metadata headers exceed the maximum allowed metadata size."},

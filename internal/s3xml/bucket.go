@@ -70,6 +70,13 @@ type VersioningConfiguration struct {
 	MFADelete string   `xml:"MfaDelete,omitempty"`
 }
 
+// PolicyStatus is the GetBucketPolicyStatus response. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetBucketPolicyStatus.html
+type PolicyStatus struct {
+	XMLName  xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ PolicyStatus"`
+	IsPublic bool     `xml:"IsPublic"`
+}
+
 // CreateBucketConfiguration is the optional CreateBucket body. See
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html
 type CreateBucketConfiguration struct {

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,18 +86,26 @@ func readCredentials(path string) (iam.Config, error) {
 	return iam.Config{RootAccessKey: sc.AccessKeyID, RootSecretKey: sc.SecretAccessKey}, nil
 }
 
-// writeCredentials creates path with mode 0600 atomically: a temporary file
-// is written and fsynced, renamed into place and the directory fsynced, so
-// a crash leaves either no file or a whole one.
-func writeCredentials(path string, c iam.Config) (err error) {
+// writeCredentials creates the root credentials file.
+func writeCredentials(path string, c iam.Config) error {
 	data, err := json.MarshalIndent(storedCredentials{c.RootAccessKey, c.RootSecretKey}, "", "  ")
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, credentialsFile+".tmp*")
-	if err != nil {
+	if err := writeSecretFile(path, append(data, '\n')); err != nil {
 		return fmt.Errorf("write root credentials: %w", err)
+	}
+	return nil
+}
+
+// writeSecretFile creates path with mode 0600 atomically: a temporary file
+// is written and fsynced, linked into place and the directory fsynced, so
+// a crash leaves either no file or a whole one. It fails if path exists.
+func writeSecretFile(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -110,26 +116,26 @@ func writeCredentials(path string, c iam.Config) (err error) {
 	// or filesystem that would widen it.
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
 	// Link, unlike Rename, fails if path appeared meanwhile: never replace
-	// credentials someone may already use.
+	// a secret someone may already use.
 	if err := os.Link(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
 	if err := os.Remove(tmp.Name()); err != nil {
-		return fmt.Errorf("write root credentials: %w", err)
+		return err
 	}
 	return syncDir(dir)
 }
@@ -147,32 +153,8 @@ func syncDir(dir string) error {
 	return d.Close()
 }
 
-// accessKeyAlphabet is the alphabet of generated access key IDs, as AWS's.
-const accessKeyAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-// generateCredentials returns a random access key ID of 20 characters from
-// [A-Z0-9] and a secret of 40 base64 characters (240 bits).
+// generateCredentials returns new random root credentials.
 func generateCredentials() (iam.Config, error) {
-	ak := make([]byte, 0, 20)
-	var buf [32]byte
-	for len(ak) < cap(ak) {
-		if _, err := rand.Read(buf[:]); err != nil {
-			return iam.Config{}, fmt.Errorf("generate root credentials: %w", err)
-		}
-		for _, b := range buf {
-			// Reject the top 4 values of 256 so every symbol of the 36 is
-			// equally likely (252 = 7 × 36).
-			if b < 252 && len(ak) < cap(ak) {
-				ak = append(ak, accessKeyAlphabet[b%36])
-			}
-		}
-	}
-	var secret [30]byte
-	if _, err := rand.Read(secret[:]); err != nil {
-		return iam.Config{}, fmt.Errorf("generate root credentials: %w", err)
-	}
-	return iam.Config{
-		RootAccessKey: string(ak),
-		RootSecretKey: base64.StdEncoding.EncodeToString(secret[:]),
-	}, nil
+	ak, sk := iam.GenerateCredentials()
+	return iam.Config{RootAccessKey: ak, RootSecretKey: sk}, nil
 }

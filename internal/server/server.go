@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3api"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -101,6 +103,9 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 	if s.root, err = rootCredentials(cfg.StoragePath, cfg.Root, out); err != nil {
 		return s, err
 	}
+	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey); err != nil {
+		return s, err
+	}
 	handler, err := s.handler()
 	if err != nil {
 		return s, err
@@ -136,7 +141,9 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 // handler builds IAM, the verifier and the S3 handler, wrapped in the
 // in-flight counter and, when enabled, the access log.
 func (s *Server) handler() (http.Handler, error) {
-	m, err := iam.New(s.root)
+	ic := s.root
+	ic.Store = iamStore{s.st.db}
+	m, err := iam.New(ic)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +158,26 @@ func (s *Server) handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	var next http.Handler = h
+	admin, err := adminapi.New(adminapi.Deps{
+		IAM:      m,
+		Verifier: v,
+		GC:       s.st.objects.GC,
+		Logger:   s.log.With("component", "adminapi"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	domain := s.cfg.S3.Domain
+	var next http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The admin API answers path-style requests under its prefix;
+		// "_" is never in a bucket name, so it shadows no bucket. On a
+		// virtual-hosted bucket the same path is an object key.
+		if strings.HasPrefix(r.URL.Path, adminapi.PathPrefix) && !s3api.VirtualHosted(r.Host, domain) {
+			admin.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 	if s.cfg.Log.AccessLogSample > 0 {
 		s.access = newAccessLog(s.log.With("log", "access"), s.cfg.Log.AccessLogSample)
 		next = s.access.wrap(next)

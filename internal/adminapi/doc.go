@@ -1,0 +1,84 @@
+// Package adminapi is Coffer's administration API: a JSON-over-HTTP
+// interface to the users, access keys, groups and policies of package iam
+// and to garbage collection, served on the S3 listener under PathPrefix,
+// and the Go client that the `coffer admin` command uses.
+//
+// # Transport
+//
+// The server mounts the Handler for every path-style request whose path
+// starts with PathPrefix; an underscore is never part of a bucket name, so
+// the API cannot shadow a bucket. Version 1 lives under BasePath
+// (/_coffer/admin/v1).
+//
+// Every request is signed with AWS Signature Version 4, as S3 requests are
+// (header authentication; a presigned URL works too if it signs the
+// payload hash), and must sign its payload: x-amz-content-sha256 is the hex
+// SHA-256 of the body. UNSIGNED-PAYLOAD, the aws-chunked streaming modes
+// and Signature Version 2 are refused with 400 InvalidRequest: an
+// administrative change must not be replayable with another body.
+// Anonymous requests are refused with 403 AccessDenied.
+//
+// After authentication, each endpoint asks iam to authorize its action
+// (for example admin:CreateUser) for the caller, with no bucket or key:
+// root may do everything; a user needs an identity policy that allows the
+// action. GET /whoami needs authentication only.
+//
+// Request bodies are JSON objects of at most MaxBodySize bytes with no
+// unknown fields and nothing after the object; PUT /policies/{name} takes
+// the policy document itself. Responses are JSON (Content-Type
+// application/json) or empty (204), and always carry x-amz-request-id.
+//
+// # Endpoints
+//
+//	GET    /users                       admin:ListUsers         → UserList
+//	POST   /users                       admin:CreateUser        CreateUserRequest → CreateUserResponse
+//	GET    /users/{name}                admin:GetUser           → UserInfo
+//	DELETE /users/{name}                admin:DeleteUser        → 204
+//	POST   /users/{name}/disable        admin:DisableUser       → 204
+//	POST   /users/{name}/enable         admin:EnableUser        → 204
+//	GET    /keys[?user=NAME]            admin:ListAccessKeys    → KeyList
+//	POST   /keys                        admin:CreateAccessKey   CreateKeyRequest → NewKey
+//	GET    /keys/{accessKey}            admin:ListAccessKeys    → KeyInfo
+//	DELETE /keys/{accessKey}            admin:DeleteAccessKey   → 204
+//	POST   /keys/{accessKey}/disable    admin:UpdateAccessKey   → 204
+//	POST   /keys/{accessKey}/enable     admin:UpdateAccessKey   → 204
+//	POST   /keys/{accessKey}/rotate     admin:UpdateAccessKey   → NewKey
+//	GET    /groups                      admin:ListGroups        → GroupList
+//	POST   /groups                      admin:CreateGroup       CreateGroupRequest → 204
+//	GET    /groups/{name}               admin:GetGroup          → GroupInfo
+//	DELETE /groups/{name}               admin:DeleteGroup       → 204
+//	POST   /groups/{name}/members       admin:UpdateGroupMembers GroupMembersRequest → 204
+//	GET    /policies                    admin:ListPolicies      → PolicyList
+//	PUT    /policies/{name}             admin:CreatePolicy      policy document → 204
+//	GET    /policies/{name}             admin:GetPolicy         → PolicyInfo
+//	DELETE /policies/{name}             admin:DeletePolicy      → 204
+//	POST   /policies/{name}/attach      admin:AttachPolicy      AttachRequest → 204
+//	POST   /policies/{name}/detach      admin:DetachPolicy      AttachRequest → 204
+//	POST   /gc                          admin:RunGC             GCRequest → GCResult
+//	GET    /whoami                      (authentication only)   → WhoAmI
+//
+// Path segments are percent-decoded; names are validated by iam.
+//
+// # Errors
+//
+// An error response is an ErrorResponse: {"code", "message", "requestId"}.
+// The codes:
+//
+//	400 InvalidInput             iam.ErrInvalid, or a request that is not well formed
+//	400 MalformedPolicyDocument  iam.ErrPolicy
+//	400 MalformedJSON            a body that is not the expected JSON object
+//	400 InvalidRequest           the payload is not signed
+//	403 AccessDenied             anonymous, or not allowed by policy
+//	403 InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, …
+//	                             authentication failures, as S3 reports them
+//	404 NoSuchEntity             iam.ErrNotFound
+//	404 NoSuchRoute              no endpoint at this path
+//	405 MethodNotAllowed         the path exists, the method does not (see Allow)
+//	409 EntityAlreadyExists      iam.ErrExists
+//	409 DeleteConflict           iam.ErrInUse
+//	413 EntityTooLarge           a body over MaxBodySize
+//	500 InternalError            anything else; the detail is logged, not sent
+//	501 NotImplemented           garbage collection is not available
+//
+// The Client returns every error response as an *Error.
+package adminapi

@@ -1,0 +1,172 @@
+package adminapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+)
+
+// PathPrefix is the path under which the server mounts the Handler.
+const PathPrefix = "/_coffer/admin/"
+
+// BasePath is the root of version 1 of the API.
+const BasePath = PathPrefix + "v1"
+
+// MaxBodySize bounds request bodies. Policy documents, the largest thing
+// sent, are limited to 20 KiB by iam.
+const MaxBodySize = 1 << 20
+
+// DefaultGCGrace is the grace period of POST /gc when the request names
+// none: blobs younger than this are kept, since a write may still be
+// committing them.
+const DefaultGCGrace = time.Hour
+
+// Error codes of the admin API besides the S3 codes of authentication
+// errors (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch, …).
+const (
+	CodeNoSuchEntity            = "NoSuchEntity"
+	CodeEntityAlreadyExists     = "EntityAlreadyExists"
+	CodeInvalidInput            = "InvalidInput"
+	CodeDeleteConflict          = "DeleteConflict"
+	CodeMalformedPolicyDocument = "MalformedPolicyDocument"
+	CodeMalformedJSON           = "MalformedJSON"
+	CodeNoSuchRoute             = "NoSuchRoute"
+	CodeMethodNotAllowed        = "MethodNotAllowed"
+	CodeEntityTooLarge          = "EntityTooLarge"
+	CodeInvalidRequest          = "InvalidRequest"
+	CodeUnexpectedContent       = "UnexpectedContent"
+	CodeAccessDenied            = "AccessDenied"
+	CodeInternalError           = "InternalError"
+	CodeNotImplemented          = "NotImplemented"
+)
+
+// The descriptions of iam entities, as the API sends them.
+type (
+	// UserInfo describes a user.
+	UserInfo = iam.UserInfo
+	// KeyInfo describes an access key, never with its secret.
+	KeyInfo = iam.KeyInfo
+	// NewKey is a new access key with its secret.
+	NewKey = iam.NewKey
+	// GroupInfo describes a group.
+	GroupInfo = iam.GroupInfo
+	// PolicyInfo describes a named policy.
+	PolicyInfo = iam.PolicyInfo
+)
+
+// ErrorResponse is the body of every error response.
+type ErrorResponse struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	RequestID string `json:"requestId"`
+}
+
+// UserList is the response of GET /users.
+type UserList struct {
+	Users []UserInfo `json:"users"`
+}
+
+// CreateUserRequest is the body of POST /users.
+type CreateUserRequest struct {
+	Name string `json:"name"`
+}
+
+// CreateUserResponse is the response of POST /users: the user's first
+// access key with its secret, which is never shown again.
+type CreateUserResponse struct {
+	User      string `json:"user"`
+	AccessKey string `json:"accessKey"`
+	SecretKey string `json:"secretKey"`
+}
+
+// KeyList is the response of GET /keys.
+type KeyList struct {
+	Keys []KeyInfo `json:"keys"`
+}
+
+// CreateKeyRequest is the body of POST /keys.
+type CreateKeyRequest struct {
+	User string `json:"user"`
+	// Policy, if present, scopes the key: a JSON policy document, either
+	// inline or as a JSON string holding it.
+	Policy      json.RawMessage `json:"policy,omitempty"`
+	Description string          `json:"description,omitempty"`
+	// Expires, if present, is when the key stops working (RFC 3339).
+	Expires *time.Time `json:"expires,omitempty"`
+}
+
+// GroupList is the response of GET /groups.
+type GroupList struct {
+	Groups []GroupInfo `json:"groups"`
+}
+
+// CreateGroupRequest is the body of POST /groups.
+type CreateGroupRequest struct {
+	Name string `json:"name"`
+}
+
+// GroupMembersRequest is the body of POST /groups/{name}/members: users
+// to add and to remove, applied together.
+type GroupMembersRequest struct {
+	Add    []string `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// PolicyList is the response of GET /policies.
+type PolicyList struct {
+	Policies []PolicyInfo `json:"policies"`
+}
+
+// AttachRequest is the body of POST /policies/{name}/attach and /detach:
+// exactly one of User and Group.
+type AttachRequest struct {
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// GCRequest is the body of POST /gc; the body may also be empty.
+type GCRequest struct {
+	// GraceSeconds keeps blobs younger than this many seconds; absent
+	// means DefaultGCGrace. It must not be negative.
+	GraceSeconds *float64 `json:"graceSeconds,omitempty"`
+}
+
+// GCResult is the response of POST /gc.
+type GCResult struct {
+	GraceSeconds    float64 `json:"graceSeconds"`
+	Scanned         int     `json:"scanned"`
+	Deleted         int     `json:"deleted"`
+	DeletedBytes    int64   `json:"deletedBytes"`
+	ExpiredUploads  int     `json:"expiredUploads"`
+	DurationSeconds float64 `json:"durationSeconds"`
+}
+
+// WhoAmI is the response of GET /whoami: who signed the request.
+type WhoAmI struct {
+	AccessKey string `json:"accessKey"`
+	User      string `json:"user"` // "" for root
+	Root      bool   `json:"root"`
+}
+
+// Error is an error response, as the Client returns it: from the admin
+// API (a JSON ErrorResponse), from S3 (an XML error document), or a bare
+// HTTP status whose code is derived from the status text.
+type Error struct {
+	Status    int
+	Code      string
+	Message   string
+	RequestID string
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	s := e.Code
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
+}

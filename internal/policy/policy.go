@@ -1,0 +1,305 @@
+package policy
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Decision is the outcome of evaluating one policy for a request.
+type Decision uint8
+
+const (
+	// NotApplicable means no statement of the policy applies: the policy
+	// neither allows nor denies (an implicit deny, unless another policy
+	// allows).
+	NotApplicable Decision = iota
+	// Allow means an Allow statement applies and no Deny statement does.
+	Allow
+	// Deny means a Deny statement applies; it overrides any Allow.
+	Deny
+)
+
+// String returns the name of d, e.g. "Allow".
+func (d Decision) String() string {
+	switch d {
+	case NotApplicable:
+		return "NotApplicable"
+	case Allow:
+		return "Allow"
+	case Deny:
+		return "Deny"
+	}
+	return "Decision(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Principal is who makes the request, for matching the Principal element
+// of bucket policies.
+type Principal struct {
+	Anonymous bool
+	Root      bool
+	User      string // IAM user name; "" for root and anonymous
+}
+
+// Context is one request as the evaluator sees it.
+//
+// The condition keys it carries are single-valued. A key whose Has… field
+// is false, or whose value is "" (zero SourceIP, zero CurrentTime) where
+// no Has… field exists, is absent from the request context.
+type Context struct {
+	// Action is the action requested, e.g. "s3:GetObject" or
+	// "admin:CreateUser".
+	Action string
+	// Resource is the ARN the action is on: "arn:aws:s3:::bucket" or
+	// "arn:aws:s3:::bucket/key". It is "" for actions without a resource
+	// (s3:ListAllMyBuckets, every admin:* action): such a request is
+	// matched only by statements with Resource "*" or "arn:aws:s3:::*",
+	// and by no NotResource statement.
+	Resource string
+	// Principal is who asks; it matters only for policies with a
+	// Principal element (bucket policies).
+	Principal Principal
+
+	Username         string     // aws:username ("" → absent)
+	SourceIP         netip.Addr // aws:SourceIp (zero → absent)
+	SecureTransport  bool       // aws:SecureTransport (always present)
+	CurrentTime      time.Time  // aws:CurrentTime and aws:EpochTime (zero → absent)
+	Prefix           string     // s3:prefix
+	HasPrefix        bool
+	Delimiter        string // s3:delimiter
+	HasDelimiter     bool
+	MaxKeys          string // s3:max-keys, in decimal
+	HasMaxKeys       bool
+	UserAgent        string // aws:UserAgent ("" → absent)
+	Referer          string // aws:Referer ("" → absent)
+	SignatureVersion string // s3:signatureversion: "AWS4-HMAC-SHA256" or "AWS" ("" → absent)
+	AuthType         string // s3:authType: "REST-HEADER" or "REST-QUERY-STRING" ("" → absent)
+}
+
+// has reports whether condition key k is present in c.
+func (c *Context) has(k condKey) bool {
+	switch k {
+	case keySourceIP:
+		return c.SourceIP.IsValid()
+	case keySecureTransport:
+		return true
+	case keyCurrentTime, keyEpochTime:
+		return !c.CurrentTime.IsZero()
+	}
+	_, ok := c.str(k)
+	return ok
+}
+
+// str returns the text of condition key k, for string operators and
+// policy variables.
+func (c *Context) str(k condKey) (string, bool) {
+	switch k {
+	case keyUsername:
+		return c.Username, c.Username != ""
+	case keyUserAgent:
+		return c.UserAgent, c.UserAgent != ""
+	case keyReferer:
+		return c.Referer, c.Referer != ""
+	case keyPrefix:
+		return c.Prefix, c.HasPrefix
+	case keyDelimiter:
+		return c.Delimiter, c.HasDelimiter
+	case keyMaxKeys:
+		return c.MaxKeys, c.HasMaxKeys
+	case keySignatureVersion:
+		return c.SignatureVersion, c.SignatureVersion != ""
+	case keyAuthType:
+		return c.AuthType, c.AuthType != ""
+	case keySecureTransport:
+		if c.SecureTransport {
+			return "true", true
+		}
+		return "false", true
+	}
+	return "", false
+}
+
+// number returns the numeric value of condition key k, which is present.
+func (c *Context) number(k condKey) (float64, bool) {
+	if k == keyEpochTime {
+		return float64(c.CurrentTime.Unix()), true
+	}
+	return parseDecimal(c.MaxKeys)
+}
+
+// Policy is a parsed policy document. It is immutable and safe for
+// concurrent use.
+type Policy struct {
+	raw    []byte
+	bucket string      // the bucket of a bucket policy; "" for an identity policy
+	stmts  []statement // Deny statements first
+	nDeny  int
+}
+
+// A statement is one compiled element of Statement.
+type statement struct {
+	sid         string
+	effect      Decision
+	notAction   bool
+	actions     actionSet
+	actionPats  []glob // lower-case Action entries, for actions not in knownActions
+	principal   *principal
+	notResource bool
+	resources   []resource
+	conds       []condition
+}
+
+// A resource is one Resource or NotResource entry.
+type resource struct {
+	g    glob
+	vars bool // g holds a policy variable
+	// star is set for "*" and "arn:aws:s3:::*", the entries that also
+	// match requests without a resource.
+	star bool
+}
+
+// principal is a compiled Principal element.
+type principal struct {
+	anyone bool // "*"
+	root   bool
+	users  []string
+}
+
+func (p *principal) match(pr *Principal) bool {
+	switch {
+	case p.anyone:
+		return true
+	case pr.Anonymous:
+		return false
+	case pr.Root:
+		return p.root
+	}
+	for _, u := range p.users {
+		if u == pr.User {
+			return true
+		}
+	}
+	return false
+}
+
+// Raw returns a copy of the document as given to ParseIdentity or
+// ParseBucket (or the canned document), for GetBucketPolicy and for
+// showing a policy.
+func (p *Policy) Raw() []byte { return append([]byte(nil), p.raw...) }
+
+// Evaluate decides c by the AWS evaluation logic within one policy
+// (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html):
+// Deny if a Deny statement applies, else Allow if an Allow statement
+// applies, else NotApplicable. A statement applies when its Action (or
+// NotAction), Principal if any, Resource (or NotResource) and every
+// condition match. Evaluate allocates nothing for canonical action names
+// (as spelt in the Service Authorization Reference).
+func (p *Policy) Evaluate(c *Context) Decision {
+	ai, known := actionIndex[c.Action]
+	lower := ""
+	if !known {
+		if ai, known = lookupAction(c.Action); !known {
+			lower = strings.ToLower(c.Action)
+		}
+	}
+	for i := range p.stmts {
+		s := &p.stmts[i]
+		if s.applies(c, ai, known, lower) {
+			return s.effect
+		}
+	}
+	return NotApplicable
+}
+
+func (s *statement) applies(c *Context, ai int, known bool, lower string) bool {
+	if !s.matchAction(ai, known, lower) {
+		return false
+	}
+	if s.principal != nil && !s.principal.match(&c.Principal) {
+		return false
+	}
+	if !s.matchResource(c) {
+		return false
+	}
+	for i := range s.conds {
+		if !s.conds[i].holds(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// matchAction reports whether the action (index ai if known, else its
+// lower-case name) matches Action, or does not match NotAction.
+func (s *statement) matchAction(ai int, known bool, lower string) bool {
+	var in bool
+	if known {
+		in = s.actions.has(ai)
+	} else {
+		for _, g := range s.actionPats {
+			if globMatch(g, lower) {
+				in = true
+				break
+			}
+		}
+	}
+	return in != s.notAction
+}
+
+func (s *statement) matchResource(c *Context) bool {
+	if c.Resource == "" {
+		if s.notResource {
+			return false
+		}
+		for i := range s.resources {
+			if s.resources[i].star {
+				return true
+			}
+		}
+		return false
+	}
+	in := false
+	for i := range s.resources {
+		if s.resources[i].g.match(c.Resource, c) {
+			in = true
+			break
+		}
+	}
+	return in != s.notResource
+}
+
+// allows returns the Allow statements.
+func (p *Policy) allows() []statement { return p.stmts[p.nDeny:] }
+
+// Public reports whether the policy allows anything to Principal "*"
+// without limiting it by a Condition on aws:SourceIp, which S3 counts as
+// "public" for GetBucketPolicyStatus
+// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/access-control-block-public-access.html#access-control-block-public-access-policy-status).
+// An IpAddress condition whose CIDR blocks include a /0 does not limit.
+func (p *Policy) Public() bool {
+	for i := range p.allows() {
+		s := &p.allows()[i]
+		if s.principal != nil && s.principal.anyone && !limitsSourceIP(s.conds) {
+			return true
+		}
+	}
+	return false
+}
+
+func limitsSourceIP(conds []condition) bool {
+	for i := range conds {
+		c := &conds[i]
+		if c.key != keySourceIP || c.kind != opIPAddress || c.negate || c.ifExists || c.set == setAll {
+			continue
+		}
+		wide := false
+		for _, n := range c.nets {
+			wide = wide || n.Bits() == 0
+		}
+		if !wide {
+			return true
+		}
+	}
+	return false
+}

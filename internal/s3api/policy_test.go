@@ -1,0 +1,138 @@
+package s3api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+const sitePolicy = `{"Version":"2012-10-17","Statement":[
+  {"Sid":"PublicRead","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::site/public/*"}]}`
+
+func TestBucketPolicyLifecycle(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("site")
+	hs.put("site", "public/index.html", []byte("hello"))
+	hs.put("site", "private/x", []byte("secret"))
+
+	hs.do(call{method: http.MethodGet, path: "/site?policy"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
+	hs.do(call{method: http.MethodGet, path: "/site?policyStatus"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
+	hs.do(call{method: http.MethodGet, path: "/site/public/index.html", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	hs.do(call{method: http.MethodPut, path: "/site?policy", body: []byte(sitePolicy)}).mustStatus(t, http.StatusNoContent)
+	got := hs.do(call{method: http.MethodGet, path: "/site?policy"}).mustStatus(t, http.StatusOK)
+	if string(got.body) != sitePolicy || got.header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GetBucketPolicy = %q (%s)", got.body, got.header.Get("Content-Type"))
+	}
+	st := hs.do(call{method: http.MethodGet, path: "/site?policyStatus"}).mustStatus(t, http.StatusOK)
+	if !strings.Contains(string(st.body), "<IsPublic>true</IsPublic>") {
+		t.Fatalf("GetBucketPolicyStatus = %s", st.body)
+	}
+
+	// Anonymous reads what the policy opens, and nothing else.
+	rp := hs.do(call{method: http.MethodGet, path: "/site/public/index.html", anon: true}).mustStatus(t, http.StatusOK)
+	if string(rp.body) != "hello" {
+		t.Fatalf("anonymous GET = %q", rp.body)
+	}
+	hs.do(call{method: http.MethodGet, path: "/site/private/x", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodPut, path: "/site/public/new", anon: true, body: []byte("x")}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/site", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	hs.do(call{method: http.MethodDelete, path: "/site?policy"}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: http.MethodDelete, path: "/site?policy"}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: http.MethodGet, path: "/site/public/index.html", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	// A policy goes with its bucket.
+	hs.do(call{method: http.MethodPut, path: "/site?policy", body: []byte(sitePolicy)}).mustStatus(t, http.StatusNoContent)
+	for _, k := range []string{"public/index.html", "private/x"} {
+		hs.do(call{method: http.MethodDelete, path: "/site/" + k}).mustStatus(t, http.StatusNoContent)
+	}
+	hs.do(call{method: http.MethodDelete, path: "/site"}).mustStatus(t, http.StatusNoContent)
+	hs.mkBucket("site")
+	hs.put("site", "public/index.html", []byte("hello again"))
+	hs.do(call{method: http.MethodGet, path: "/site/public/index.html", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/site?policy"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
+}
+
+func TestPutBucketPolicyErrors(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	for _, tc := range []struct {
+		name, path, body string
+		status           int
+		code             s3err.Code
+		msg              string
+	}{
+		{"no bucket", "/nope?policy", sitePolicy, http.StatusNotFound, s3err.NoSuchBucket, ""},
+		{"not json", "/bkt?policy", "<xml/>", http.StatusBadRequest, s3err.MalformedPolicy, ""},
+		{"empty", "/bkt?policy", "", http.StatusBadRequest, s3err.MissingRequestBodyError, ""},
+		{"other bucket", "/bkt?policy", sitePolicy, http.StatusBadRequest, s3err.MalformedPolicy, "resource"},
+		{"unknown action", "/bkt?policy", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObjekt","Resource":"arn:aws:s3:::bkt/*"}]}`, http.StatusBadRequest, s3err.MalformedPolicy, "s3:GetObjekt"},
+		{"no principal", "/bkt?policy", `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`, http.StatusBadRequest, s3err.MalformedPolicy, ""},
+		{"too big", "/bkt?policy", `{"Version":"2012-10-17","Id":"` + strings.Repeat("x", 21<<10) + `","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`, http.StatusBadRequest, s3err.MalformedPolicy, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rp := hs.do(call{method: http.MethodPut, path: tc.path, body: []byte(tc.body)})
+			rp.want(t, tc.status, tc.code)
+			if tc.msg != "" && !strings.Contains(string(rp.body), tc.msg) {
+				t.Errorf("message does not mention %q: %s", tc.msg, rp.body)
+			}
+		})
+	}
+	hs.do(call{method: http.MethodGet, path: "/bkt?policy"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
+}
+
+func TestScopedUsers(t *testing.T) {
+	hs := newHarness(t, Config{})
+	for _, b := range []string{"alpha", "beta", "gamma"} {
+		hs.mkBucket(b)
+		hs.put(b, "home/ann/a", []byte("a"))
+		hs.put(b, "home/bob/b", []byte("b"))
+	}
+	ctx := context.Background()
+	home := `{"Version":"2012-10-17","Statement":[
+	  {"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::alpha","Condition":{"StringLike":{"s3:prefix":["","home/","home/${aws:username}/*"]}}},
+	  {"Effect":"Allow","Action":["s3:GetObject","s3:PutObject","s3:DeleteObject"],"Resource":"arn:aws:s3:::alpha/home/${aws:username}/*"}]}`
+	if err := hs.iam.PutPolicy(ctx, "home", []byte(home)); err != nil {
+		t.Fatal(err)
+	}
+	ann := hs.user("ann", "home")
+	reader := hs.user("reader", "readonly")
+
+	// ann: her home in alpha only.
+	hs.do(call{method: http.MethodGet, path: "/alpha/home/ann/a", cred: ann}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodPut, path: "/alpha/home/ann/new", cred: ann, body: []byte("n")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodGet, path: "/alpha/home/bob/b", cred: ann}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/beta/home/ann/a", cred: ann}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/alpha?list-type=2&prefix=home/ann/", cred: ann}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodGet, path: "/alpha?list-type=2&delimiter=/", cred: ann}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodGet, path: "/alpha?list-type=2&prefix=home/bob/", cred: ann}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodPut, path: "/delta", cred: ann}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	// ListBuckets shows each caller what it may list or read.
+	rp := hs.do(call{method: http.MethodGet, path: "/", cred: ann}).mustStatus(t, http.StatusOK)
+	if n := strings.Count(string(rp.body), "<Name>"); n != 1 || !strings.Contains(string(rp.body), "<Name>alpha</Name>") {
+		t.Errorf("ann's ListBuckets: %s", rp.body)
+	}
+	rp = hs.do(call{method: http.MethodGet, path: "/", cred: reader}).mustStatus(t, http.StatusOK)
+	if n := strings.Count(string(rp.body), "<Name>"); n != 3 {
+		t.Errorf("reader's ListBuckets lists %d buckets: %s", n, rp.body)
+	}
+	hs.do(call{method: http.MethodPut, path: "/alpha/x", cred: reader, body: []byte("x")}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	// DeleteObjects authorizes key by key: ann's key goes, bob's stays.
+	body := []byte(`<Delete><Object><Key>home/ann/a</Key></Object><Object><Key>home/bob/b</Key></Object></Delete>`)
+	rp = hs.do(call{method: http.MethodPost, path: "/alpha?delete", cred: ann, body: body, header: http.Header{"Content-Md5": {contentMD5(body)}}}).mustStatus(t, http.StatusOK)
+	if !strings.Contains(string(rp.body), "<Deleted><Key>home/ann/a</Key>") || !strings.Contains(string(rp.body), "<Key>home/bob/b</Key><Code>AccessDenied</Code>") {
+		t.Errorf("DeleteObjects = %s", rp.body)
+	}
+	hs.do(call{method: http.MethodHead, path: "/alpha/home/bob/b"}).mustStatus(t, http.StatusOK)
+
+	// Copy needs read on the source as well as write on the target.
+	hs.do(call{method: http.MethodPut, path: "/alpha/home/ann/copy", cred: ann, header: http.Header{"X-Amz-Copy-Source": {"/alpha/home/bob/b"}}}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodPut, path: "/alpha/home/ann/copy", cred: ann, header: http.Header{"X-Amz-Copy-Source": {"/alpha/home/ann/new"}}}).mustStatus(t, http.StatusOK)
+}

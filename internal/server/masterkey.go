@@ -1,0 +1,67 @@
+package server
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+)
+
+// masterKeyFile is the name, under the storage path, of the generated
+// master key.
+const masterKeyFile = "master-key"
+
+// masterKey returns the key that seals IAM secrets at rest: env when set
+// (COFFER_MASTER_KEY, decoded by config), else the key stored in dir, else
+// a new random one, which it stores in dir (mode 0600).
+//
+// Keeping the key file beside the data protects secrets in copies of the
+// metadata (backups, support bundles) but not from someone who can read
+// the whole storage path; set COFFER_MASTER_KEY from a secret manager for
+// that. A key file open to group or others is refused, as the credentials
+// file is.
+func masterKey(dir string, env []byte) ([]byte, error) {
+	if env != nil {
+		return env, nil
+	}
+	path := filepath.Join(dir, masterKeyFile)
+	k, err := readMasterKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return k, err
+	}
+	k = make([]byte, iam.MasterKeySize)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails
+	if err := writeSecretFile(path, []byte(iam.FormatMasterKey(k)+"\n")); err != nil {
+		return nil, fmt.Errorf("write master key: %w", err)
+	}
+	return k, nil
+}
+
+func readMasterKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("master key file %s has mode %#o, open to group or others: refusing to start; run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 1<<10))
+	if err != nil {
+		return nil, fmt.Errorf("read master key file %s: %w", path, err)
+	}
+	k, err := iam.ParseMasterKey(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("master key file %s: %w", path, err)
+	}
+	return k, nil
+}

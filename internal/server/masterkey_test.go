@@ -1,0 +1,60 @@
+package server
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+)
+
+func TestMasterKeyGeneratedOnce(t *testing.T) {
+	dir := t.TempDir()
+	k1, err := masterKey(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k1) != iam.MasterKeySize || bytes.Equal(k1, make([]byte, iam.MasterKeySize)) {
+		t.Fatalf("generated key %x", k1)
+	}
+	path := filepath.Join(dir, masterKeyFile)
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v", st, err)
+	}
+	k2, err := masterKey(dir, nil)
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("second start read %x, %v; want %x", k2, err, k1)
+	}
+	env := bytes.Repeat([]byte{9}, iam.MasterKeySize)
+	if k, err := masterKey(dir, env); err != nil || !bytes.Equal(k, env) {
+		t.Fatalf("env key not used: %x, %v", k, err)
+	}
+}
+
+func TestMasterKeyFileProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		mode          os.FileMode
+		want          string
+	}{
+		{"open to others", iam.FormatMasterKey(make([]byte, 32)), 0o644, "refusing to start"},
+		{"garbage", "not a key", 0o600, "a master key is 32 random bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, masterKeyFile)
+			if err := os.WriteFile(path, []byte(tc.content), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := masterKey(dir, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("masterKey = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
