@@ -383,7 +383,7 @@ func TestCrashRecovery(t *testing.T) {
 	for pass := 0; pass < 2 && !t.Failed(); pass++ {
 		want := expectedBlocks(t, c, bucket, crashBlockSize, crashInline, pass == 0)
 		srv.stop()
-		out, err := runCoffer(t, "admin", "gc", "--storage-path", dir, "--grace", "0s")
+		out, err := runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s")
 		if err != nil {
 			t.Fatalf("coffer admin gc: %v\n%s", err, out)
 		}

@@ -73,7 +73,7 @@ func TestGarbageCollection(t *testing.T) {
 		t.Errorf("expected blocks computed as %d, want 27 from the sizes written (check HeadObject partNumber / ListParts)", want)
 	}
 
-	out, err := runCoffer(t, "admin", "gc", "--storage-path", dir, "--grace", "0s")
+	out, err := runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s")
 	if err == nil {
 		t.Errorf("coffer admin gc on the storage of a running server succeeded; want a refusal\n%s", out)
 	}
@@ -82,7 +82,7 @@ func TestGarbageCollection(t *testing.T) {
 	if before < int(want) {
 		t.Errorf("%d block files before GC, fewer than the %d live blocks", before, want)
 	}
-	out, err = runCoffer(t, "admin", "gc", "--storage-path", dir, "--grace", "0s", "--json")
+	out, err = runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
 	if err != nil {
 		t.Fatalf("coffer admin gc --json: %v\n%s", err, out)
 	}
@@ -102,7 +102,7 @@ func TestGarbageCollection(t *testing.T) {
 	}
 
 	// A second pass finds nothing.
-	out, err = runCoffer(t, "admin", "gc", "--storage-path", dir, "--grace", "0s", "--json")
+	out, err = runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Deleted != 0 {
 		t.Errorf("second gc: %v, %s; want nothing deleted", err, out)
 	}

@@ -330,6 +330,20 @@ func TestIAM(t *testing.T) {
 		check(t, "HeadObject with the new key", err, "")
 	})
 
+	t.Run("online gc", func(t *testing.T) {
+		out := admin.must("gc", "--grace", "0s", "--json")
+		var st map[string]any
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("gc --json printed %q: %v", out, err)
+		}
+		if _, ok := st["scanned"]; !ok {
+			t.Errorf("gc --json = %v, want the pass's statistics", st)
+		}
+		if _, stderr, err := admin.as(bob.AccessKey, bob.SecretKey).run("gc"); err == nil || !strings.Contains(stderr, "AccessDenied") {
+			t.Errorf("a readonly user ran gc: %v, %s", err, stderr)
+		}
+	})
+
 	t.Run("secrets never logged", func(t *testing.T) {
 		logs := ts.logs.String()
 		if !strings.Contains(logs, alice.AccessKey) {
