@@ -10,6 +10,7 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/google/go-cmp v0.7.0
+	github.com/google/pprof v0.0.0-20260906184651-6331bc6350fe
 	golang.org/x/sync v0.24.0
 )
 

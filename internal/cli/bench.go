@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -136,11 +137,14 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	fs.StringVar(&baseline, "baseline", "", "target that ratios are relative to (default: the best)")
 	fs.BoolVar(&gobench, "gobench", false, "also print benchstat-readable Benchmark lines")
 	var profile bool
-	var pprofURL string
-	if workload != "cases" {
-		fs.BoolVar(&profile, "profile", false, "capture CPU, heap and goroutine profiles from --pprof into --out")
-		fs.StringVar(&pprofURL, "pprof", "http://127.0.0.1:6060", "pprof listener of the target (coffer serve --pprof)")
+	var pprofURL, profileTarget string
+	profileUsage := "capture CPU, allocation, heap and goroutine profiles from --pprof into --out and print the top functions"
+	if workload == "cases" {
+		profileUsage = "capture CPU, allocation, heap and goroutine profiles of each case from --pprof into --out/CASE and print the top functions"
 	}
+	fs.BoolVar(&profile, "profile", false, profileUsage)
+	fs.StringVar(&pprofURL, "pprof", "http://127.0.0.1:6060", "pprof listener of the profiled target (coffer serve --pprof)")
+	fs.StringVar(&profileTarget, "profile-target", "", "target the --pprof listener belongs to (default: the first target)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintf(stdout, "Usage: %s --target NAME=URL [--target …] [flags]\n\nFlags:\n", cmd)
 		fs.SetOutput(stdout)
@@ -188,7 +192,23 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		if out == "" {
 			return usageErr("--profile needs --out")
 		}
-		cfg.Profile = &loadgen.Profiler{URL: pprofURL, Dir: out}
+		if profileTarget == "" {
+			profileTarget = targets[0].Name
+		} else if !names[profileTarget] {
+			return usageErr("--profile-target %q is not one of the targets", profileTarget)
+		}
+		cfg.Profile = &loadgen.Profiler{URL: pprofURL, Dir: out, Target: profileTarget}
+	} else if profileTarget != "" {
+		return usageErr("--profile-target needs --profile")
+	}
+	var caseNames []string
+	if cases != "" {
+		caseNames = strings.Split(cases, ",")
+		for _, c := range caseNames {
+			if !slices.Contains(loadgen.CaseNames(), c) {
+				return usageErr("unknown case %q; cases are: %s", c, strings.Join(loadgen.CaseNames(), ", "))
+			}
+		}
 	}
 	cfg.Progress = stdout
 	if f, ok := stdout.(*os.File); ok {
@@ -204,9 +224,9 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	case "mixed":
 		res, err = loadgen.RunMixed(ctx, cfg, targets)
 	case "cases":
-		cc := loadgen.CasesConfig{Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds, Keep: cfg.Keep, Progress: cfg}
-		if cases != "" {
-			cc.Cases = strings.Split(cases, ",")
+		cc := loadgen.CasesConfig{
+			Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds, Keep: cfg.Keep,
+			Progress: cfg, Cases: caseNames, Profile: cfg.Profile,
 		}
 		res, err = loadgen.RunCases(ctx, cc, targets)
 	default:
@@ -221,11 +241,46 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		return exitError
 	}
 	code := writeBench(res, out, baseline, gobench, stdout, stderr, cmd)
-	if err != nil { // the run succeeded but cleaning up failed
+	if code == exitOK && cfg.Profile != nil {
+		if workload == "cases" {
+			for _, c := range res.Config.Cases {
+				fmt.Fprintf(stdout, "\nProfiles of case %s:\n", c)
+				if code = writeProfileTops(filepath.Join(out, c), profileTopFuncsCase, stdout, stderr, cmd); code != exitOK {
+					break
+				}
+			}
+		} else {
+			code = writeProfileTops(out, profileTopFuncs, stdout, stderr, cmd)
+		}
+	}
+	if err != nil { // some cases failed, or cleaning up failed
 		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		return exitError
 	}
 	return code
+}
+
+// How many functions --profile prints per profile: of the run, or of each
+// case of `coffer bench cases`.
+const (
+	profileTopFuncs     = 20
+	profileTopFuncsCase = 10
+)
+
+// writeProfileTops prints the top n functions of the profiles in dir and
+// saves them as dir/profile-top.txt.
+func writeProfileTops(dir string, n int, stdout, stderr io.Writer, cmd string) int {
+	var b strings.Builder
+	if err := loadgen.WriteProfileTops(&b, dir, n); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "\n%s", b.String())
+	if err := os.WriteFile(filepath.Join(dir, "profile-top.txt"), []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitError
+	}
+	return exitOK
 }
 
 // writeBench prints the report, the benchmark lines if asked for, and

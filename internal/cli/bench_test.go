@@ -260,10 +260,64 @@ func TestBenchCases(t *testing.T) {
 	if b := listBuckets(t, endpoint); strings.Contains(b, "coffer-bench-") {
 		t.Errorf("benchmark bucket left behind: %s", b)
 	}
-	code, _, stderr = runCLI(t, nil, "bench", "cases", "--target", "coffer="+endpoint,
-		"--access-key", benchAK, "--secret-key", benchSK, "--cases", "put-2KiB")
-	if code != 1 || !strings.Contains(stderr, `unknown case "put-2KiB"`) {
-		t.Errorf("unknown case: exit %d, stderr %q", code, stderr)
+	// An unknown case is a usage error, found before any request.
+	proxy, proxyURL := newCountingProxy(t, endpoint)
+	code, _, stderr = runCLI(t, nil, "bench", "cases", "--target", "coffer="+proxyURL,
+		"--access-key", benchAK, "--secret-key", benchSK, "--cases", "head,put-2KiB")
+	if code != 2 || !strings.Contains(stderr, `unknown case "put-2KiB"; cases are: put-1KiB, put-1MiB, put-64MiB, get-1KiB,`) {
+		t.Errorf("unknown case: exit %d, stderr %q; want exit 2 and the list of cases", code, stderr)
+	}
+	proxy.mu.Lock()
+	n := len(proxy.counts)
+	proxy.mu.Unlock()
+	if n != 0 {
+		t.Errorf("an unknown case sent requests: %v", proxy.counts)
+	}
+}
+
+// TestBenchCasesPartialFailure checks that a failing case is reported, on
+// stderr and in the report, while the results of the others are kept.
+func TestBenchCasesPartialFailure(t *testing.T) {
+	t.Parallel()
+	endpoint := startCoffer(t)
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A proxy that fails every HEAD: the head case cannot succeed.
+	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	out := t.TempDir()
+	code, stdout, stderr := runCLI(t, nil, "bench", "cases", "--target", "coffer="+srv.URL,
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", "2",
+		"--cases", "put-1KiB,head,list-1000", "--out", out)
+	if code != 1 || !strings.Contains(stderr, "coffer bench cases: case head: target coffer ("+srv.URL+"): more than half of the requests failed: STAT/ServiceUnavailable") {
+		t.Fatalf("exit %d, stderr %q; want exit 1 and the head case's error", code, stderr)
+	}
+	for _, want := range []string{"\n## Failed cases\n", "- **head**: target coffer (", "\n## put-1KiB\n", "\n## list-1000\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+	res, err := loadgen.ReadJSON(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].Case != "head" || strings.Join(res.Config.Cases, ",") != "put-1KiB,list-1000" {
+		t.Errorf("results: failed %+v, cases %v; want head failed, put-1KiB and list-1000 kept", res.Failed, res.Config.Cases)
+	}
+	if b := listBuckets(t, endpoint); strings.Contains(b, "coffer-bench-") {
+		t.Errorf("benchmark bucket left behind: %s", b)
 	}
 }
 
@@ -277,21 +331,65 @@ func TestBenchProfile(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "go tool pprof -http=: "+filepath.Join(out, "cpu.pprof")) {
 		t.Fatalf("coffer bench get --profile: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	for _, name := range []string{"cpu.pprof", "heap.pprof", "goroutine.pprof"} {
+	for _, name := range []string{"cpu.pprof", "allocs.pprof", "heap.pprof", "goroutine.pprof", "profile-top.txt"} {
 		if st, err := os.Stat(filepath.Join(out, name)); err != nil || st.Size() == 0 {
-			t.Errorf("%s: %v, want a non-empty profile", name, err)
+			t.Errorf("%s: %v, want a non-empty file", name, err)
 		}
 	}
-	// Without pprof on, the run fails rather than silently profiling nothing.
+	// The top functions of both profiles are printed and saved. The server
+	// runs in this process, so its handlers are among the allocators.
+	for _, re := range []string{
+		`(?m)^CPU \(` + regexp.QuoteMeta(filepath.Join(out, "cpu.pprof")) + `\): [0-9.]+s cpu in [0-9.]+s \([0-9]+% of one core\)\n +flat +flat% +cum +cum% +function\n +[0-9.]+s +[0-9.]+% +[0-9.]+s +[0-9.]+% +\S+\n`,
+		`(?m)^Allocations \(` + regexp.QuoteMeta(filepath.Join(out, "allocs.pprof")) + `\): [0-9.]+[KMG]?i?B alloc_space in [0-9.]+s\n +flat +flat% +cum +cum% +function\n`,
+		`(?m)%  github\.com/coffer-s3/coffer/internal/\S+$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("stdout does not match %s:\n%s", re, stdout)
+		}
+	}
+	if saved, err := os.ReadFile(filepath.Join(out, "profile-top.txt")); err != nil || !strings.Contains(stdout, string(saved)) {
+		t.Errorf("profile-top.txt (%v) is not what was printed:\n%s", err, saved)
+	}
+	// Each case of a cases run is profiled on its own.
+	out = t.TempDir()
+	code, stdout, stderr = runCLI(t, nil, "bench", "cases", "--target", "coffer=http://"+s.Addr(),
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", "2", "--cases", "head,list-1000",
+		"--profile", "--pprof", "http://"+s.PprofAddr(), "--out", out)
+	if code != 0 {
+		t.Fatalf("coffer bench cases --profile: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	for _, c := range []string{"head", "list-1000"} {
+		for _, name := range []string{"cpu.pprof", "allocs.pprof", "heap.pprof", "goroutine.pprof", "profile-top.txt"} {
+			if st, err := os.Stat(filepath.Join(out, c, name)); err != nil || st.Size() == 0 {
+				t.Errorf("case %s: %s: %v, want a non-empty file", c, name, err)
+			}
+		}
+		if !strings.Contains(stdout, "\nProfiles of case "+c+":\n\nCPU ("+filepath.Join(out, c, "cpu.pprof")+"): ") {
+			t.Errorf("no CPU top for case %s:\n%s", c, stdout)
+		}
+	}
+
+	// Without pprof on, the run fails before any work rather than
+	// silently profiling nothing.
 	code, stdout, stderr = runCLI(t, nil, "bench", "get", "--target", "coffer=http://"+s.Addr(),
 		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "10", "--workers", "2",
 		"--profile", "--pprof", "http://"+s.Addr(), "--out", t.TempDir())
-	if code != 1 || !strings.Contains(stderr, "profile cpu.pprof: GET http://"+s.Addr()+"/debug/pprof/profile?seconds=1") {
+	if code != 1 || !strings.Contains(stderr, "profile pprof index: GET http://"+s.Addr()+"/debug/pprof/: ") {
 		t.Errorf("--profile against the S3 port: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
-	code, _, stderr = runCLI(t, nil, "bench", "get", "--target", "c=http://x", "--access-key", "a", "--secret-key", "b", "--profile")
-	if code != 2 || !strings.Contains(stderr, "--profile needs --out") {
-		t.Errorf("--profile without --out: exit %d, stderr %q", code, stderr)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile"}, "--profile needs --out"},
+		{[]string{"--profile", "--out", t.TempDir(), "--profile-target", "d"}, `--profile-target "d" is not one of the targets`},
+		{[]string{"--profile-target", "c"}, "--profile-target needs --profile"},
+	} {
+		args := append([]string{"bench", "get", "--target", "c=http://x", "--access-key", "a", "--secret-key", "b"}, tc.args...)
+		code, _, stderr = runCLI(t, nil, args...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and %q", tc.args, code, stderr, tc.want)
+		}
 	}
 }
 

@@ -2,8 +2,11 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -40,6 +43,10 @@ type CasesConfig struct {
 	Cases    []string      // names from CaseNames; empty means all
 	Keep     bool
 	Progress MixedConfig // only its Progress and TTY are used
+
+	// Profile, if set, profiles every case as RunMixed does, into a
+	// directory of its own named after the case, below Profile.Dir.
+	Profile *Profiler
 }
 
 // CaseNames returns the names of the cases of `coffer bench cases`, in run order.
@@ -55,6 +62,14 @@ func CaseNames() []string {
 // bucket per target, and returns them as one result whose operations are
 // the cases. Operations a case needed besides its own (PUTs refilling a
 // delete case) are reported as "<case>:<OP>".
+//
+// A case that fails does not end the run: its error is recorded in the
+// results' Failed list and the next case runs. RunCases returns the
+// results of the cases that ran (nil if none did) together with an error
+// joining every failure. It stops early when ctx ends or a target cannot
+// be used at all (unreachable, or rejecting the credentials). Unknown case
+// names, and a profiler whose listener does not answer, fail before any
+// request is sent to a target.
 func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results, error) {
 	if cfg.Workers == 0 {
 		cfg.Workers = 16
@@ -71,25 +86,46 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 		for _, name := range cfg.Cases {
 			i := slices.IndexFunc(allCases, func(c benchCase) bool { return c.Name == name })
 			if i < 0 {
-				return nil, fmt.Errorf("unknown case %q (cases: %v)", name, CaseNames())
+				return nil, fmt.Errorf("unknown case %q (cases: %s)", name, strings.Join(CaseNames(), ", "))
 			}
 			selected = append(selected, allCases[i])
+		}
+	}
+	if cfg.Profile != nil {
+		if err := cfg.Profile.check(ctx); err != nil {
+			return nil, err // each case would fail the same way
 		}
 	}
 	out := &Results{
 		Version: ResultsVersion, Workload: "cases", Started: time.Now().UTC(),
 		Config: RunConfig{Workers: cfg.Workers, DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds},
 	}
+	var errs []error
+	fail := func(name string, err error) {
+		out.Failed = append(out.Failed, CaseFailure{Case: name, Error: err.Error()})
+		errs = append(errs, fmt.Errorf("case %s: %w", name, err))
+	}
 	cpu := make([]float64, len(targets)) // CPU µs summed over ops
 	for _, c := range selected {
 		mc := MixedConfig{
 			Size: c.Size, Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds,
-			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep,
+			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep, Label: c.Name,
 			Progress: cfg.Progress.Progress, TTY: cfg.Progress.TTY,
+		}
+		if cfg.Profile != nil {
+			p := *cfg.Profile
+			p.Dir = filepath.Join(p.Dir, c.Name)
+			mc.Profile = &p
 		}
 		res, err := RunSingle(ctx, c.Op, mc, targets)
 		if err != nil {
-			return nil, fmt.Errorf("case %s: %w", c.Name, err)
+			fail(c.Name, err) // with res set, the case ran but its clean-up failed
+		}
+		if res == nil {
+			if ctx.Err() != nil || errors.Is(err, errUnusable) {
+				break // every further case would fail the same way
+			}
+			continue
 		}
 		out.Config.Cases = append(out.Config.Cases, c.Name)
 		for i, t := range res.Targets {
@@ -120,7 +156,10 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 			out.Targets[i].ClientCPUPerOpMicros = cpu[i] / float64(ops)
 		}
 	}
-	return out, nil
+	if len(out.Config.Cases) == 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, errors.Join(errs...)
 }
 
 // opOf maps a RunSingle operation name to its op.

@@ -47,10 +47,13 @@ const unsignedPayload = "UNSIGNED-PAYLOAD"
 // client sends signed path-style requests to one target over a transport
 // of its own.
 type client struct {
-	t    Target
-	cred sigv4.Credentials
-	hc   *http.Client
-	tr   *http.Transport
+	t      Target
+	signer *sigv4.Signer // caches the signing key per date
+	// badSigner signs with a wrong secret, for the bad-signature
+	// operation.
+	badSigner *sigv4.Signer
+	hc        *http.Client
+	tr        *http.Transport
 }
 
 func newClient(t Target, conns int) *client {
@@ -62,11 +65,15 @@ func newClient(t Target, conns int) *client {
 	tr.MaxIdleConnsPerHost = conns + 4
 	tr.DisableCompression = true
 	tr.ResponseHeaderTimeout = 2 * time.Minute
+	cred := sigv4.Credentials{AccessKeyID: t.AccessKey, SecretKey: t.SecretKey}
+	bad := cred
+	bad.SecretKey += "-wrong"
 	return &client{
-		t:    t,
-		cred: sigv4.Credentials{AccessKeyID: t.AccessKey, SecretKey: t.SecretKey},
-		hc:   &http.Client{Transport: tr},
-		tr:   tr,
+		t:         t,
+		signer:    sigv4.NewSigner(cred, t.Region, "s3"),
+		badSigner: sigv4.NewSigner(bad, t.Region, "s3"),
+		hc:        &http.Client{Transport: tr},
+		tr:        tr,
 	}
 }
 
@@ -107,11 +114,11 @@ type s3ErrorBody struct {
 // "/bucket" or "/bucket/key" (already safe for a URL path), query a raw
 // query string. It returns the number of body bytes read.
 func (c *client) do(ctx context.Context, method, path, query string, body []byte, buf []byte) (int64, error) {
-	return c.doAs(ctx, c.cred, method, path, query, body, buf)
+	return c.doAs(ctx, c.signer, method, path, query, body, buf)
 }
 
-// doAs is do signing with cred.
-func (c *client) doAs(ctx context.Context, cred sigv4.Credentials, method, path, query string, body []byte, buf []byte) (int64, error) {
+// doAs is do signing with s.
+func (c *client) doAs(ctx context.Context, s *sigv4.Signer, method, path, query string, body []byte, buf []byte) (int64, error) {
 	u := c.t.URL + path
 	if query != "" {
 		u += "?" + query
@@ -124,13 +131,15 @@ func (c *client) doAs(ctx context.Context, cred sigv4.Credentials, method, path,
 	if err != nil {
 		return 0, err
 	}
-	sigv4.SignRequest(req, cred, c.t.Region, time.Now(), unsignedPayload)
+	if err := s.Sign(req, unsignedPayload, time.Now()); err != nil {
+		return 0, err
+	}
 	return c.send(ctx, req, buf)
 }
 
 // presignedGet GETs path through a URL presigned for 15 minutes.
 func (c *client) presignedGet(ctx context.Context, path string, buf []byte) (int64, error) {
-	u, err := sigv4.Presign(http.MethodGet, c.t.URL+path, c.cred, c.t.Region, time.Now(), 15*time.Minute)
+	u, err := c.signer.Presign(http.MethodGet, c.t.URL+path, time.Now(), 15*time.Minute)
 	if err != nil {
 		return 0, err
 	}
@@ -214,7 +223,9 @@ func (c *client) list(ctx context.Context, bucket, token string) (listPage, erro
 	if err != nil {
 		return listPage{}, err
 	}
-	sigv4.SignRequest(req, c.cred, c.t.Region, time.Now(), unsignedPayload)
+	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+		return listPage{}, err
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return listPage{}, &opError{Code: "ConnectionError", Message: connMessage(err)}
@@ -286,7 +297,9 @@ func (c *client) putPart(ctx context.Context, path, query string, body, buf []by
 	if err != nil {
 		return "", err
 	}
-	sigv4.SignRequest(req, c.cred, c.t.Region, time.Now(), unsignedPayload)
+	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+		return "", err
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return "", &opError{Code: "ConnectionError", Message: connMessage(err)}
@@ -313,7 +326,9 @@ func (c *client) doXML(ctx context.Context, method, path, query string, body []b
 	if err != nil {
 		return err
 	}
-	sigv4.SignRequest(req, c.cred, c.t.Region, time.Now(), unsignedPayload)
+	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+		return err
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

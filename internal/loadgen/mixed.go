@@ -52,14 +52,19 @@ type MixedConfig struct {
 
 	Keep bool // leave the benchmark buckets and their objects in place
 
+	// Label, if set, prefixes the progress lines (the case of `coffer
+	// bench cases`).
+	Label string
+
 	// Progress receives a status line every second; TTY makes it one line
 	// rewritten in place, otherwise a plain line is written every 5 s and
 	// at the end of each round.
 	Progress io.Writer
 	TTY      bool
 
-	// Profile, if set, captures a CPU profile over the measured rounds
-	// (at most 60 s of them) and a heap profile after them.
+	// Profile, if set, captures CPU and allocation profiles over the
+	// measured rounds of its target, and the heap and goroutines after
+	// the last round.
 	Profile *Profiler
 }
 
@@ -186,6 +191,20 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		}
 		seen[t.Name] = true
 	}
+	var prof *profiling
+	profiled := 0 // index of the profiled target
+	if cfg.Profile != nil {
+		if name := cfg.Profile.Target; name != "" {
+			profiled = slices.IndexFunc(targets, func(t Target) bool { return t.Name == name })
+			if profiled < 0 {
+				return nil, fmt.Errorf("profile: %q is not one of the targets", name)
+			}
+		}
+		if err := cfg.Profile.check(ctx); err != nil {
+			return nil, err
+		}
+		prof = &profiling{p: cfg.Profile}
+	}
 	// Multipart uploads send one part-sized payload repeatedly; the other
 	// objects (prepared ones included) are then part-sized too.
 	payload := make([]byte, cfg.Size)
@@ -213,7 +232,7 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		r := &targetRun{c: newClient(t, cfg.Workers), bucket: "coffer-bench-" + randomHex(6), size: cfg.Size}
 		if _, err := r.c.do(ctx, http.MethodPut, "/"+r.bucket, "", nil, make([]byte, 512)); err != nil {
 			r.c.close()
-			return nil, fmt.Errorf("target %s (%s): create bucket: %w", t.Name, t.URL, err)
+			return nil, fmt.Errorf("target %s (%s): create bucket: %w", t.Name, t.URL, unusable{err})
 		}
 		runs = append(runs, r)
 		if err := r.prepare(ctx, cfg, payload); err != nil {
@@ -221,28 +240,31 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		}
 	}
 	per := cfg.Duration / time.Duration(cfg.Rounds)
-	profErr := make(chan error, 1)
-	if cfg.Profile != nil {
-		d := min(cfg.Duration*time.Duration(len(runs)), time.Minute)
-		pctx, cancel := context.WithCancel(ctx)
-		defer cancel() // ends the capture if a round fails
-		go func() { profErr <- cfg.Profile.cpu(pctx, d) }()
-	} else {
-		profErr <- nil
-	}
 	for round := range cfg.Rounds {
-		for _, r := range runs {
+		for i, r := range runs {
 			label := fmt.Sprintf("%s round %d/%d", r.c.t.Name, round+1, cfg.Rounds)
-			if err := r.round(ctx, cfg, per, payload, label); err != nil {
+			if cfg.Label != "" {
+				label = cfg.Label + ": " + label
+			}
+			var capture *roundCapture
+			if prof != nil && i == profiled {
+				capture = prof.start(ctx, per)
+			}
+			err := r.round(ctx, cfg, per, payload, label)
+			if capture != nil {
+				if err != nil {
+					capture.abort()
+				} else {
+					err = prof.finish(capture)
+				}
+			}
+			if err != nil {
 				return nil, fmt.Errorf("target %s (%s): %w", r.c.t.Name, r.c.t.URL, err)
 			}
 		}
 	}
-	if err := <-profErr; err != nil {
-		return nil, err
-	}
-	if cfg.Profile != nil {
-		if err := cfg.Profile.memory(ctx); err != nil {
+	if prof != nil {
+		if err := prof.write(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -296,6 +318,18 @@ func (w *worker) newKey(id int) string {
 	w.seq++
 	return "obj-" + strconv.Itoa(id) + "-" + strconv.Itoa(w.seq)
 }
+
+// errUnusable marks the failure of a run's first request to a target,
+// CreateBucket: the target cannot be reached or rejects the credentials,
+// and every further run against it would fail the same way.
+var errUnusable = errors.New("target unusable")
+
+// unusable wraps an error of a target's first request; it matches
+// errUnusable and unwraps to its cause.
+type unusable struct{ err error }
+
+func (u unusable) Error() string   { return u.err.Error() }
+func (u unusable) Unwrap() []error { return []error{u.err, errUnusable} }
 
 // errTooManyErrors ends a round in which most requests fail.
 var errTooManyErrors = errors.New("more than half of the requests failed")
@@ -489,9 +523,7 @@ func (r *targetRun) one(ctx context.Context, w *worker, id, op int, payload []by
 		err = r.c.multipart(ctx, path, r.size, payload, w.buf)
 		n = r.size
 	case opBadSig:
-		bad := r.c.cred
-		bad.SecretKey += "-wrong"
-		_, err = r.c.doAs(ctx, bad, http.MethodGet, path, "", nil, w.buf)
+		_, err = r.c.doAs(ctx, r.c.badSigner, http.MethodGet, path, "", nil, w.buf)
 		if oe, ok := errors.AsType[*opError](err); ok && oe.Code == "SignatureDoesNotMatch" {
 			err = nil
 		} else if err == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -424,12 +425,85 @@ func TestRunCases(t *testing.T) {
 	}
 
 	// The fake accepts any signature: the bad-signature case must say so.
-	_, err = RunCases(t.Context(), CasesConfig{Workers: 2, Duration: time.Second, Cases: []string{"bad-signature"}}, []Target{target("a", srv.URL)})
-	if err == nil || !strings.Contains(err.Error(), "case bad-signature") || !strings.Contains(err.Error(), "BAD-SIGNATURE/BadSignatureAccepted") {
-		t.Errorf("bad-signature against a target accepting it: %v, want BadSignatureAccepted errors", err)
+	res, err = RunCases(t.Context(), CasesConfig{Workers: 2, Duration: time.Second, Cases: []string{"bad-signature"}}, []Target{target("a", srv.URL)})
+	if res != nil || err == nil || !strings.Contains(err.Error(), "case bad-signature") || !strings.Contains(err.Error(), "BAD-SIGNATURE/BadSignatureAccepted") {
+		t.Errorf("bad-signature against a target accepting it: %v, %v; want no results and BadSignatureAccepted errors", res, err)
 	}
-	if _, err := RunCases(t.Context(), CasesConfig{Cases: []string{"nope"}}, nil); err == nil || !strings.Contains(err.Error(), `unknown case "nope"`) {
-		t.Errorf("RunCases(nope) = %v, want unknown case", err)
+	if _, err := RunCases(t.Context(), CasesConfig{Cases: []string{"nope"}}, nil); err == nil || !strings.Contains(err.Error(), `unknown case "nope" (cases: put-1KiB, put-1MiB,`) {
+		t.Errorf("RunCases(nope) = %v, want unknown case and the list of cases", err)
+	}
+}
+
+// TestRunCasesKeepsResultsOfOthers checks that a failing case is reported
+// while the results of the cases around it are kept.
+func TestRunCasesKeepsResultsOfOthers(t *testing.T) {
+	t.Parallel()
+	f, srv := newFake(t)
+	var progress strings.Builder
+	cfg := CasesConfig{
+		Workers: 2, Duration: time.Second, Cases: []string{"head", "bad-signature", "list-1000"},
+		Progress: MixedConfig{Progress: &progress},
+	}
+	res, err := RunCases(t.Context(), cfg, []Target{target("a", srv.URL)})
+	if err == nil || !strings.Contains(err.Error(), "case bad-signature: target a ("+srv.URL+"): more than half of the requests failed: BAD-SIGNATURE/BadSignatureAccepted") {
+		t.Fatalf("RunCases error = %v, want the bad-signature case's failure", err)
+	}
+	if res == nil {
+		t.Fatal("RunCases returned no results; want those of head and list-1000")
+	}
+	var ops []string
+	for _, o := range res.Targets[0].Ops {
+		ops = append(ops, o.Op)
+		if o.Ops == 0 || o.Errors != 0 {
+			t.Errorf("%s: %d ops, %d errors", o.Op, o.Ops, o.Errors)
+		}
+	}
+	if want := []string{"head", "list-1000"}; !slices.Equal(ops, want) || !slices.Equal(res.Config.Cases, want) {
+		t.Errorf("operations %v, config cases %v; want %v", ops, res.Config.Cases, want)
+	}
+	if len(res.Failed) != 1 || res.Failed[0].Case != "bad-signature" || !strings.Contains(res.Failed[0].Error, "BadSignatureAccepted") {
+		t.Errorf("Failed = %+v, want bad-signature with its error", res.Failed)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, res, "", false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "\n## Failed cases\n") || !strings.Contains(md.String(), "- **bad-signature**: target a (") {
+		t.Errorf("report does not name the failed case:\n%s", md.String())
+	}
+	// Progress lines name the case.
+	for _, c := range cfg.Cases {
+		if !strings.Contains(progress.String(), c+": a round 1/1: done in ") {
+			t.Errorf("no progress line for case %s in %q", c, progress.String())
+		}
+	}
+	if nb, no := f.state(); nb != 0 || no != 0 {
+		t.Errorf("%d buckets and %d objects left, want none", nb, no)
+	}
+
+	// A target that cannot be used fails the first case, and no other is
+	// tried.
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	res, err = RunCases(t.Context(), CasesConfig{Workers: 2, Duration: time.Second, Cases: []string{"head", "delete"}}, []Target{target("gone", closed.URL)})
+	if res != nil || err == nil || !strings.Contains(err.Error(), "case head: target gone") || strings.Contains(err.Error(), "case delete") {
+		t.Errorf("RunCases against an unreachable target = %v, %v; want no results and the head case's error alone", res, err)
+	}
+
+	// So does a profiler whose listener does not answer, before any case.
+	f.mu.Lock()
+	before := maps.Clone(f.requests)
+	f.mu.Unlock()
+	cfg.Profile = &Profiler{URL: closed.URL, Dir: t.TempDir()}
+	res, err = RunCases(t.Context(), cfg, []Target{target("a", srv.URL)})
+	if res != nil || err == nil || !strings.HasPrefix(err.Error(), "profile pprof index: ") {
+		t.Errorf("RunCases with an unreachable pprof listener = %v, %v; want no results and the profiler's error alone", res, err)
+	}
+	f.mu.Lock()
+	after := maps.Clone(f.requests)
+	f.mu.Unlock()
+	if !maps.Equal(before, after) {
+		t.Errorf("the target saw requests %v → %v although the profiler check failed", before, after)
 	}
 }
 

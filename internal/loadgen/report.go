@@ -139,6 +139,12 @@ func WriteMarkdown(w io.Writer, res *Results, baseline string, charts bool) erro
 			res.Started.Format("2006-01-02 15:04:05 MST"), fmtSize(c.SizeBytes), c.Workers, c.DurationSeconds, c.Rounds, c.Objects,
 			strings.Join(weights, " / "), ref)
 	}
+	if len(res.Failed) > 0 {
+		b.WriteString("\n## Failed cases\n\nThese cases have no results (or, where they have, cleaning up after them failed):\n\n")
+		for _, f := range res.Failed {
+			fmt.Fprintf(&b, "- **%s**: %s\n", mdEscape(f.Case), mdEscape(strings.ReplaceAll(f.Error, "\n", "; ")))
+		}
+	}
 	for _, r := range ranked {
 		fmt.Fprintf(&b, "\n## %s\n\n", r.op)
 		b.WriteString("| Rank | Target | ops/s | MiB/s | p50 | p99 | ratio |\n|---:|---|---:|---:|---:|---:|---:|\n")

@@ -20,6 +20,16 @@ type Results struct {
 	Started  time.Time    `json:"started"`
 	Config   RunConfig    `json:"config"`
 	Targets  []TargetStat `json:"targets"`
+	// Failed lists the cases of a cases run that failed; the results of
+	// the others are in Targets. A case that is both here and in
+	// Config.Cases ran, but cleaning up after it failed.
+	Failed []CaseFailure `json:"failed,omitempty"`
+}
+
+// CaseFailure is a case of a cases run that failed, and why.
+type CaseFailure struct {
+	Case  string `json:"case"`
+	Error string `json:"error"`
 }
 
 // RunConfig records the settings of a run.
@@ -207,8 +217,10 @@ func Merge(runs []*Results) *Results {
 	}
 	out := *runs[0]
 	out.Targets = nil
+	out.Failed = nil
 	seen := map[string]int{}
 	for _, r := range runs {
+		out.Failed = append(out.Failed, r.Failed...)
 		for _, t := range r.Targets {
 			seen[t.Name]++
 			if n := seen[t.Name]; n > 1 {
