@@ -365,4 +365,3 @@ func TestIAM(t *testing.T) {
 }
 
 func sortedStrings(s ...string) []string { slices.Sort(s); return s }
-

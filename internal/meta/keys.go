@@ -14,10 +14,10 @@ import (
 const (
 	tableBucket  = 'b' // b bucket                              → bucket record
 	tableGarbage = 'g' // g time(8, BE) blobkey                 → garbage record
-	// tableIAM 'i' and tablePolicy 'y': see policy.go.
 	tableObject  = 'o' // o bucket 0x00 key                     → object record
 	tablePart    = 'p' // p uploadID partnumber(4, BE)          → part record
 	tableUpload  = 'u' // u bucket 0x00 key 0x00 uploadID       → upload record
+	// tableIAM 'i' and tablePolicy 'y' are declared in policy.go.
 )
 
 // UploadIDLen is the length of every upload ID: u keys are parsed from the

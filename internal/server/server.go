@@ -21,8 +21,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3api"
 	"github.com/coffer-s3/coffer/internal/sigv4"
