@@ -113,7 +113,7 @@ func Default() Config {
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},
 		Objects: objects.Config{
-			InlineThreshold: 128 << 10,
+			InlineThreshold: 32 << 10,
 			BlockSize:       8 << 20,
 			MaxObjectSize:   5 << 30,
 			GCInterval:      10 * time.Minute,

@@ -40,7 +40,7 @@ func settings(c *Config) []setting {
 		{name: "fsync", value: &boolValue{&c.Fsync},
 			usage: "fsync every acknowledged write; false is for benchmarks only and loses data on power failure"},
 		{name: "inline-threshold", value: &sizeValue{&c.Objects.InlineThreshold},
-			usage: "objects up to this size are stored inside their metadata record (at most 1MiB and block-size)"},
+			usage: "objects up to this size are stored in the metadata database, committed with their record in one batch (at most 1MiB and block-size)"},
 		{name: "block-size", value: &sizeValue{&c.Objects.BlockSize},
 			usage: "larger objects are cut into blocks of this size (64KiB to 1GiB)"},
 		{name: "max-object-size", value: &sizeValue{&c.Objects.MaxObjectSize},

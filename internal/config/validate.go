@@ -14,7 +14,7 @@ import (
 const (
 	minBlockSize          = 64 << 10 // smaller blocks multiply metadata and per-block overhead
 	maxBlockSize          = 1 << 30  // a block is buffered by some readers; keep it bounded
-	maxInlineThreshold    = 1 << 20  // inline data sits in the metadata record, read on every HEAD
+	maxInlineThreshold    = 1 << 20  // inline data is held in memory and rewritten by Pebble compactions
 	maxObjectSizeLimit    = 5 << 40  // S3's largest object
 	minRootAccessKeyLen   = 3
 	maxRootAccessKeyLen   = 128

@@ -24,7 +24,7 @@ func TestValidate(t *testing.T) {
 		{name: "block too small", mod: func(c *Config) { c.Objects.BlockSize = 32 << 10; c.Objects.InlineThreshold = 0 },
 			wantErr: "block-size: 32KiB is out of range: want 64KiB to 1GiB"},
 		{name: "block too large", mod: func(c *Config) { c.Objects.BlockSize = 2 << 30 }, wantErr: "block-size: 2GiB is out of range"},
-		{name: "inline above block", mod: func(c *Config) { c.Objects.BlockSize = 64 << 10 }, wantErr: "inline-threshold: 128KiB is larger than block-size 64KiB"},
+		{name: "inline above block", mod: func(c *Config) { c.Objects.InlineThreshold, c.Objects.BlockSize = 128<<10, 64<<10 }, wantErr: "inline-threshold: 128KiB is larger than block-size 64KiB"},
 		{name: "inline above max", mod: func(c *Config) { c.Objects.InlineThreshold = 1<<20 + 1 }, wantErr: "inline-threshold: 1048577 is larger than the maximum 1MiB"},
 		{name: "inline negative", mod: func(c *Config) { c.Objects.InlineThreshold = -1 }, wantErr: "inline-threshold: must not be negative"},
 		{name: "max object zero", mod: func(c *Config) { c.Objects.MaxObjectSize = 0 }, wantErr: "max-object-size: 0 is out of range"},

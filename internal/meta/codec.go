@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,19 @@ import (
 // allocation.
 const recordVersion = 1
 
+// Object records have versions of their own. Version 1 ended with the inline
+// data; version 2, written since the data moved to its own key (the d
+// table, see dataKey), ends after the blocks. Version 1 records are still
+// read, so a data directory written before the change keeps working; they
+// become version 2 when the object is next written.
+const (
+	objectV1      = 1
+	objectVersion = 2
+)
+
+// dataVersion is the version byte of an inline data value.
+const dataVersion = 1
+
 // errCorrupt is wrapped by every decoding error.
 var errCorrupt = errors.New("meta: corrupt record")
 
@@ -24,9 +38,11 @@ const (
 	// objectSummary stops after the checksum and skips the version ID:
 	// what a listing needs.
 	objectSummary objectDetail = iota
-	// objectLayout reads everything but the inline data: what GC needs.
+	// objectLayout reads everything but the inline data of a version 1
+	// record: what GC and a replacing write need.
 	objectLayout
-	// objectFull reads everything; Inline aliases the input.
+	// objectFull reads everything; for a version 1 record Inline aliases
+	// the input.
 	objectFull
 )
 
@@ -78,9 +94,10 @@ func appendBlocks(b []byte, bs []Block) []byte {
 	return b
 }
 
-// appendObject appends the encoding of o to b.
+// appendObject appends the encoding of o to b. o.Inline is not part of the
+// record: it is stored under the data key (appendData).
 func appendObject(b []byte, o *Object) []byte {
-	b = append(b, recordVersion)
+	b = append(b, objectVersion)
 	b = binary.AppendUvarint(b, 0) // flags, reserved
 	b = appendString(b, o.VersionID)
 	b = binary.AppendVarint(b, o.Size)
@@ -93,16 +110,22 @@ func appendObject(b []byte, o *Object) []byte {
 	for _, s := range o.PartSizes {
 		b = binary.AppendVarint(b, s)
 	}
-	b = appendBlocks(b, o.Blocks)
-	return appendBytes(b, o.Inline)
+	return appendBlocks(b, o.Blocks)
 }
 
-// decodeObject decodes an object record up to detail. With objectFull,
-// Inline aliases b.
+// decodeObject decodes an object record up to detail. With objectFull and
+// a version 1 record, Inline aliases b.
 func decodeObject(b []byte, detail objectDetail) (Object, error) {
+	o, _, err := decodeObjectVersion(b, detail)
+	return o, err
+}
+
+// decodeObjectVersion is decodeObject that also returns the record's
+// version.
+func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	var o Object
 	d := decoder{b: b}
-	d.version()
+	v := d.version(objectV1, objectVersion)
 	d.uvarint() // flags
 	if detail == objectSummary {
 		d.bytes() // listings do not need the version ID: skip the copy
@@ -114,7 +137,7 @@ func decodeObject(b []byte, detail objectDetail) (Object, error) {
 	o.Modified = d.time()
 	d.checksum(&o.Checksum)
 	if detail == objectSummary {
-		return o, d.err
+		return o, v, d.err
 	}
 	d.metadata(&o.Meta)
 	if n := d.count(); n > 0 {
@@ -125,12 +148,36 @@ func decodeObject(b []byte, detail objectDetail) (Object, error) {
 	}
 	o.Blocks = d.blocks()
 	if detail == objectLayout {
-		return o, d.err
+		return o, v, d.err
 	}
-	if in := d.bytes(); len(in) > 0 {
-		o.Inline = in
+	if v == objectV1 {
+		if in := d.bytes(); len(in) > 0 {
+			o.Inline = in
+		}
 	}
-	return o, d.end()
+	return o, v, d.end()
+}
+
+// appendDataHeader appends the head of the value stored under an object's
+// data key; the data bytes follow it. The head holds the version ID of the
+// record the data belongs to, which lets a reader that fetched the record
+// and then its data (two reads, not one snapshot) check that both are of
+// the same write.
+func appendDataHeader(b []byte, versionID string) []byte {
+	b = append(b, dataVersion)
+	return appendString(b, versionID)
+}
+
+// decodeData splits a data value into its version ID and the bytes, both
+// aliasing v.
+func decodeData(v []byte) (versionID, data []byte, err error) {
+	d := decoder{b: v}
+	d.version(dataVersion)
+	id := d.bytes()
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	return id, d.b, nil
 }
 
 func appendBucket(b []byte, x *Bucket) []byte {
@@ -219,16 +266,23 @@ func (d *decoder) fail(format string, args ...any) {
 	d.b = nil
 }
 
-func (d *decoder) version() {
+// version reads the version byte, which must be one of known (default
+// recordVersion), and returns it.
+func (d *decoder) version(known ...byte) byte {
 	if len(d.b) == 0 {
 		d.fail("empty")
-		return
+		return 0
 	}
-	if d.b[0] != recordVersion {
-		d.fail("unknown version %d", d.b[0])
-		return
+	if len(known) == 0 {
+		known = []byte{recordVersion}
+	}
+	v := d.b[0]
+	if bytes.IndexByte(known, v) < 0 {
+		d.fail("unknown version %d", v)
+		return 0
 	}
 	d.b = d.b[1:]
+	return v
 }
 
 func (d *decoder) uvarint() uint64 {

@@ -25,6 +25,7 @@ func TestCorruptRecords(t *testing.T) {
 	b := db.kv.newBatch()
 	b.set(bucketKey("bad"), bad)
 	b.set(objectKey(nil, "bkt", "k"), bad)
+	b.set(dataKey(nil, "bkt", "k"), bad)
 	b.set(uploadKey("bkt", "v", strings.Repeat("f", UploadIDLen)), bad)
 	b.set(partKey(id, 1), bad)
 	b.set(garbageKey(testTime, "b/x"), bad)
@@ -36,6 +37,7 @@ func TestCorruptRecords(t *testing.T) {
 		"Bucket":           func() error { _, err := db.Bucket(ctx, "bad"); return err }(),
 		"Buckets":          func() error { _, err := db.Buckets(ctx); return err }(),
 		"Object":           func() error { _, err := db.Object(ctx, "bkt", "k"); return err }(),
+		"ObjectData":       func() error { _, _, err := db.ObjectData(ctx, "bkt", "k", "v", nil); return err }(),
 		"UpdateObject":     db.UpdateObject(ctx, "bkt", "k", testTime, func(*Object) (*Object, error) { return nil, nil }),
 		"ListObjects":      func() error { _, _, err := db.ListObjects(ctx, "bkt", ListOptions{Limit: 10}); return err }(),
 		"ListUploads":      func() error { _, _, err := db.ListUploads(ctx, "bkt", UploadListOptions{Limit: 10}); return err }(),

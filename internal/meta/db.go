@@ -153,13 +153,41 @@ func (w *writer) close() {
 
 func (w *writer) commit() error { return w.b.commit(w.db.sync) }
 
-// setObject stores o under bucket/key.
-func (w *writer) setObject(bucket, key string, o *Object) {
+// putObject stores nw as bucket/key in place of old (nil if absent): the
+// record under the object key and nw.Inline under the data key, which a
+// replacing inline write simply overwrites. If nw has no inline data, old's
+// is deleted.
+func (w *writer) putObject(bucket, key string, old, nw *Object) {
 	k := objectKey((*w.buf)[:0], bucket, key)
-	v := appendObject(k, o)
+	v := appendObject(k, nw)
 	w.b.set(v[:len(k)], v[len(k):])
+	dk := dataKey(v[:0], bucket, key)
+	switch {
+	case len(nw.Inline) > 0:
+		v = appendDataHeader(dk, nw.VersionID)
+		w.b.setJoined(v[:len(dk)], v[len(dk):], nw.Inline)
+	case hasData(old):
+		v = dk
+		w.b.delete(dk)
+	}
 	*w.buf = v
 }
+
+// deleteObject deletes bucket/key, whose current record is old.
+func (w *writer) deleteObject(bucket, key string, old *Object) {
+	k := objectKey((*w.buf)[:0], bucket, key)
+	w.b.delete(k)
+	if hasData(old) {
+		k = dataKey(k[:0], bucket, key)
+		w.b.delete(k)
+	}
+	*w.buf = k
+}
+
+// hasData reports whether o (nil if absent) may have inline data under its
+// data key: it has bytes and no blocks. (A version 1 record kept its data
+// inside; deleting its absent data key is harmless.)
+func hasData(o *Object) bool { return o != nil && len(o.Blocks) == 0 && o.Size > 0 }
 
 // garbage queues blocks for deletion, except those kept (still referenced
 // by the record being written).

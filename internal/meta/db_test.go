@@ -48,6 +48,26 @@ func putObject(t testing.TB, db *DB, bucket, key string, o Object) {
 	}
 }
 
+// objectData returns the inline data of version v of bucket/key.
+func objectData(t testing.TB, db *DB, bucket, key, v string) []byte {
+	t.Helper()
+	data, _, err := db.ObjectData(context.Background(), bucket, key, v, nil)
+	if err != nil {
+		t.Fatalf("ObjectData(%s/%s, %s): %v", bucket, key, v, err)
+	}
+	return data
+}
+
+// hasDataKey reports whether bucket/key's data key exists.
+func hasDataKey(t testing.TB, db *DB, bucket, key string) bool {
+	t.Helper()
+	_, err := db.kv.get(dataKey(nil, bucket, key), nil)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
 func garbageKeys(t testing.TB, db *DB) []string {
 	t.Helper()
 	gs, err := db.Garbage(context.Background(), time.Now().Add(time.Hour), nil, 1000)
@@ -501,8 +521,11 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	db = openAt(t, dir)
 	o, err := db.Object(ctx, "bkt", "k")
-	if err != nil || string(o.Inline) != "abc" {
-		t.Errorf("after reopen: %+v, %v", o, err)
+	if err != nil || o.Size != 3 {
+		t.Fatalf("after reopen: %+v, %v", o, err)
+	}
+	if data := objectData(t, db, "bkt", "k", o.VersionID); string(data) != "abc" {
+		t.Errorf("data after reopen = %q, want abc", data)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 // byte order of the object key, whatever bytes the key holds.
 const (
 	tableBucket  = 'b' // b bucket                              → bucket record
+	tableData    = 'd' // d bucket 0x00 key                     → inline data of an object
 	tableGarbage = 'g' // g time(8, BE) blobkey                 → garbage record
 	tableObject  = 'o' // o bucket 0x00 key                     → object record
 	tablePart    = 'p' // p uploadID partnumber(4, BE)          → part record
@@ -47,6 +48,17 @@ func bucketPrefix(t byte, bucket string) []byte {
 // objectKey appends the key of bucket/key's object record to dst.
 func objectKey(dst []byte, bucket, key string) []byte {
 	dst = append(dst, tableObject)
+	dst = append(dst, bucket...)
+	dst = append(dst, 0)
+	return append(dst, key...)
+}
+
+// dataKey appends the key of bucket/key's inline data to dst. It mirrors
+// objectKey in its own table, so that record reads (HEAD, listings, the
+// read-modify-write of every overwrite and delete, the GC reference scan)
+// never load the data bytes, and the reference scan over [g, q) skips them.
+func dataKey(dst []byte, bucket, key string) []byte {
+	dst = append(dst, tableData)
 	dst = append(dst, bucket...)
 	dst = append(dst, 0)
 	return append(dst, key...)

@@ -26,6 +26,10 @@ type kv interface {
 // kvBatch is an atomic group of writes. Set and delete copy their arguments.
 type kvBatch interface {
 	set(key, value []byte)
+	// setJoined sets key to head followed by tail, copying each once: an
+	// inline object's data goes into the batch without being joined to
+	// its header in another buffer first.
+	setJoined(key, head, tail []byte)
 	delete(key []byte)
 	// commit applies the batch atomically; with sync it returns only once
 	// the batch is durable. Concurrent synced commits share one fsync.

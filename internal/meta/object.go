@@ -10,58 +10,108 @@ import (
 
 // Object returns the record of bucket/key, or ErrNotFound. It does not tell
 // a missing bucket from a missing key; callers that need to ask Bucket.
-// Inline aliases a fresh copy of the stored value.
+// The inline data is not read (Inline is nil): ObjectData reads it.
 func (db *DB) Object(ctx context.Context, bucket, key string) (Object, error) {
-	o, _, err := db.ObjectBuf(ctx, bucket, key, nil)
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	var o Object
+	found, err := db.readObject(bucket, key, &o)
+	if err == nil && !found {
+		err = ErrNotFound
+	}
 	return o, err
 }
 
-// ObjectBuf is Object reading into buf's memory: the record's Inline
+// errMissingData is wrapped by ObjectData when a current record's data key
+// is missing or holds another version's bytes: corruption, or a bug.
+var errMissingData = errors.New("meta: inline data missing")
+
+// ObjectData reads the inline data of version versionID of bucket/key, a
+// record without blocks that Object returned, into buf's memory: data
 // aliases the returned buffer (buf, grown if needed), which the caller may
-// reuse once it no longer needs Inline. Every other field is a copy. The
-// buffer is returned on error too.
-func (db *DB) ObjectBuf(ctx context.Context, bucket, key string, buf []byte) (Object, []byte, error) {
+// reuse once it no longer needs data. The buffer is returned on error too.
+//
+// Record and data are two reads, not one snapshot, so the object may have
+// been replaced or deleted in between: then ObjectData returns ErrNotFound
+// and the caller reads the record again. It never returns the bytes of
+// another version: the data key holds the version ID of its record.
+func (db *DB) ObjectData(ctx context.Context, bucket, key, versionID string, buf []byte) (data, b []byte, err error) {
 	if err := ctx.Err(); err != nil {
-		return Object{}, buf, err
+		return nil, buf, err
 	}
-	v, err := db.kv.get(objectKey(nil, bucket, key), buf)
+	v, err := db.kv.get(dataKey(nil, bucket, key), buf)
+	switch {
+	case err == nil:
+		id, data, err := decodeData(v)
+		if err != nil {
+			return nil, v, fmt.Errorf("meta: data of %s/%s: %w", bucket, key, err)
+		}
+		if string(id) == versionID {
+			return data, v, nil
+		}
+	case !errors.Is(err, ErrNotFound):
+		return nil, v, fmt.Errorf("meta: read data of %s/%s: %w", bucket, key, err)
+	}
+	// The data key holds another version, or none: either the record
+	// changed since the caller read it, or it is a version 1 record, which
+	// holds its data itself.
+	v, err = db.kv.get(objectKey(nil, bucket, key), v)
 	if err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			err = fmt.Errorf("meta: read object %s/%s: %w", bucket, key, err)
 		}
-		return Object{}, v, err
+		return nil, v, err
 	}
-	o, err := decodeObject(v, objectFull)
-	if err != nil {
-		return Object{}, v, fmt.Errorf("meta: object %s/%s: %w", bucket, key, err)
+	o, ver, err := decodeObjectVersion(v, objectFull)
+	switch {
+	case err != nil:
+		return nil, v, fmt.Errorf("meta: object %s/%s: %w", bucket, key, err)
+	case o.VersionID != versionID:
+		return nil, v, ErrNotFound
+	case ver == objectV1:
+		return o.Inline, v, nil
 	}
-	return o, v, nil
+	return nil, v, fmt.Errorf("meta: object %s/%s version %s: %w", bucket, key, versionID, errMissingData)
 }
 
-// object reads the layout of bucket/key (everything but the inline data),
-// returning nil if it does not exist. It reads into a pooled buffer, so
-// replacing a large inline object does not allocate a copy of it.
+// object reads the record of bucket/key without its inline data, returning
+// nil if it does not exist.
 func (db *DB) object(bucket, key string) (*Object, error) {
+	o := new(Object)
+	found, err := db.readObject(bucket, key, o)
+	if !found {
+		return nil, err
+	}
+	return o, err
+}
+
+// readObject reads the record of bucket/key without its inline data into
+// o, reporting whether it exists. The value is read into a pooled buffer,
+// so that a version 1 record's inline data is not copied out of the store
+// into fresh memory.
+func (db *DB) readObject(bucket, key string, o *Object) (found bool, err error) {
 	bp := db.getBuf()
 	defer db.putBuf(bp)
 	v, err := db.kv.get(objectKey(nil, bucket, key), *bp)
 	*bp = v
 	if errors.Is(err, ErrNotFound) {
-		return nil, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("meta: read object %s/%s: %w", bucket, key, err)
+		return false, fmt.Errorf("meta: read object %s/%s: %w", bucket, key, err)
 	}
-	o, err := decodeObject(v, objectLayout)
-	if err != nil {
-		return nil, fmt.Errorf("meta: object %s/%s: %w", bucket, key, err)
+	if *o, err = decodeObject(v, objectLayout); err != nil {
+		return false, fmt.Errorf("meta: object %s/%s: %w", bucket, key, err)
 	}
-	return &o, nil
+	return true, nil
 }
 
 // UpdateFunc decides the new record of an object from the current one (nil
-// if absent; its Inline data is not read). It returns the record to store, or nil to delete the object,
-// or an error to abort without writing. It runs under the object's lock, so
+// if absent; its Inline data is not read). It returns the record to store
+// (its Inline data, if any, is stored under the data key in the same
+// batch), or nil to delete the object, or an error to abort without
+// writing. It runs under the object's lock, so
 // it must be quick and do no I/O; it must not retain or modify old.
 type UpdateFunc func(old *Object) (*Object, error)
 
@@ -99,9 +149,9 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	w := db.newWriter(now)
 	defer w.close()
 	if nw != nil {
-		w.setObject(bucket, key, nw)
+		w.putObject(bucket, key, old, nw)
 	} else {
-		w.b.delete(objectKey(nil, bucket, key))
+		w.deleteObject(bucket, key, old)
 	}
 	if old != nil {
 		w.garbage(old.VersionID, old.Blocks, blockSet(nw))
@@ -158,7 +208,7 @@ func (db *DB) DeleteObjects(ctx context.Context, bucket string, keys []string, n
 		if old == nil {
 			continue
 		}
-		w.b.delete(objectKey(nil, bucket, k))
+		w.deleteObject(bucket, k, old)
 		w.garbage(old.VersionID, old.Blocks, nil)
 		n++
 	}

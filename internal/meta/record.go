@@ -36,8 +36,9 @@ type Block struct {
 	Size int64
 }
 
-// Object is an object record. An object's data is either Inline or the
-// concatenation of Blocks; an empty object has neither.
+// Object is an object record. An object's data is either inline (stored
+// under its data key, beside the record) or the concatenation of Blocks; an
+// empty object has neither.
 type Object struct {
 	// VersionID identifies this write of the object; it is new on every
 	// write. Garbage entries carry it so that GC can tell whether a reader
@@ -50,7 +51,9 @@ type Object struct {
 	Meta      Metadata
 	PartSizes []int64 // sizes of the parts of a multipart object; nil otherwise
 	Blocks    []Block
-	Inline    []byte
+	// Inline is the data of an inline object when writing it. Reads of the
+	// record leave it nil: ObjectData reads the data.
+	Inline []byte
 }
 
 // Upload is a multipart upload in progress.

@@ -217,7 +217,7 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	}
 	w := db.newWriter(now)
 	defer w.close()
-	w.setObject(bucket, key, nw)
+	w.putObject(bucket, key, old, nw)
 	keep := blockSet(nw)
 	if old != nil {
 		w.garbage(old.VersionID, old.Blocks, keep)

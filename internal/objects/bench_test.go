@@ -96,6 +96,46 @@ func BenchmarkGetObject(b *testing.B) {
 	}
 }
 
+// BenchmarkHeadObject reads an object's description, as HEAD and the
+// read-modify-write of an overwrite or delete do: for an inline object it
+// must not cost more than for a block object of the same size.
+func BenchmarkHeadObject(b *testing.B) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		inline int64
+	}{{"inline", 128 << 10}, {"blocks", 1 << 10}} {
+		b.Run("size=100KiB/data="+tc.name, func(b *testing.B) {
+			e := newEnvSync(b, Config{InlineThreshold: tc.inline}, true)
+			e.put(b, "k", randBytes(100<<10, 1))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.s.HeadObject(ctx, "bkt", "k", GetOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDeleteObject deletes a 100 KiB inline object and writes it
+// again; the PUT is not timed. Sync is off, so that the CPU cost of the
+// delete shows rather than its fsync.
+func BenchmarkDeleteObject(b *testing.B) {
+	ctx := context.Background()
+	e := newEnvSync(b, Config{InlineThreshold: 128 << 10}, false)
+	data := randBytes(100<<10, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		e.put(b, "k", data)
+		b.StartTimer()
+		if err := e.s.DeleteObject(ctx, "bkt", "k"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkListObjects100k lists a bucket of 100,000 keys (100 prefixes of
 // 1,000) in pages of 1,000, without and with a delimiter.
 func BenchmarkListObjects100k(b *testing.B) {

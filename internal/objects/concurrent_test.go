@@ -14,19 +14,35 @@ import (
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
-// TestOverwriteAtomicity overwrites one key with multi-block bodies while
-// readers read it and GC runs with no grace: every read must return exactly
-// one of the bodies written, whole, with that body's ETag.
+// TestOverwriteAtomicity overwrites one key while readers read it and GC
+// runs with no grace: every read must return exactly one of the bodies
+// written, whole, with that body's ETag. With multi-block bodies (and one
+// inline) readers race GC for the blocks; with inline bodies of several
+// sizes they race the overwrite between reading the record and its data.
 func TestOverwriteAtomicity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size func(i int) int
+	}{
+		{"blocks", func(i int) int {
+			if i == 0 {
+				return 300 // one inline body among the block ones
+			}
+			return 5*testBlock + i*777
+		}},
+		{"inline", func(i int) int { return 1 + i*testInline/8 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testOverwriteAtomicity(t, tc.size) })
+	}
+}
+
+func testOverwriteAtomicity(t *testing.T, size func(int) int) {
 	e := newEnv(t)
 	const nBodies, writers, readers, rounds = 6, 3, 4, 25
 	bodies := make(map[string][]byte) // ETag → body
 	var list [][]byte
 	for i := range nBodies {
-		b := randBytes(5*testBlock+i*777, uint64(100+i))
-		if i == 0 {
-			b = b[:300] // one inline body among the block ones
-		}
+		b := randBytes(size(i), uint64(100+i))
 		bodies[md5Hex(b)] = b
 		list = append(list, b)
 	}

@@ -56,20 +56,9 @@ func (s *Service) open(ctx context.Context, bucket, key string, o openOptions) (
 }
 
 // openOnce is one attempt of open; retry reports that the object changed
-// before its reader could register.
+// before its data could be read or its reader could register.
 func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOptions, res string) (obj *Object, retry bool, err error) {
-	// The record is read into a pooled buffer. Only inline data aliases
-	// it: the buffer goes back to the pool at once unless an inline Body
-	// serves from it, in which case the Body's Close returns it.
-	bufp := s.inlineBufs.Get().(*[]byte)
-	keep := false
-	defer func() {
-		if !keep {
-			s.putReadBuf(bufp)
-		}
-	}()
-	rec, buf, err := s.db.ObjectBuf(ctx, bucket, key, *bufp)
-	*bufp = buf
+	rec, err := s.db.Object(ctx, bucket, key)
 	if err != nil {
 		if !errors.Is(err, meta.ErrNotFound) {
 			return nil, false, fmt.Errorf("read object %s: %w", res, err)
@@ -95,8 +84,14 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		return obj, false, nil
 	}
 	if len(rec.Blocks) == 0 {
-		keep = true
-		obj.Body = newInlineBody(rec.Inline[sp.start:sp.start+sp.length], func() { s.putReadBuf(bufp) })
+		body, err := s.inlineBody(ctx, bucket, key, &rec, sp)
+		switch {
+		case err != nil:
+			return nil, false, err
+		case body == nil: // replaced or deleted since rec was read
+			return nil, true, nil
+		}
+		obj.Body = body
 		return obj, false, nil
 	}
 	// Register as a reader of this version, then make sure it is still
@@ -104,8 +99,7 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 	// GC sees the reader before it may delete the version's blocks. If it
 	// changed, the caller starts over with the new version.
 	release := s.readers.acquire(rec.VersionID)
-	cur, buf, err := s.db.ObjectBuf(ctx, bucket, key, (*bufp)[:0])
-	*bufp = buf
+	cur, err := s.db.Object(ctx, bucket, key)
 	if err == nil && cur.VersionID == rec.VersionID {
 		obj.Body = s.newBlockReader(ctx, rec.Blocks, sp.start, sp.length, release)
 		return obj, false, nil
@@ -117,10 +111,31 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 	return nil, true, nil
 }
 
-// putReadBuf returns a record buffer to the pool unless a record larger
-// than any inline object's grew it.
+// inlineBody reads the data of inline record rec into a pooled buffer and
+// returns a Body serving span sp of it, which returns the buffer on Close.
+// It returns nil and no error if the object changed since rec was read.
+func (s *Service) inlineBody(ctx context.Context, bucket, key string, rec *meta.Object, sp span) (*inlineBody, error) {
+	bufp := s.inlineBufs.Get().(*[]byte)
+	data, buf, err := s.db.ObjectData(ctx, bucket, key, rec.VersionID, *bufp)
+	*bufp = buf
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		s.putReadBuf(bufp)
+		return nil, nil
+	case err != nil:
+		s.putReadBuf(bufp)
+		return nil, fmt.Errorf("read object %s/%s: %w", bucket, key, err)
+	case int64(len(data)) != rec.Size:
+		s.putReadBuf(bufp)
+		return nil, fmt.Errorf("object %s/%s has %d bytes of inline data, its record says %d", bucket, key, len(data), rec.Size)
+	}
+	return newInlineBody(data[sp.start:sp.start+sp.length], func() { s.putReadBuf(bufp) }), nil
+}
+
+// putReadBuf returns a data buffer to the pool unless a value larger than
+// any inline object's grew it.
 func (s *Service) putReadBuf(bufp *[]byte) {
-	if int64(cap(*bufp)) > s.cfg.InlineThreshold+recordSlack {
+	if int64(cap(*bufp)) > s.cfg.InlineThreshold+dataSlack {
 		return
 	}
 	*bufp = (*bufp)[:0]

@@ -22,10 +22,11 @@ import (
 // NotImplemented (If-None-Match other than *), and any error body's Read
 // returned (passed through; nothing is committed).
 //
-// The data is durable before the record commits: inline in the record for
-// small objects, else in blocks the store has synced. Preconditions are
-// checked before the body is read (to fail fast) and again atomically with
-// the commit.
+// The data is durable before the record commits: inline, in the commit's
+// batch, for small objects, else in blocks the store has synced. The bucket
+// and the preconditions are checked atomically with the commit; before
+// reading a body bound for blocks, or for a conditional write, they are
+// also checked up front, to fail fast.
 func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput, body io.Reader) (ObjectInfo, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
@@ -50,18 +51,39 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 	if err != nil {
 		return ObjectInfo{}, err
 	}
-	if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
-		return ObjectInfo{}, err
+	// A body that is stored inline is read whole before anything is
+	// written, so a missing bucket costs little to find at the commit,
+	// which checks it anyway, atomically; a larger body goes to blocks,
+	// and is not streamed into a bucket that is not there.
+	prechecked := in.Cond.set() || in.Size > s.cfg.InlineThreshold
+	if prechecked {
+		if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
+			return ObjectInfo{}, err
+		}
 	}
 	data, err := s.ingest(ctx, body, in.Size, d.alg, false, res)
-	if err != nil {
-		return ObjectInfo{}, err
+	if err == nil {
+		if err = d.verify(data.md5[:], data.sum); err != nil {
+			s.discard(ctx, data)
+		}
 	}
-	if err := d.verify(data.md5[:], data.sum); err != nil {
-		s.discard(ctx, data)
+	if err != nil {
+		if !prechecked {
+			// Report a missing bucket before a bad body, as the
+			// precheck would have.
+			err = s.bucketOr(ctx, bucket, err)
+		}
 		return ObjectInfo{}, err
 	}
 	return s.commit(ctx, bucket, key, in.Cond, s.newRecord(in.Size, in.Meta, d.alg, data), data)
+}
+
+// bucketOr returns NoSuchBucket if bucket does not exist, else err.
+func (s *Service) bucketOr(ctx context.Context, bucket string, err error) error {
+	if berr := s.checkBucket(ctx, bucket); berr != nil && s3err.Is(berr, s3err.NoSuchBucket) {
+		return berr
+	}
+	return err
 }
 
 // precheck fails a write early, before its body is read, if the bucket is

@@ -112,6 +112,11 @@ func TestPutObjectErrors(t *testing.T) {
 		wantMsg string // if set, the message
 	}{
 		{name: "no bucket", bucket: "nope", in: PutInput{Size: 5}, want: s3err.NoSuchBucket},
+		{name: "no bucket blocks", bucket: "nope", body: bytes.NewReader(big), in: PutInput{Size: int64(len(big))}, want: s3err.NoSuchBucket},
+		{name: "no bucket before bad digest", bucket: "nope", in: PutInput{Size: 5, ContentMD5: md5B64([]byte("other"))}, want: s3err.NoSuchBucket},
+		{name: "no bucket before short body", bucket: "nope", in: PutInput{Size: 6}, want: s3err.NoSuchBucket},
+		{name: "no bucket before body error", bucket: "nope", body: &errBody{bytes.NewReader(small), 2, sigErr}, in: PutInput{Size: 5}, want: s3err.NoSuchBucket},
+		{name: "no bucket conditional", bucket: "nope", in: PutInput{Size: 5, Cond: WriteConditions{IfNoneMatch: "*"}}, want: s3err.NoSuchBucket},
 		{name: "key too long", key: strings.Repeat("k", 1025), in: PutInput{Size: 5}, want: s3err.KeyTooLongError},
 		{name: "empty key", key: "", in: PutInput{Size: 5}, want: s3err.InvalidArgument},
 		{name: "invalid utf-8 key", key: "a\xffb", in: PutInput{Size: 5}, want: s3err.InvalidArgument},
@@ -269,7 +274,7 @@ func TestNewValidatesConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{InlineThreshold: 128 << 10, BlockSize: 8 << 20, MaxObjectSize: 5 << 30, MinPartSize: 5 << 20,
+	want := Config{InlineThreshold: 32 << 10, BlockSize: 8 << 20, MaxObjectSize: 5 << 30, MinPartSize: 5 << 20,
 		GCInterval: DefaultGCInterval, GCGrace: DefaultGCGrace}
 	got := s.cfg
 	got.Clock = nil
