@@ -228,13 +228,27 @@ func TestBenchSingleOps(t *testing.T) {
 	}
 }
 
+// TestBenchCases runs every case of coffer bench cases for about a second
+// against an in-process Coffer: the small ones with two workers, the large
+// ones (64 MiB objects, a 256 MiB multipart upload) with one, so that under
+// -race each still completes an operation or two.
 func TestBenchCases(t *testing.T) {
-	t.Parallel()
+	for _, tc := range []struct{ name, cases, workers string }{
+		{"small", "put-1KiB,get-1KiB,put-1MiB,get-1MiB,head,list-1000,delete,presigned-get,bad-signature", "2"},
+		{"large", "put-64MiB,get-64MiB,multipart-256MiB", "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testBenchCases(t, tc.cases, tc.workers)
+		})
+	}
+}
+
+func testBenchCases(t *testing.T, cases, workers string) {
 	endpoint := startCoffer(t)
 	out := t.TempDir()
-	cases := "put-1KiB,get-1MiB,head,list-1000,delete,presigned-get,bad-signature"
 	code, stdout, stderr := runCLI(t, nil, "bench", "cases", "--target", "coffer="+endpoint,
-		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", "2", "--cases", cases, "--out", out)
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", workers, "--cases", cases, "--out", out)
 	if code != 0 {
 		t.Fatalf("coffer bench cases: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
