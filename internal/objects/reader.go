@@ -193,12 +193,18 @@ func (r *blockReader) closeCur() error {
 	return err
 }
 
-// WriteTo streams the rest of the range to w block by block with a pooled
-// buffer (or w's ReadFrom, which lets the HTTP server use sendfile for a
-// file-backed block).
+// WriteTo streams the rest of the range to w block by block. A block
+// reader that is an io.WriterTo writes itself: fsblob's hands its file to
+// w's ReadFrom, so an http.ResponseWriter sends the block with sendfile(2)
+// and the bytes never pass through user space. Others are copied with a
+// pooled buffer.
 func (r *blockReader) WriteTo(w io.Writer) (int64, error) {
-	bufp := r.s.copyBufs.Get().(*[]byte)
-	defer r.s.copyBufs.Put(bufp)
+	var bufp *[]byte
+	defer func() {
+		if bufp != nil {
+			r.s.copyBufs.Put(bufp)
+		}
+	}()
 	var total int64
 	for r.err == nil && r.left > 0 {
 		if r.cur == nil {
@@ -207,13 +213,28 @@ func (r *blockReader) WriteTo(w io.Writer) (int64, error) {
 				break
 			}
 		}
-		n, err := io.CopyBuffer(w, io.LimitReader(r.cur, r.curLeft), *bufp)
+		var (
+			n   int64
+			err error
+		)
+		if wt, ok := r.cur.(io.WriterTo); ok {
+			// blob.Store.Get returns a reader of at most the curLeft
+			// bytes asked for, so it needs no limit around it.
+			n, err = wt.WriteTo(w)
+		} else {
+			if bufp == nil {
+				bufp = r.s.copyBufs.Get().(*[]byte)
+			}
+			n, err = io.CopyBuffer(w, io.LimitReader(r.cur, r.curLeft), *bufp)
+		}
 		total += n
 		r.curLeft -= n
 		r.left -= n
 		switch {
 		case err != nil:
 			r.err = err
+		case r.curLeft < 0:
+			r.err = fmt.Errorf("block store returned %d bytes more than asked for", -r.curLeft)
 		case r.curLeft > 0:
 			r.err = fmt.Errorf("block ends %d bytes early: %w", r.curLeft, io.ErrUnexpectedEOF)
 		default:

@@ -39,6 +39,28 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// ReadFrom passes src to the underlying writer's ReadFrom when it has one:
+// net/http's sends an *os.File (or an io.LimitedReader over one) with
+// sendfile(2), which is how a GET of a block object reaches the socket
+// without passing through user space (objects' block reader and fsblob's
+// Reader hand their files down to here).
+func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	var (
+		n   int64
+		err error
+	)
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(src)
+	} else {
+		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, src)
+	}
+	w.written += n
+	return n, err
+}
+
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
