@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/memlimit"
 	"github.com/coffer-s3/coffer/internal/server"
 )
 
@@ -34,6 +36,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	log := newLogger(stderr, cfg.Log)
 	if cfg.File != "" {
 		log.Info("config file read", "path", cfg.File)
+	}
+	// In a container with a memory limit, let the Go runtime collect
+	// harder near it rather than be OOM-killed (GOMEMLIMIT overrides).
+	if d, err := memlimit.ApplyFromSystem(debug.SetMemoryLimit); err != nil {
+		log.Warn("cannot read the cgroup memory limit", "err", err)
+	} else if d.Set {
+		log.Info("Go memory limit set from the cgroup", "limit_bytes", d.Limit, "reason", d.Reason)
 	}
 	s, err := server.New(cfg, log, stdout)
 	if err != nil {
