@@ -227,6 +227,28 @@ func (c *Client) GC(ctx context.Context, in GCRequest) (GCResult, error) {
 	return out, err
 }
 
+// Buckets lists the buckets the Client's key may see, with their usage.
+func (c *Client) Buckets(ctx context.Context) ([]BucketInfo, error) {
+	var out BucketList
+	err := c.call(ctx, http.MethodGet, apiPath("buckets"), nil, nil, &out)
+	return out.Buckets, err
+}
+
+// Bucket describes one bucket with its usage.
+func (c *Client) Bucket(ctx context.Context, name string) (BucketInfo, error) {
+	var out BucketInfo
+	err := c.call(ctx, http.MethodGet, apiPath("buckets", name), nil, nil, &out)
+	return out, err
+}
+
+// CheckUsage has the server recount every bucket's usage and compare it
+// with the recorded usage, and with in.Repair correct what differs.
+func (c *Client) CheckUsage(ctx context.Context, in UsageCheckRequest) (UsageCheckResult, error) {
+	var out UsageCheckResult
+	err := c.call(ctx, http.MethodPost, apiPath("usage", "check"), nil, in, &out)
+	return out, err
+}
+
 // WhoAmI returns who the server takes the Client's key for.
 func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
 	var out WhoAmI

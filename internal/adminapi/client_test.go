@@ -90,6 +90,18 @@ func TestClientRoundTrip(t *testing.T) {
 		{"DetachPolicy", func(ctx context.Context, c *Client) (any, error) {
 			return nil, c.DetachPolicy(ctx, "p1", iam.Target{Group: "devs"})
 		}, "DetachPolicy(p1, user=, group=devs)", nil},
+		{"Buckets", func(ctx context.Context, c *Client) (any, error) { return c.Buckets(ctx) }, "BucketsUsage()",
+			[]BucketInfo{
+				{Name: "photos", Created: testTime, Usage: Usage{Objects: 3, Bytes: 3 << 20, Uploads: 1, PartBytes: 5 << 20}, Public: true},
+				{Name: "private", Region: "eu-west-1", Created: testTime, Usage: Usage{Objects: 1, Bytes: 10}},
+			}},
+		{"Bucket", func(ctx context.Context, c *Client) (any, error) { return c.Bucket(ctx, "private") }, "BucketUsage(private)",
+			BucketInfo{Name: "private", Region: "eu-west-1", Created: testTime, Usage: Usage{Objects: 1, Bytes: 10}}},
+		{"CheckUsage", func(ctx context.Context, c *Client) (any, error) {
+			r, err := c.CheckUsage(ctx, UsageCheckRequest{})
+			r.DurationSeconds = 0
+			return r, err
+		}, "CheckUsage(false)", UsageCheckResult{Buckets: 2, Mismatches: []UsageMismatch{}}},
 		{"WhoAmI", func(ctx context.Context, c *Client) (any, error) { return c.WhoAmI(ctx) }, "",
 			WhoAmI{AccessKey: "ROOTKEY", Root: true}},
 		{"GC", func(ctx context.Context, c *Client) (any, error) {

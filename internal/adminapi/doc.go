@@ -1,6 +1,6 @@
 // Package adminapi is Coffer's administration API: a JSON-over-HTTP
 // interface to the users, access keys, groups and policies of package iam
-// and to garbage collection, served on the S3 listener under PathPrefix,
+// to buckets and their usage, and to garbage collection, served on the S3 listener under PathPrefix,
 // and the Go client that the `coffer admin` command uses.
 //
 // # Transport
@@ -54,10 +54,23 @@
 //	DELETE /policies/{name}             admin:DeletePolicy      → 204
 //	POST   /policies/{name}/attach      admin:AttachPolicy      AttachRequest → 204
 //	POST   /policies/{name}/detach      admin:DetachPolicy      AttachRequest → 204
+//	GET    /buckets                     s3:ListAllMyBuckets     → BucketList
+//	GET    /buckets/{name}              s3:ListAllMyBuckets     → BucketInfo
 //	POST   /gc                          admin:RunGC             GCRequest → GCResult
+//	POST   /usage/check                 admin:RunGC             UsageCheckRequest → UsageCheckResult
 //	GET    /whoami                      (authentication only)   → WhoAmI
 //
 // Path segments are percent-decoded; names are validated by iam.
+//
+// The bucket endpoints answer with what a bucket holds (objects, bytes,
+// multipart uploads and their part bytes), counted exactly by the metadata
+// store. Like S3's ListBuckets, which needs s3:ListAllMyBuckets, they show
+// only the buckets the caller may see (iam.CanSeeBucket: root sees all, a
+// user those its policies or theirs let it list or read); asking for
+// another is AccessDenied whether or not it exists. POST /usage/check
+// recounts every bucket from its records and reports (and with "repair"
+// corrects) any difference; it is a maintenance pass like GC, so it needs
+// admin:RunGC.
 //
 // # Errors
 //
@@ -72,13 +85,14 @@
 //	403 InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed, …
 //	                             authentication failures, as S3 reports them
 //	404 NoSuchEntity             iam.ErrNotFound
+//	404 NoSuchBucket             GET /buckets/{name} of a bucket that does not exist
 //	404 NoSuchRoute              no endpoint at this path
 //	405 MethodNotAllowed         the path exists, the method does not (see Allow)
 //	409 EntityAlreadyExists      iam.ErrExists
 //	409 DeleteConflict           iam.ErrInUse
 //	413 EntityTooLarge           a body over MaxBodySize
 //	500 InternalError            anything else; the detail is logged, not sent
-//	501 NotImplemented           garbage collection is not available
+//	501 NotImplemented           garbage collection or bucket information is not available
 //
 // The Client returns every error response as an *Error.
 package adminapi

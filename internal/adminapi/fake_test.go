@@ -39,9 +39,13 @@ type fakeBackend struct {
 	allow   map[iam.Action]bool // actions the user key may perform
 	err     error               // returned by every management call if set
 	authErr error               // returned by Authorize if set
+	visible map[string]bool     // buckets the user key may see
+	checked *objects.UsageCheck // what CheckUsage returns
 }
 
-func newFakeBackend() *fakeBackend { return &fakeBackend{allow: map[iam.Action]bool{}} }
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{allow: map[iam.Action]bool{}, visible: map[string]bool{"photos": true}}
+}
 
 var _ Backend = (*fakeBackend)(nil)
 
@@ -92,6 +96,60 @@ func (f *fakeBackend) Authorize(_ context.Context, rq iam.Request) error {
 		return nil
 	}
 	return s3err.New(s3err.AccessDenied, "")
+}
+
+func (f *fakeBackend) CanSeeBucket(p iam.Principal, bucket string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return p.Root || f.visible[bucket]
+}
+
+// The fake also serves as the Buckets of the fixture's Handler. It knows
+// two buckets: photos, public by its policy, and private. The policy reads
+// are not recorded as calls: they only complete the usage read.
+var (
+	fakeBuckets = []objects.BucketUsage{
+		{Bucket: objects.Bucket{Name: "photos", Created: testTime}, Usage: objects.Usage{Objects: 3, Bytes: 3 << 20, Uploads: 1, PartBytes: 5 << 20}},
+		{Bucket: objects.Bucket{Name: "private", Region: "eu-west-1", Created: testTime}, Usage: objects.Usage{Objects: 1, Bytes: 10}},
+	}
+	publicPolicy = []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*"}]}`)
+)
+
+var _ Buckets = (*fakeBackend)(nil)
+
+func (f *fakeBackend) BucketsUsage(context.Context) ([]objects.BucketUsage, error) {
+	return fakeBuckets, f.record("BucketsUsage()")
+}
+
+func (f *fakeBackend) BucketUsage(_ context.Context, name string) (objects.BucketUsage, error) {
+	if err := f.record("BucketUsage(%s)", name); err != nil {
+		return objects.BucketUsage{}, err
+	}
+	for _, b := range fakeBuckets {
+		if b.Name == name {
+			return b, nil
+		}
+	}
+	return objects.BucketUsage{}, s3err.New(s3err.NoSuchBucket, name)
+}
+
+func (f *fakeBackend) BucketPolicy(_ context.Context, bucket string) ([]byte, error) {
+	if bucket == "photos" {
+		return publicPolicy, nil
+	}
+	return nil, s3err.New(s3err.NoSuchBucketPolicy, bucket)
+}
+
+func (f *fakeBackend) BucketPolicies(context.Context) (map[string][]byte, error) {
+	return map[string][]byte{"photos": publicPolicy}, nil
+}
+
+func (f *fakeBackend) CheckUsage(_ context.Context, repair bool) (objects.UsageCheck, error) {
+	c := objects.UsageCheck{Buckets: 2}
+	if f.checked != nil {
+		c = *f.checked
+	}
+	return c, f.record("CheckUsage(%t)", repair)
 }
 
 func (f *fakeBackend) user(name string) iam.UserInfo {
@@ -245,6 +303,7 @@ func newFixture(t *testing.T) *fixture {
 		IAM:          f.be,
 		Verifier:     sigv4.NewVerifier(sigv4.Config{}, f.be),
 		GC:           f.gc.run,
+		Buckets:      f.be,
 		Logger:       slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewRequestID: func() string { return "REQ1" },
 	})

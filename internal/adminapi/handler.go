@@ -32,6 +32,9 @@ import (
 type Backend interface {
 	Principal(accessKeyID string) iam.Principal
 	Authorize(ctx context.Context, rq iam.Request) error
+	// CanSeeBucket reports whether bucket belongs in p's bucket listings,
+	// as for S3's ListBuckets.
+	CanSeeBucket(p iam.Principal, bucket string) bool
 
 	CreateUser(ctx context.Context, name string) (iam.NewKey, error)
 	Users(ctx context.Context) ([]iam.UserInfo, error)
@@ -73,6 +76,9 @@ type Deps struct {
 	// GC runs one garbage-collection pass keeping blobs younger than
 	// grace, as objects.Service.GC does. Nil makes POST /gc answer 501.
 	GC func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	// Buckets answers the bucket and usage endpoints. Nil makes them
+	// answer 501.
+	Buckets Buckets
 	// Logger receives failures (Error, for 500s) and request detail
 	// (Debug). Required.
 	Logger *slog.Logger
@@ -87,6 +93,7 @@ type Handler struct {
 	iam      Backend
 	verifier *sigv4.Verifier
 	gc       func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	buckets  Buckets
 	log      *slog.Logger
 	newID    func() string
 	routes   []route
@@ -108,7 +115,7 @@ func New(d Deps) (*Handler, error) {
 	case d.Logger == nil:
 		return nil, errors.New("adminapi: no logger")
 	}
-	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, log: d.Logger, newID: d.NewRequestID}
+	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, buckets: d.Buckets, log: d.Logger, newID: d.NewRequestID}
 	if h.newID == nil {
 		h.newID = newRequestIDs()
 	}
@@ -207,11 +214,7 @@ func (h *Handler) serve(rq *request) (any, error) {
 	if rq.ep.action != "" {
 		err := h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: rq.ep.action, Cond: conditions(r, res)})
 		if s3err.Is(err, s3err.AccessDenied) {
-			who := "access key " + rq.principal.AccessKeyID
-			if rq.principal.User != "" {
-				who = "user " + rq.principal.User
-			}
-			return nil, errorf(http.StatusForbidden, CodeAccessDenied, "%s is not allowed to perform %s", who, rq.ep.action)
+			return nil, errorf(http.StatusForbidden, CodeAccessDenied, "%s is not allowed to perform %s", who(rq.principal), rq.ep.action)
 		}
 		if err != nil {
 			return nil, err

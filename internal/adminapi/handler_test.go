@@ -74,6 +74,14 @@ var endpointCases = []struct {
 		wantCall: "DetachPolicy(p1, user=, group=devs)"},
 	{endpoint: "RunGC", method: "POST", path: "/gc", body: `{"graceSeconds":60}`, wantStatus: 200,
 		wantJSON: `{"graceSeconds":60,"scanned":7,"deleted":3,"deletedBytes":300,"expiredUploads":1,"durationSeconds":"*"}`},
+	{endpoint: "ListBuckets", method: "GET", path: "/buckets", wantStatus: 200, wantCall: "BucketsUsage()",
+		wantJSON: `{"buckets":[` +
+			`{"name":"photos","created":"2025-01-02T03:04:05Z","objects":3,"bytes":3145728,"uploads":1,"partBytes":5242880,"public":true},` +
+			`{"name":"private","region":"eu-west-1","created":"2025-01-02T03:04:05Z","objects":1,"bytes":10,"uploads":0,"partBytes":0,"public":false}]}`},
+	{endpoint: "GetBucket", method: "GET", path: "/buckets/photos", wantStatus: 200, wantCall: "BucketUsage(photos)",
+		wantJSON: `{"name":"photos","created":"2025-01-02T03:04:05Z","objects":3,"bytes":3145728,"uploads":1,"partBytes":5242880,"public":true}`},
+	{endpoint: "CheckUsage", method: "POST", path: "/usage/check", body: `{"repair":true}`, wantStatus: 200, wantCall: "CheckUsage(true)",
+		wantJSON: `{"buckets":2,"mismatches":[],"repaired":0,"durationSeconds":"*"}`},
 	{endpoint: "WhoAmI", method: "GET", path: "/whoami", wantStatus: 200, wantJSON: `{"accessKey":"ROOTKEY","user":"","root":true}`},
 }
 
@@ -163,7 +171,8 @@ var wantActions = map[string]iam.Action{
 	"DeleteGroup": "admin:DeleteGroup", "UpdateGroupMembers": "admin:UpdateGroupMembers",
 	"ListPolicies": "admin:ListPolicies", "PutPolicy": "admin:CreatePolicy", "GetPolicy": "admin:GetPolicy",
 	"DeletePolicy": "admin:DeletePolicy", "AttachPolicy": "admin:AttachPolicy", "DetachPolicy": "admin:DetachPolicy",
-	"RunGC":  "admin:RunGC",
+	"ListBuckets": "s3:ListAllMyBuckets", "GetBucket": "s3:ListAllMyBuckets",
+	"RunGC": "admin:RunGC", "CheckUsage": "admin:RunGC",
 	"WhoAmI": "",
 }
 
@@ -260,7 +269,7 @@ func TestRouting(t *testing.T) {
 		wantAllow            string
 		wantCall             string
 	}{
-		{name: "unknown collection", method: "GET", target: BasePath + "/buckets", wantStatus: 404, wantCode: CodeNoSuchRoute, wantMsg: "no admin API endpoint at /_coffer/admin/v1/buckets"},
+		{name: "unknown collection", method: "GET", target: BasePath + "/volumes", wantStatus: 404, wantCode: CodeNoSuchRoute, wantMsg: "no admin API endpoint at /_coffer/admin/v1/volumes"},
 		{name: "other version", method: "GET", target: PathPrefix + "v2/users", wantStatus: 404, wantCode: CodeNoSuchRoute, wantMsg: "version 1 is under /_coffer/admin/v1/"},
 		{name: "base", method: "GET", target: BasePath, wantStatus: 404, wantCode: CodeNoSuchRoute},
 		{name: "trailing slash", method: "GET", target: BasePath + "/users/", wantStatus: 404, wantCode: CodeNoSuchRoute},

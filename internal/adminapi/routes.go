@@ -61,7 +61,11 @@ var endpoints = []endpoint{
 	{"AttachPolicy", http.MethodPost, "policies/{}/attach", "admin:AttachPolicy", bodyJSON, (*Handler).attachPolicy},
 	{"DetachPolicy", http.MethodPost, "policies/{}/detach", "admin:DetachPolicy", bodyJSON, (*Handler).detachPolicy},
 
+	{"ListBuckets", http.MethodGet, "buckets", iam.ListAllMyBuckets, bodyNone, (*Handler).listBuckets},
+	{"GetBucket", http.MethodGet, "buckets/{}", iam.ListAllMyBuckets, bodyNone, (*Handler).getBucket},
+
 	{"RunGC", http.MethodPost, "gc", "admin:RunGC", bodyJSON, (*Handler).runGC},
+	{"CheckUsage", http.MethodPost, "usage/check", "admin:RunGC", bodyJSON, (*Handler).checkUsage},
 	{"WhoAmI", http.MethodGet, "whoami", "", bodyNone, (*Handler).whoAmI},
 }
 

@@ -142,6 +142,66 @@ type GCResult struct {
 	DurationSeconds float64 `json:"durationSeconds"`
 }
 
+// Usage is what a bucket holds, counted exactly (it changes in the same
+// atomic commit as the records it counts). Sizes are logical: the bytes
+// clients stored.
+type Usage struct {
+	Objects int64 `json:"objects"`
+	Bytes   int64 `json:"bytes"` // sum of the objects' sizes
+	// Uploads are the multipart uploads in progress, and PartBytes the
+	// bytes of their uploaded parts: stored, but in no object yet.
+	Uploads   int64 `json:"uploads"`
+	PartBytes int64 `json:"partBytes"`
+}
+
+// BucketInfo describes a bucket and what it holds: the response of GET
+// /buckets/{name}, and an item of GET /buckets.
+type BucketInfo struct {
+	Name string `json:"name"`
+	// Region is the LocationConstraint the bucket was created with; ""
+	// means the server's region.
+	Region  string    `json:"region,omitempty"`
+	Created time.Time `json:"created"`
+	Usage
+	// Public is true if the bucket's policy grants anything to everyone
+	// (as S3's GetBucketPolicyStatus reports it).
+	Public bool `json:"public"`
+}
+
+// BucketList is the response of GET /buckets: the buckets the caller may
+// see, in name order.
+type BucketList struct {
+	Buckets []BucketInfo `json:"buckets"`
+}
+
+// UsageCheckRequest is the body of POST /usage/check; the body may also be
+// empty.
+type UsageCheckRequest struct {
+	// Repair corrects the usage of the buckets found wrong, holding off
+	// each one's writes while it is recounted.
+	Repair bool `json:"repair,omitempty"`
+}
+
+// UsageCheckResult is the response of POST /usage/check.
+type UsageCheckResult struct {
+	Buckets         int             `json:"buckets"`    // buckets checked
+	Mismatches      []UsageMismatch `json:"mismatches"` // none when usage is right
+	Repaired        int             `json:"repaired"`
+	DurationSeconds float64         `json:"durationSeconds"`
+}
+
+// UsageMismatch is a bucket whose recorded usage differs from a recount
+// of its records.
+type UsageMismatch struct {
+	Bucket  string `json:"bucket"`
+	Stored  Usage  `json:"stored"`
+	Counted Usage  `json:"counted"`
+	// Problem says what is wrong besides the numbers, if anything (a
+	// corrupt or missing value, usage or records of a bucket that does not
+	// exist).
+	Problem string `json:"problem,omitempty"`
+}
+
 // WhoAmI is the response of GET /whoami: who signed the request.
 type WhoAmI struct {
 	AccessKey string `json:"accessKey"`

@@ -56,7 +56,7 @@ type rule struct {
 var rules = []rule{
 	{
 		name:   "leaf packages import nothing of ours but s3err",
-		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize", "internal/policy"},
+		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize", "internal/policy", "internal/memlimit", "internal/version"},
 		forbid: []string{mod + "internal/"},
 		except: nil,
 	},
@@ -76,7 +76,7 @@ var rules = []rule{
 		forbid: []string{"net/http", mod + "internal/meta", mod + "internal/objects", mod + "internal/blob", mod + "internal/s3api", mod + "internal/sigv4"},
 	},
 	{
-		name:   "the admin API reaches storage only through iam and the GC function it is given",
+		name:   "the admin API reaches storage only through iam, the object service and the GC function it is given",
 		from:   []string{"internal/adminapi"},
 		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/s3api"},
 	},
@@ -84,6 +84,19 @@ var rules = []rule{
 		name:   "the HTTP layer reaches storage only through the object service",
 		from:   []string{"internal/s3api"},
 		forbid: []string{mod + "internal/meta", mod + "internal/blob", "github.com/cockroachdb/pebble"},
+	},
+	{
+		name: "metrics sees requests only through s3api's records, never storage or the wiring",
+		from: []string{"internal/metrics"},
+		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/objects", mod + "internal/iam",
+			mod + "internal/sigv4", mod + "internal/adminapi", mod + "internal/server", mod + "internal/cli", mod + "internal/config",
+			"github.com/cockroachdb/pebble"},
+	},
+	{
+		name:   "the Prometheus client stays inside metrics",
+		from:   []string{""},
+		forbid: []string{"github.com/prometheus"},
+		except: []string{"internal/metrics"},
 	},
 	{
 		name:   "pebble stays inside meta",

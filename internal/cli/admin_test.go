@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/blob/memblob"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 	"github.com/google/go-cmp/cmp"
@@ -105,6 +107,7 @@ type adminServer struct {
 	verifier *sigv4.Verifier
 	env      map[string]string // root credentials and the endpoint
 	graces   chan time.Duration
+	objects  *objects.Service // the buckets the admin API describes
 }
 
 func newAdminServer(t *testing.T) *adminServer {
@@ -114,7 +117,16 @@ func newAdminServer(t *testing.T) *adminServer {
 		t.Fatal(err)
 	}
 	v := sigv4.NewVerifier(sigv4.Config{CacheSize: -1}, iamKeyring{m})
-	s := &adminServer{verifier: v, graces: make(chan time.Duration, 10)}
+	db, err := meta.Open(meta.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	svc, err := objects.New(objects.Config{}, db, memblob.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &adminServer{verifier: v, graces: make(chan time.Duration, 10), objects: svc}
 	h, err := adminapi.New(adminapi.Deps{
 		IAM:      m,
 		Verifier: v,
@@ -122,7 +134,8 @@ func newAdminServer(t *testing.T) *adminServer {
 			s.graces <- grace
 			return objects.GCStats{Scanned: 12, Deleted: 2, DeletedBytes: 2048}, nil
 		},
-		Logger: slog.New(slog.DiscardHandler),
+		Buckets: svc,
+		Logger:  slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

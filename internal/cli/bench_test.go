@@ -38,7 +38,7 @@ func startCoffer(t *testing.T, extra ...string) string {
 // until the test ends.
 func startServer(t *testing.T, extra ...string) *server.Server {
 	t.Helper()
-	args := append([]string{"--storage-path", t.TempDir(), "--address", "127.0.0.1:0", "--gc-interval", "0"}, extra...)
+	args := append([]string{"--storage-path", t.TempDir(), "--address", "127.0.0.1:0", "--console-address", "127.0.0.1:0", "--gc-interval", "0"}, extra...)
 	env := map[string]string{"COFFER_ROOT_ACCESS_KEY": benchAK, "COFFER_ROOT_SECRET_KEY": benchSK}
 	cfg, err := config.Load(args, func(k string) string { return env[k] })
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -65,32 +63,6 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-func TestVersionString(t *testing.T) {
-	t.Parallel()
-	bi := &debug.BuildInfo{
-		Main:     debug.Module{Version: "v0.3.0"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}},
-	}
-	for _, tc := range []struct {
-		name string
-		v    string
-		bi   *debug.BuildInfo
-		want string
-	}{
-		{name: "linker wins", v: "v1.2.3", bi: bi, want: `^coffer v1\.2\.3 \(go\S+ \S+/\S+, 0123456789ab-dirty\)$`},
-		{name: "module version", bi: bi, want: `^coffer v0\.3\.0 \(go\S+ \S+/\S+, 0123456789ab-dirty\)$`},
-		{name: "devel", bi: &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, want: `^coffer devel \(go\S+ \S+/\S+\)$`},
-		{name: "no build info", want: `^coffer devel \(go\S+ \S+/\S+\)$`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := versionString(tc.v, tc.bi)
-			if !regexp.MustCompile(tc.want).MatchString(got) {
-				t.Errorf("versionString = %q, want it to match %s", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestAdminGC(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -128,7 +100,7 @@ func TestServe(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--storage-path", dir}, &out, &errb, func(string) string { return "" })
+		done <- run(ctx, []string{"serve", "--address", "127.0.0.1:0", "--console-address", "127.0.0.1:0", "--storage-path", dir}, &out, &errb, func(string) string { return "" })
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(errb.String(), "serving S3") {

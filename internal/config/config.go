@@ -49,6 +49,11 @@ type Config struct {
 	// Address is the host:port the S3 API listens on.
 	Address string
 
+	// ConsoleAddress is the host:port of the ops listener, which serves
+	// /metrics, /healthz and /readyz (and, later, the web console). ""
+	// disables it, and with it the collection of metrics.
+	ConsoleAddress string
+
 	// ShutdownTimeout bounds how long a stopping server waits for requests
 	// in flight before it closes their connections.
 	ShutdownTimeout time.Duration
@@ -107,6 +112,7 @@ func Default() Config {
 	return Config{
 		StoragePath:     "./data",
 		Address:         "127.0.0.1:6789",
+		ConsoleAddress:  "127.0.0.1:6790",
 		ShutdownTimeout: 30 * time.Second,
 		Fsync:           true,
 		Blob:            Blob{Kind: BlobFS},

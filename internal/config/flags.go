@@ -31,6 +31,8 @@ func settings(c *Config) []setting {
 			usage: "data directory: metadata, blobs and generated root credentials live under it"},
 		{name: "address", value: &stringValue{&c.Address},
 			usage: "host:port the S3 API listens on"},
+		{name: "console-address", value: &stringValue{&c.ConsoleAddress},
+			usage: "host:port of the ops listener (/metrics, /healthz, /readyz; later the web console); \"\" disables it; metrics are served nowhere else, so keep it on loopback or a private network"},
 		{name: "region", value: &stringValue{&c.S3.Region},
 			usage: "region the server reports and that request signatures must name"},
 		{name: "domain", value: &stringValue{&c.S3.Domain},

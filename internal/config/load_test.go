@@ -83,6 +83,17 @@ func TestLoadPrecedence(t *testing.T) {
 			},
 		},
 		{
+			name: "console off in the file",
+			file: "console-address = \"\"\n",
+			want: func(c *Config) { c.ConsoleAddress = "" },
+		},
+		{
+			name: "console off by flag",
+			env:  map[string]string{"COFFER_CONSOLE_ADDRESS": "127.0.0.1:7000"},
+			args: []string{"--console-address", ""},
+			want: func(c *Config) { c.ConsoleAddress = "" },
+		},
+		{
 			name: "empty env is unset",
 			file: "region = \"eu-west-1\"\n",
 			env:  map[string]string{"COFFER_REGION": ""},
@@ -96,7 +107,7 @@ func TestLoadPrecedence(t *testing.T) {
 				"COFFER_BLOCK_SIZE": "1GiB", "COFFER_MAX_OBJECT_SIZE": "5TiB", "COFFER_GC_INTERVAL": "1s",
 				"COFFER_GC_GRACE": "2s", "COFFER_SHUTDOWN_TIMEOUT": "0s", "COFFER_LOG_LEVEL": "ERROR",
 				"COFFER_LOG_FORMAT": "json", "COFFER_ACCESS_LOG_SAMPLE": "1", "COFFER_PPROF": "true",
-				"COFFER_PPROF_HOST": "::1", "COFFER_PPROF_PORT": "7070",
+				"COFFER_PPROF_HOST": "::1", "COFFER_PPROF_PORT": "7070", "COFFER_CONSOLE_ADDRESS": "[::1]:7071",
 				"COFFER_ROOT_ACCESS_KEY": "rootkey", "COFFER_ROOT_SECRET_KEY": "rootsecret",
 			},
 			want: func(c *Config) {
@@ -106,6 +117,7 @@ func TestLoadPrecedence(t *testing.T) {
 				c.Objects.GCInterval, c.Objects.GCGrace, c.ShutdownTimeout = time.Second, 2*time.Second, 0
 				c.Log = Log{Level: slog.LevelError, Format: LogJSON, AccessLogSample: 1}
 				c.Pprof = Pprof{Enabled: true, Host: "::1", Port: 7070}
+				c.ConsoleAddress = "[::1]:7071"
 				c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "rootsecret"
 			},
 		},

@@ -87,7 +87,10 @@ name (` + "`--pprof`" + `) or ` + "`--pprof=false`" + `; the variable takes ` + 
 
 **Limits checked at start-up.** ` + "`block-size`" + ` is 64KiB to 1GiB; ` + "`inline-threshold`" + ` is at
 most 1MiB and at most ` + "`block-size`" + `; ` + "`max-object-size`" + ` is at most 5TiB; the pprof
-listener may not share the S3 port; ` + "`region`" + ` is lowercase letters, digits and dashes.
+and console listeners may not share the S3 port or each other's; ` + "`region`" + ` is lowercase letters,
+digits and dashes. The ops listener (` + "`console-address`" + `) is turned off with
+` + "`--console-address \"\"`" + ` or ` + "`console-address = \"\"`" + ` in the file (an empty environment variable
+counts as unset); docs/observability.md describes what it serves.
 
 ## Root credentials
 

@@ -48,6 +48,20 @@ func (c Config) Validate() error {
 			add("pprof-port", fmt.Errorf("%d is also the S3 port (address %s)", c.Pprof.Port, c.Address))
 		}
 	}
+	if c.ConsoleAddress != "" {
+		if err := checkHostPort(c.ConsoleAddress); err != nil {
+			add("console-address", err)
+		} else {
+			host, port, _ := net.SplitHostPort(c.ConsoleAddress)
+			switch {
+			case port == "0":
+			case samePort(c.Address, port) && sameHost(c.Address, host):
+				add("console-address", fmt.Errorf("port %s is also the S3 port (address %s)", port, c.Address))
+			case c.Pprof.Enabled && port == strconv.Itoa(c.Pprof.Port) && sameHost(c.ConsoleAddress, c.Pprof.Host):
+				add("console-address", fmt.Errorf("port %s is also the pprof port", port))
+			}
+		}
+	}
 	if _, ok := levelNames[strings.ToLower(c.Log.Level.String())]; !ok {
 		add("log-level", fmt.Errorf("invalid log level %q: want debug, info, warn or error", c.Log.Level))
 	}
@@ -137,6 +151,12 @@ func checkHostPort(addr string) error {
 func sameHost(addr, host string) bool {
 	h, _, _ := net.SplitHostPort(addr)
 	return h == host || h == "" || host == "" || h == "0.0.0.0" || host == "0.0.0.0" || h == "::" || host == "::"
+}
+
+// samePort reports whether addr (host:port) has the given port.
+func samePort(addr, port string) bool {
+	_, p, err := net.SplitHostPort(addr)
+	return err == nil && p == port
 }
 
 func checkPort(n int) error {

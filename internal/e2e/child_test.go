@@ -103,7 +103,7 @@ func startChild(t *testing.T, dir string, extra ...string) *child {
 	var lastOut string
 	for attempt := 0; attempt < 5; attempt++ {
 		addr := freeAddr(t)
-		args := append([]string{"serve", "--storage-path", dir, "--address", addr}, extra...)
+		args := append([]string{"serve", "--storage-path", dir, "--address", addr, "--console-address", "127.0.0.1:0"}, extra...)
 		c := &child{t: t, dir: dir, addr: addr, endpoint: "http://" + addr, out: &syncBuffer{}, done: make(chan struct{})}
 		c.cmd = exec.Command(bin, args...)
 		c.cmd.Env = childEnv(t.TempDir(),

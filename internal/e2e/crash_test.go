@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/coffer-s3/coffer/internal/adminapi"
 )
 
 // Settings of the crash test's server: small blocks and inline threshold
@@ -372,6 +374,7 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		}
 		state = got
+		checkUsageAfterCrash(t, srv.endpoint, c, bucket, fmt.Sprint("round ", round))
 	}
 	t.Logf("%d rounds: %d acknowledged writes, %d unacknowledged at the kill", rounds, acked, unacked)
 	if acked < rounds*10 {
@@ -400,11 +403,40 @@ func TestCrashRecovery(t *testing.T) {
 				}
 			}
 		}
+		checkUsageAfterCrash(t, srv.endpoint, c, bucket, fmt.Sprint("after GC pass ", pass))
 		if pass == 0 {
 			abortAll(t, c, bucket)
 		}
 	}
 	srv.stop()
+}
+
+// checkUsageAfterCrash checks that the usage the server keeps for bucket
+// survived the kills exactly: it equals a recount of what S3 shows (the
+// listed objects, the uploads left in progress and their parts), and the
+// server's own recount of its records finds no difference.
+func checkUsageAfterCrash(t *testing.T, endpoint string, c *s3.Client, bucket, when string) {
+	t.Helper()
+	ac, err := adminapi.NewClient(endpoint, testAccessKey, testSecretKey, testRegion, newHTTPClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bi, err := ac.Bucket(t.Context(), bucket)
+	if err != nil {
+		t.Fatalf("%s: admin Bucket(%s): %v", when, bucket, err)
+	}
+	if want := visibleUsage(t, c, bucket); bi.Usage != want {
+		t.Errorf("%s: usage of %s = %+v, but S3 shows %+v", when, bucket, bi.Usage, want)
+	} else {
+		t.Logf("%s: usage %+v, as S3 shows", when, bi.Usage)
+	}
+	res, err := ac.CheckUsage(t.Context(), adminapi.UsageCheckRequest{})
+	if err != nil {
+		t.Fatalf("%s: admin CheckUsage: %v", when, err)
+	}
+	if len(res.Mismatches) > 0 {
+		t.Errorf("%s: the server's recount differs from its usage: %+v", when, res.Mismatches)
+	}
 }
 
 // TestLedgerCandidates checks the crash test's oracle on hand-made

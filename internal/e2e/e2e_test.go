@@ -94,6 +94,7 @@ var inProcessArgs = []string{
 	"--gc-interval", "0", // 0 disables background GC (the config rejects -1s)
 	"--block-size", "1MiB",
 	"--inline-threshold", "128KiB",
+	"--console-address", "127.0.0.1:0", // the default port would clash between parallel servers
 }
 
 // startServer starts a server on 127.0.0.1:0 over a fresh t.TempDir(). extra

@@ -46,6 +46,48 @@ func BenchmarkCommitObject(b *testing.B) {
 	})
 }
 
+// BenchmarkCommitObjectNoSync is BenchmarkCommitObject with Sync off: the
+// CPU cost of a commit, which the fsync hides. Keys ascend, as time-ordered
+// keys (logs, backups) do, so a PUT's read of its own absent key skips
+// every sstable whose key range ends below it.
+func BenchmarkCommitObjectNoSync(b *testing.B) {
+	ctx := context.Background()
+	rec := Object{VersionID: "0123456789abcdef", Size: 1024, ETag: "0123456789abcdef0123456789abcdef",
+		Modified: testTime, Meta: Metadata{ContentType: "application/octet-stream"}, Inline: make([]byte, 1024)}
+	put := func(db *DB, k string) error {
+		return db.UpdateObject(ctx, "bkt", k, testTime, func(*Object) (*Object, error) { return &rec, nil })
+	}
+	b.Run("serial", func(b *testing.B) {
+		db := openTest(b)
+		db.sync = false
+		mustCreateBucket(b, db, "bkt")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			if err := put(db, fmt.Sprint("k", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		db := openTest(b)
+		db.sync = false
+		mustCreateBucket(b, db, "bkt")
+		b.ReportAllocs()
+		b.SetParallelism(8)
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := put(db, fmt.Sprint("k", n.Add(1))); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
+
 // BenchmarkList100k lists a bucket of 100,000 keys (100 "directories" of
 // 1,000 keys) in pages of 1,000: a full walk without a delimiter, and with
 // "/" (100 common prefixes, each skipped with one seek).
@@ -128,4 +170,66 @@ func BenchmarkInlineObject(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkBucketUsage reads a bucket's usage when its key holds one merged
+// value, and when it holds many merge operands not yet compacted (each
+// write into the bucket adds one to the memtable; a read sums them).
+func BenchmarkBucketUsage(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1, 10_000, 100_000} {
+		b.Run(fmt.Sprint("operands=", n), func(b *testing.B) {
+			db := openTest(b)
+			db.sync = false
+			mustCreateBucket(b, db, "bkt")
+			for range n {
+				w := db.newWriter(testTime)
+				w.count("bkt", Usage{Objects: 1, Bytes: 100})
+				if err := w.commit(); err != nil {
+					b.Fatal(err)
+				}
+				w.close()
+			}
+			if n == 1 {
+				if err := db.kv.(*pebbleKV).db.Compact(ctx, []byte{0}, []byte{0xff}, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				bu, err := db.BucketUsage(ctx, "bkt")
+				if err != nil || bu.Usage.Objects != int64(n) {
+					b.Fatalf("BucketUsage = %+v, %v", bu, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCountUsage is the one-time count Open makes of a database
+// written before usage accounting, and what CheckUsage reads: 100,000
+// objects in 10 buckets.
+func BenchmarkCountUsage(b *testing.B) {
+	ctx := context.Background()
+	db := openTest(b)
+	db.sync = false
+	w := db.newWriter(testTime)
+	for i := range 10 {
+		name := fmt.Sprint("bkt", i)
+		w.b.set(bucketKey(name), appendBucket(nil, &Bucket{Name: name}))
+		for j := range 10_000 {
+			w.putObject(name, fmt.Sprintf("dir/file%05d", j), nil, &Object{VersionID: "v", Size: 100, ETag: "e", Modified: testTime})
+		}
+	}
+	if err := w.commit(); err != nil {
+		b.Fatal(err)
+	}
+	w.close()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := db.countAll(ctx)
+		if err != nil || c.counted["bkt3"].Objects != 10_000 {
+			b.Fatalf("countAll = %+v, %v", c, err)
+		}
+	}
 }

@@ -27,6 +27,9 @@ func (db *DB) CreateBucket(ctx context.Context, b Bucket) error {
 	batch := db.kv.newBatch()
 	defer batch.close()
 	batch.set(k, appendBucket(nil, &b))
+	// An explicit zero, replacing whatever a bucket of the same name left
+	// (DeleteBucket removes it, so nothing should be there).
+	batch.set(usageKey(nil, b.Name), appendUsage(nil, Usage{}))
 	if err := batch.commit(db.sync); err != nil {
 		return fmt.Errorf("meta: commit bucket %s: %w", b.Name, err)
 	}
@@ -126,6 +129,7 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	}
 	w.b.delete(k)
 	w.b.delete(policyKey(name))
+	w.deleteUsage(name)
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: delete bucket %s: %w", name, err)
 	}

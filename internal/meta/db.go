@@ -12,10 +12,13 @@
 //
 // Blocks of records that are replaced or deleted are never removed here:
 // the same batch moves them to the garbage queue, which the object service's
-// GC drains.
+// GC drains. The same batch also adds the change to the bucket's usage
+// (objects, bytes, uploads in progress and their part bytes; usage.go), so
+// usage is exactly as durable as the records it counts.
 package meta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -70,7 +73,9 @@ type DB struct {
 }
 
 // Open opens or creates the database in cfg.Dir. It fails if another
-// process (or another DB in this process) has the database open.
+// process (or another DB in this process) has the database open. A
+// database written before usage accounting has its usage counted from its
+// records here, once (a scan of every object record).
 func Open(cfg Config) (*DB, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("meta: no directory configured")
@@ -83,7 +88,11 @@ func Open(cfg Config) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDB(p, cfg.Sync), nil
+	db := newDB(p, cfg.Sync)
+	if err := db.migrate(context.Background(), log); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	return db, nil
 }
 
 func newDB(s kv, sync bool) *DB {
@@ -135,15 +144,22 @@ func (db *DB) putBuf(b *[]byte) {
 }
 
 // writer accumulates one atomic batch, encoding records into pooled buffers.
+// Every change of an object or upload record also counts its change of
+// the bucket's usage (see usage.go), which commit merges into the batch.
 type writer struct {
 	db  *DB
 	b   kvBatch
 	buf *[]byte
 	now time.Time
+
+	usage    []usageDelta  // pending usage changes, by bucket
+	usageBuf [1]usageDelta // usage's first backing array: most batches touch one bucket
 }
 
 func (db *DB) newWriter(now time.Time) *writer {
-	return &writer{db: db, b: db.kv.newBatch(), buf: db.getBuf(), now: now}
+	w := &writer{db: db, b: db.kv.newBatch(), buf: db.getBuf(), now: now}
+	w.usage = w.usageBuf[:0]
+	return w
 }
 
 func (w *writer) close() {
@@ -151,13 +167,17 @@ func (w *writer) close() {
 	w.db.putBuf(w.buf)
 }
 
-func (w *writer) commit() error { return w.b.commit(w.db.sync) }
+func (w *writer) commit() error {
+	w.flushUsage()
+	return w.b.commit(w.db.sync)
+}
 
 // putObject stores nw as bucket/key in place of old (nil if absent): the
 // record under the object key and nw.Inline under the data key, which a
 // replacing inline write simply overwrites. If nw has no inline data, old's
-// is deleted.
+// is deleted. The bucket's usage changes by nw's less old's.
 func (w *writer) putObject(bucket, key string, old, nw *Object) {
+	w.count(bucket, objectUsage(nw).sub(objectUsage(old)))
 	k := objectKey((*w.buf)[:0], bucket, key)
 	v := appendObject(k, nw)
 	w.b.set(v[:len(k)], v[len(k):])
@@ -175,6 +195,7 @@ func (w *writer) putObject(bucket, key string, old, nw *Object) {
 
 // deleteObject deletes bucket/key, whose current record is old.
 func (w *writer) deleteObject(bucket, key string, old *Object) {
+	w.count(bucket, Usage{}.sub(objectUsage(old)))
 	k := objectKey((*w.buf)[:0], bucket, key)
 	w.b.delete(k)
 	if hasData(old) {

@@ -31,6 +31,9 @@ type kvBatch interface {
 	// its header in another buffer first.
 	setJoined(key, head, tail []byte)
 	delete(key []byte)
+	// merge adds value to key with the engine's merge operator, which for
+	// the usage table sums (see usage.go); no read, no lock.
+	merge(key, value []byte)
 	// commit applies the batch atomically; with sync it returns only once
 	// the batch is durable. Concurrent synced commits share one fsync.
 	commit(sync bool) error

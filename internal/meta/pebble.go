@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -45,6 +46,35 @@ const (
 	lBaseMaxBytes         = 256 << 20
 	bloomBitsPerKey       = 10
 )
+
+// merger sums the merge operands of usage keys (see usage.go) and
+// concatenates those of any other key, as pebble.DefaultMerger does.
+//
+// It keeps DefaultMerger's name, "pebble.concatenate", on purpose. Pebble
+// records the merger's name in the OPTIONS file and refuses to open a
+// database with a merger of another name, and every database made before
+// usage accounting was created with the default merger: a new name would
+// lock those out. Keeping the name is honest because a usage value means
+// the sum of its records, so concatenating operands and summing them give
+// values of the same meaning: an older Coffer opening a newer database
+// (which never reads the usage table) concatenates usage operands in its
+// compactions, and this merger or decodeUsage sums them later. No other
+// key has ever been written with a merge, so for them the concatenation is
+// only the inherited contract.
+var merger = &pebble.Merger{
+	Name: pebble.DefaultMerger.Name,
+	Merge: func(key, value []byte) (pebble.ValueMerger, error) {
+		if len(key) > 0 && key[0] == tableUsage {
+			return pebbleUsageMerger{newUsageMerger(value)}, nil
+		}
+		return pebble.DefaultMerger.Merge(key, value)
+	},
+}
+
+// pebbleUsageMerger adapts usageMerger to pebble.ValueMerger.
+type pebbleUsageMerger struct{ *usageMerger }
+
+func (m pebbleUsageMerger) Finish(bool) ([]byte, io.Closer, error) { return m.result(), nil, nil }
 
 // pebbleKV adapts a Pebble database to kv.
 type pebbleKV struct {
@@ -88,6 +118,7 @@ func openPebble(dir string, log *slog.Logger) (*pebbleKV, error) {
 		LBaseMaxBytes:               lBaseMaxBytes,
 		Lock:                        lock,
 		Logger:                      pebbleLogger{log},
+		Merger:                      merger,
 		FormatMajorVersion:          pebble.FormatNewest,
 	}
 	for i := range opts.Levels {
@@ -152,6 +183,12 @@ func (b *pebbleBatch) setJoined(key, head, tail []byte) {
 
 func (b *pebbleBatch) delete(key []byte) {
 	if err := b.b.Delete(key, nil); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *pebbleBatch) merge(key, value []byte) {
+	if err := b.b.Merge(key, value, nil); err != nil && b.err == nil {
 		b.err = err
 	}
 }

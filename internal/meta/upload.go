@@ -22,10 +22,11 @@ func (db *DB) CreateUpload(ctx context.Context, u Upload) error {
 	if err := db.checkBucket(u.Bucket); err != nil {
 		return err
 	}
-	b := db.kv.newBatch()
-	defer b.close()
-	b.set(uploadKey(u.Bucket, u.Key, u.ID), appendUpload(nil, &u))
-	if err := b.commit(db.sync); err != nil {
+	w := db.newWriter(u.Initiated)
+	defer w.close()
+	w.b.set(uploadKey(u.Bucket, u.Key, u.ID), appendUpload((*w.buf)[:0], &u))
+	w.count(u.Bucket, Usage{Uploads: 1})
+	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: commit upload %s: %w", u.ID, err)
 	}
 	return nil
@@ -87,6 +88,7 @@ func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now t
 	w := db.newWriter(now)
 	defer w.close()
 	old, err := db.kv.get(pk, nil)
+	delta := p.Size
 	switch {
 	case err == nil:
 		op, err := decodePart(p.Number, old)
@@ -98,10 +100,12 @@ func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now t
 			keep[b.Key] = true
 		}
 		w.garbage("", op.Blocks, keep)
+		delta -= op.Size
 	case !errors.Is(err, ErrNotFound):
 		return fmt.Errorf("meta: read part %d of upload %s: %w", p.Number, id, err)
 	}
 	w.b.set(pk, appendPart((*w.buf)[:0], &p))
+	w.count(bucket, Usage{PartBytes: delta})
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: commit part %d of upload %s: %w", p.Number, id, err)
 	}
@@ -269,11 +273,14 @@ func (db *DB) allParts(ctx context.Context, id string) ([]Part, error) {
 }
 
 // deleteUpload deletes u and its parts, queueing the parts' blocks that are
-// not in keep.
+// not in keep, and uncounts them from the bucket's usage.
 func (w *writer) deleteUpload(u *Upload, parts []Part, keep map[string]bool) {
 	w.b.delete(uploadKey(u.Bucket, u.Key, u.ID))
+	d := Usage{Uploads: -1}
 	for i := range parts {
 		w.b.delete(partKey(u.ID, parts[i].Number))
 		w.garbage("", parts[i].Blocks, keep)
+		d.PartBytes -= parts[i].Size
 	}
+	w.count(u.Bucket, d)
 }

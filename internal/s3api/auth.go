@@ -119,7 +119,7 @@ func (h *Handler) prepareBody(r *http.Request, rq *request) error {
 				With("MaxMessageLengthBytes", strconv.FormatInt(rq.op.limit, 10))
 		}
 	}
-	b, err := res.Body(r.Body)
+	b, err := res.Body(rq.rawBody) // r.Body, counted when observed
 	if err != nil {
 		return err
 	}

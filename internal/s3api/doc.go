@@ -25,6 +25,10 @@
 //  6. An error from any step goes to writeError (write.go), the only place
 //     that writes error documents: S3 codes from *s3err.Error, anything else
 //     InternalError, logged once with the request ID.
+//  7. Once the response is complete, the Observer in Deps, if any, gets a
+//     RequestRecord of the request (observe.go): metrics, later the audit
+//     log. This runs for every request, panics and unroutable ones
+//     included, and allocates nothing.
 //
 // Parsers do no I/O and are table-tested and fuzzed. Response and error
 // bodies are checked byte for byte against testdata/golden; run

@@ -75,6 +75,9 @@ type Deps struct {
 	Logger       *slog.Logger
 	Clock        func() time.Time
 	NewRequestID func() string
+	// Observer, if not nil, is told about every request (see Observer).
+	// Without one, requests pay nothing for it.
+	Observer Observer
 }
 
 // Handler serves the S3 API. It is safe for concurrent use.
@@ -86,7 +89,9 @@ type Handler struct {
 	log      *slog.Logger
 	clock    func() time.Time
 	newID    func() string
+	observer Observer  // nil when none
 	bufs     sync.Pool // *[]byte of copyBufSize, for streaming object bodies
+	obs      sync.Pool // *observation, when there is an observer
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -117,6 +122,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		log:      d.Logger,
 		clock:    d.Clock,
 		newID:    d.NewRequestID,
+		observer: d.Observer,
 	}
 	if h.clock == nil {
 		h.clock = time.Now
@@ -128,6 +134,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		b := make([]byte, copyBufSize)
 		return &b
 	}
+	h.obs.New = func() any { return new(observation) }
 	return h, nil
 }
 
@@ -177,6 +184,13 @@ type request struct {
 	// trailer returns a trailing header of an aws-chunked body once body
 	// has reached EOF; nil when the request has no trailer.
 	trailer func(name string) string
+
+	// What finish reports. code is the S3 error code writeError answered
+	// (or met after the status was sent); aborted says the client went
+	// away before a status was sent. obs is set when there is an observer.
+	code    s3err.Code
+	aborted bool
+	obs     *observation
 }
 
 // opName returns the name of the request's op, or "" before routing.
@@ -208,11 +222,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr["x-amz-request-id"] = vals[0:1:1]
 	hdr["x-amz-id-2"] = vals[1:2:2]
 	hdr["Server"] = vals[2:3:3]
+	if h.observer != nil {
+		rq.obs = h.obs.Get().(*observation)
+		if r.Body != nil && r.Body != http.NoBody {
+			rq.obs.body.rc = r.Body
+			rq.rawBody = &rq.obs.body
+		}
+	}
 	rw := &responseWriter{ResponseWriter: w}
 	start := h.clock()
+	// Deferred first, so it runs last: after a panic has been answered,
+	// and also when the client went away (a re-panic of ErrAbortHandler).
+	defer h.finish(rw, r, rq, start)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
+				rq.aborted = true
 				panic(v)
 			}
 			h.log.ErrorContext(r.Context(), "handler panic", "request_id", rq.id, "op", rq.opName(),
@@ -222,11 +247,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if err := h.serve(rw, r, rq); err != nil {
 		h.writeError(rw, r, rq, err)
-	}
-	if h.log.Enabled(r.Context(), slog.LevelDebug) {
-		h.log.DebugContext(r.Context(), "request served", "request_id", rq.id, "op", rq.opName(),
-			"bucket", rq.bucket, "key", rq.key, "access_key_id", rq.principal.AccessKeyID,
-			"status", rw.status, "bytes", rw.written, "duration", h.clock().Sub(start))
 	}
 }
 

@@ -106,6 +106,7 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 			// client that may still be listening (a half-closed
 			// connection cancels the context too): abort instead, so
 			// no failed write ever looks acknowledged.
+			rq.aborted = true
 			panic(http.ErrAbortHandler)
 		}
 		return
@@ -113,6 +114,7 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 	if w.status != 0 {
 		h.log.WarnContext(ctx, "response failed after its status was sent",
 			"request_id", rq.id, "op", rq.opName(), "status", w.status, "written", w.written, "err", err)
+		rq.code = s3err.CodeOf(err)
 		return
 	}
 	e, ok := errors.AsType[*s3err.Error](err)
@@ -126,6 +128,7 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 		h.log.DebugContext(ctx, "request failed", "request_id", rq.id, "op", rq.opName(), "code", e.Code, "err", err)
 	}
 	out := *e // never modify an error someone else may hold
+	rq.code = out.Code
 	// Resource is always the request path, as S3-compatible servers
 	// report it; the service's own resource names go to the log only.
 	out.Resource = r.URL.Path

@@ -24,8 +24,10 @@ import (
 	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
 	"github.com/coffer-s3/coffer/internal/sigv4"
+	"github.com/coffer-s3/coffer/internal/version"
 )
 
 // HTTP server limits. There is no ReadTimeout or WriteTimeout: an upload or
@@ -49,6 +51,9 @@ const (
 	// and connections were closed, Run waits for handlers still running
 	// before it closes the storage under them.
 	handlerDrainTimeout = 5 * time.Second
+	// consoleDrainTimeout bounds how long, once the S3 listener has shut
+	// down, the ops listener waits for scrapes and probes in progress.
+	consoleDrainTimeout = 2 * time.Second
 )
 
 // Server is a Coffer server: its storage open and its listeners bound.
@@ -62,6 +67,13 @@ type Server struct {
 	pprofLn net.Listener // nil when pprof is off
 	pprof   *http.Server // nil when pprof is off
 	access  *accessLog   // nil when the access log is off
+
+	// The ops listener (console-address) and what it serves; nil when
+	// console-address is "". Without it no metrics are collected.
+	consoleLn net.Listener
+	console   *http.Server
+	metrics   *metrics.Registry
+	ready     *readiness // also behind the S3 listener's health endpoints
 
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
@@ -106,6 +118,16 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey); err != nil {
 		return s, err
 	}
+	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
+	if cfg.ConsoleAddress != "" {
+		s.metrics, err = metrics.New(metrics.Config{Version: version.Version(), Logger: log.With("component", "metrics")})
+		if err != nil {
+			return s, err
+		}
+		if err = s.metrics.StorageFunc(st.storageTotals); err != nil {
+			return s, err
+		}
+	}
 	handler, err := s.handler()
 	if err != nil {
 		return s, err
@@ -135,6 +157,18 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 	}
+	if cfg.ConsoleAddress != "" {
+		if s.consoleLn, err = net.Listen("tcp", cfg.ConsoleAddress); err != nil {
+			return s, fmt.Errorf("listen for the console (console-address): %w", err)
+		}
+		s.console = &http.Server{
+			Handler:           s.opsHandler(),
+			ReadHeaderTimeout: readHeaderTimeout,
+			IdleTimeout:       idleTimeout,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
 	return s, nil
 }
 
@@ -148,20 +182,31 @@ func (s *Server) handler() (http.Handler, error) {
 		return nil, err
 	}
 	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Domain: s.cfg.S3.Domain, Clock: time.Now}, keyring{m})
+	var observer s3api.Observer // stays a nil interface without metrics
+	if s.metrics != nil {
+		observer = s.metrics
+	}
 	h, err := s3api.New(s.cfg.S3, s3api.Deps{
 		Objects:  s.st.objects,
 		Verifier: v,
 		IAM:      m,
 		Logger:   s.log.With("component", "s3api"),
 		Clock:    time.Now,
+		Observer: observer,
 	})
 	if err != nil {
 		return nil, err
 	}
+	var s3h http.Handler = h
+	if s.metrics != nil {
+		s3h = s.metrics.TrackInFlight(h)
+	}
+	health := s.ready.healthHandler()
 	admin, err := adminapi.New(adminapi.Deps{
 		IAM:      m,
 		Verifier: v,
 		GC:       s.st.objects.GC,
+		Buckets:  s.st.objects,
 		Logger:   s.log.With("component", "adminapi"),
 	})
 	if err != nil {
@@ -169,14 +214,21 @@ func (s *Server) handler() (http.Handler, error) {
 	}
 	domain := s.cfg.S3.Domain
 	var next http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The admin API answers path-style requests under its prefix;
-		// "_" is never in a bucket name, so it shadows no bucket. On a
-		// virtual-hosted bucket the same path is an object key.
-		if strings.HasPrefix(r.URL.Path, adminapi.PathPrefix) && !s3api.VirtualHosted(r.Host, domain) {
-			admin.ServeHTTP(w, r)
-			return
+		// The admin API and the health endpoints answer path-style
+		// requests under their prefixes; "_" is never in a bucket name,
+		// so they shadow no bucket. On a virtual-hosted bucket the same
+		// paths are object keys.
+		if strings.HasPrefix(r.URL.Path, reservedPrefix) && !s3api.VirtualHosted(r.Host, domain) {
+			switch {
+			case strings.HasPrefix(r.URL.Path, adminapi.PathPrefix):
+				admin.ServeHTTP(w, r)
+				return
+			case strings.HasPrefix(r.URL.Path, healthPrefix):
+				health.ServeHTTP(w, r)
+				return
+			}
 		}
-		h.ServeHTTP(w, r)
+		s3h.ServeHTTP(w, r)
 	})
 	if s.cfg.Log.AccessLogSample > 0 {
 		s.access = newAccessLog(s.log.With("log", "access"), s.cfg.Log.AccessLogSample)
@@ -189,8 +241,21 @@ func (s *Server) handler() (http.Handler, error) {
 	}), nil
 }
 
+// reservedPrefix is the path prefix under which the S3 listener serves
+// Coffer's own endpoints (admin API, health) instead of S3.
+const reservedPrefix = "/_coffer/"
+
 // Addr returns the address the S3 API listens on, e.g. "127.0.0.1:6789".
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// ConsoleAddr returns the address of the ops listener (/metrics,
+// /healthz, /readyz), or "" when console-address is "".
+func (s *Server) ConsoleAddr() string {
+	if s.consoleLn == nil {
+		return ""
+	}
+	return s.consoleLn.Addr().String()
+}
 
 // PprofAddr returns the address of the pprof listener, or "" when pprof is
 // off.
@@ -220,6 +285,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.pprof != nil {
 		g.Go(func() error { return serve(s.pprof, s.pprofLn, "pprof") })
 	}
+	if s.console != nil {
+		g.Go(func() error { return serve(s.console, s.consoleLn, "console") })
+	}
 	stopAccess := make(chan struct{})
 	if s.access != nil {
 		g.Go(func() error { s.access.run(stopAccess); return nil })
@@ -237,6 +305,9 @@ func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("serving S3", "address", s.Addr(), "storage_path", s.cfg.StoragePath, "blob_kind", s.cfg.Blob.Kind, "region", s.cfg.S3.Region)
 	if s.pprof != nil {
 		s.log.Info("serving pprof", "address", s.PprofAddr())
+	}
+	if s.console != nil {
+		s.log.Info("serving metrics and health checks", "address", s.ConsoleAddr())
 	}
 	g.Go(func() error {
 		<-gctx.Done()
@@ -266,7 +337,13 @@ func serve(srv *http.Server, ln net.Listener, name string) error {
 
 // shutdown stops the HTTP servers gracefully within the shutdown timeout,
 // then forcibly, and waits (briefly) for handlers still running.
+//
+// Readiness turns to 503 first, and the ops listener closes last: while S3
+// requests drain, /readyz tells load balancers to send no more and
+// /metrics shows the drain.
 func (s *Server) shutdown(ctx context.Context) error {
+	s.ready.startDrain()
+	defer s.ready.drain(handlerDrainTimeout) // its checks read the storage Run closes next
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	var errs []error
@@ -292,6 +369,15 @@ func (s *Server) shutdown(ctx context.Context) error {
 			s.log.Warn("closing storage with handlers still running", "in_flight", n)
 		}
 	}
+	if s.console != nil {
+		cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), consoleDrainTimeout)
+		defer ccancel()
+		if err := s.console.Shutdown(cctx); err != nil {
+			if err := s.console.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close console server: %w", err))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -301,7 +387,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
-		for _, ln := range []net.Listener{s.ln, s.pprofLn} {
+		for _, ln := range []net.Listener{s.ln, s.pprofLn, s.consoleLn} {
 			if ln != nil {
 				if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 					errs = append(errs, err)

@@ -43,6 +43,7 @@ func testConfig(t *testing.T) config.Config {
 	c := config.Default()
 	c.StoragePath = t.TempDir()
 	c.Address = "127.0.0.1:0"
+	c.ConsoleAddress = "127.0.0.1:0"
 	c.ShutdownTimeout = 10 * time.Second
 	c.Root = iam.Config{RootAccessKey: "TESTROOTKEY", RootSecretKey: "test-root-secret"}
 	return c
