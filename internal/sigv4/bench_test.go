@@ -72,10 +72,15 @@ func BenchmarkRejectBadSignature(b *testing.B) {
 func BenchmarkChunkedDecode(b *testing.B) {
 	for _, bc := range []struct {
 		name string
+		mode PayloadMode
 		size int
-	}{{"size=64KiB", 64 << 10}, {"size=8MiB", 8 << 20}} {
+	}{
+		{"mode=signed/size=64KiB", PayloadStreamingSigned, 64 << 10},
+		{"mode=signed/size=8MiB", PayloadStreamingSigned, 8 << 20},
+		{"mode=unsigned-trailer/size=8MiB", PayloadStreamingUnsignedTrailer, 8 << 20},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			r, encoded := chunkedUpload(b, bytes.Repeat([]byte{'x'}, bc.size), PayloadStreamingSigned, 64<<10)
+			r, encoded := chunkedUpload(b, bytes.Repeat([]byte{'x'}, bc.size), bc.mode, 64<<10)
 			res, err := benchVerifier(0).Verify(r)
 			if err != nil {
 				b.Fatal(err)

@@ -67,7 +67,7 @@ type chunkedReader struct {
 	want    [32]byte // signature announced for the current chunk
 	sum     [32]byte
 	sts     []byte
-	h       hash.Hash // SHA-256 of the current chunk or trailer block
+	h       hash.Hash // SHA-256 of the current chunk or trailer block; nil unsigned
 	newline [1]byte   // "\n", written after each trailer line without allocating
 }
 
@@ -84,10 +84,12 @@ func (cr *chunkedReader) init(r io.Reader, res *Result) {
 		amzDate:   res.amzDate,
 		scope:     res.scope,
 		prev:      res.seed,
-		h:         sha256.New(),
 		newline:   [1]byte{'\n'},
 	}
 	if cr.signed {
+		// Unsigned chunks are not hashed: nothing would check the sum
+		// (their integrity is the trailer's checksum, verified above us).
+		cr.h = sha256.New()
 		cr.mac = newHMACer()
 		cr.sts = make([]byte, 0, len(trailerAlgorithm)+len(cr.amzDate)+len(cr.scope)+3*64+8)
 	}
@@ -131,7 +133,9 @@ func (cr *chunkedReader) readData(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	cr.h.Write(p[:n])
+	if cr.signed {
+		cr.h.Write(p[:n])
+	}
 	cr.left -= int64(n)
 	if cr.left > 0 {
 		return n, nil
@@ -229,7 +233,9 @@ func (cr *chunkedReader) readHeader() error {
 	if err != nil {
 		return err
 	}
-	cr.h.Reset()
+	if cr.signed {
+		cr.h.Reset()
+	}
 	if size == 0 {
 		if cr.remaining > 0 {
 			return s3err.Newf(s3err.IncompleteBody, "", "You did not provide the number of bytes specified by the x-amz-decoded-content-length HTTP header.")
@@ -357,7 +363,9 @@ func (cr *chunkedReader) finish() error {
 // declared names, each once, and checks the trailer signature in the
 // signed-trailer mode. Values are kept only once verified.
 func (cr *chunkedReader) readTrailers() error {
-	cr.h.Reset()
+	if cr.signed {
+		cr.h.Reset()
+	}
 	var trailers []Trailer
 	var sigSeen bool
 	for lines := 0; ; lines++ {
@@ -429,8 +437,10 @@ func (cr *chunkedReader) trailerLine(line []byte, trailers []Trailer) (_ []Trail
 			return nil, false, errMalformed("trailer " + t.Name + " is repeated")
 		}
 	}
-	cr.h.Write(line)
-	cr.h.Write(cr.newline[:])
+	if cr.signed {
+		cr.h.Write(line)
+		cr.h.Write(cr.newline[:])
+	}
 	return append(trailers, Trailer{Name: cr.declared[i], Value: string(bytes.TrimSpace(value))}), false, nil
 }
 
