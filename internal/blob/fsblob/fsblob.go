@@ -59,9 +59,14 @@ type Store struct {
 	tmpSeq    atomic.Uint64 // makes temporary file names unique
 	bufs      sync.Pool     // *[]byte of copyBufSize, for Put and Reader.WriteTo
 
-	// syncDir makes a directory's entries durable; fsyncDir except in
-	// tests, which count the calls.
+	// The durability steps of Put, replaced by tests that count them or
+	// stop the process between them. syncFile makes a file's data durable
+	// ((*os.File).Sync); syncDir makes a directory's entries durable,
+	// sharing fsyncs among concurrent callers (syncDirGrouped); dirFsync
+	// is the one fsync of a directory that syncDirGrouped shares (fsyncDir).
+	syncFile  func(f *os.File) error
 	syncDir   func(dir string) error
+	dirFsync  func(dir string) error
 	dirFsyncs atomic.Int64 // directory fsyncs issued, for benchmarks
 
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
@@ -93,7 +98,9 @@ func Open(cfg Config) (*Store, error) {
 		b := make([]byte, copyBufSize)
 		return &b
 	}
+	s.syncFile = (*os.File).Sync
 	s.syncDir = s.syncDirGrouped
+	s.dirFsync = s.fsyncDir
 	if err := s.init(cfg.Root); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.Root, err)
@@ -193,7 +200,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 		return err
 	}
 	if s.sync {
-		if err := f.Sync(); err != nil {
+		if err := s.syncFile(f); err != nil {
 			return err
 		}
 	}
@@ -317,7 +324,7 @@ func (s *Store) syncDirGrouped(dir string) error {
 	d.refs++
 	s.mu.Unlock()
 
-	err := d.sync(func() error { return s.fsyncDir(dir) })
+	err := d.sync(func() error { return s.dirFsync(dir) })
 
 	s.mu.Lock()
 	if d.refs--; d.refs == 0 {

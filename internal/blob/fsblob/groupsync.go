@@ -5,8 +5,9 @@ import "sync"
 // syncCall is one run of a group-committed sync. err is written before done
 // is closed and read only after.
 type syncCall struct {
-	done chan struct{}
-	err  error
+	done   chan struct{}
+	err    error
+	shared int // callers that get this run's result; guarded by dirSyncer.mu
 }
 
 // dirSyncer coalesces fsyncs of one directory. At most one sync runs at a
@@ -26,13 +27,14 @@ type dirSyncer struct {
 func (d *dirSyncer) sync(fn func() error) error {
 	d.mu.Lock()
 	if d.inflight == nil {
-		c := &syncCall{done: make(chan struct{})}
+		c := &syncCall{done: make(chan struct{}), shared: 1}
 		d.inflight = c
 		d.mu.Unlock()
 		d.run(c, fn)
 		return c.err
 	}
 	if c := d.next; c != nil {
+		c.shared++
 		d.mu.Unlock()
 		<-c.done
 		return c.err
@@ -40,7 +42,7 @@ func (d *dirSyncer) sync(fn func() error) error {
 	// First to queue: lead the next run once the current one ends. run
 	// promotes next to inflight before closing prev.done, so arrivals from
 	// then on queue behind this run rather than join it.
-	c := &syncCall{done: make(chan struct{})}
+	c := &syncCall{done: make(chan struct{}), shared: 1}
 	d.next = c
 	prev := d.inflight
 	d.mu.Unlock()

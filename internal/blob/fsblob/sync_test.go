@@ -2,6 +2,9 @@ package fsblob
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -185,17 +188,14 @@ func TestDirSyncerErrors(t *testing.T) {
 			})
 		})
 	}
-	// Let them queue, then finish the first run.
-	for {
+	// Let them all queue, then finish the first run.
+	for queued := 0; queued < len(results); runtime.Gosched() {
 		d.mu.Lock()
-		queued := d.next != nil
-		d.mu.Unlock()
-		if queued {
-			break
+		if d.next != nil {
+			queued = d.next.shared
 		}
-		time.Sleep(time.Millisecond)
+		d.mu.Unlock()
 	}
-	time.Sleep(10 * time.Millisecond)
 	close(release)
 	if err := <-first; !errors.Is(err, errFirst) {
 		t.Errorf("first caller got %v, want %v", err, errFirst)
@@ -206,8 +206,8 @@ func TestDirSyncerErrors(t *testing.T) {
 			t.Errorf("queued caller %d got %v, want %v", i, err, errSecond)
 		}
 	}
-	if n := ran.Load(); n < 1 || n > int32(len(results)) {
-		t.Errorf("queued callers ran %d syncs", n)
+	if n := ran.Load(); n != 1 {
+		t.Errorf("callers that queued together ran %d syncs, want 1", n)
 	}
 	if err := d.sync(func() error { return nil }); err != nil {
 		t.Errorf("sync after errors = %v, want nil", err)
@@ -230,5 +230,129 @@ func TestSyncersReleased(t *testing.T) {
 	defer s.mu.Unlock()
 	if len(s.syncers) != 0 {
 		t.Errorf("%d directory syncers remain after all Puts returned", len(s.syncers))
+	}
+}
+
+// TestConcurrentPutsShareDirSync checks group commit at the Store level:
+// Puts into one directory that arrive while its fsync runs share the next
+// one, and none returns before a directory fsync that started after its
+// rename has finished.
+func TestConcurrentPutsShareDirSync(t *testing.T) {
+	s := open(t, Config{Sync: true})
+	ctx := t.Context()
+	// Make d known durable, so that later Puts sync d alone.
+	if err := s.Put(ctx, "d/first", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+
+	type run struct {
+		renamed []string // keys under d when the fsync started
+		done    bool
+	}
+	var (
+		mu      sync.Mutex // guards runs
+		runs    []*run
+		keys    = []string{"d/a", "d/b", "d/c", "d/d", "d/e"}
+		started = make(chan int, len(keys)) // buffered: surplus fsyncs fail the test, not hang it
+		release = make(chan struct{})
+	)
+	s.dirFsync = func(dir string) error {
+		r := &run{}
+		for _, k := range keys {
+			if _, err := os.Lstat(filepath.Join(s.root.Name(), k)); err == nil {
+				r.renamed = append(r.renamed, k)
+			}
+		}
+		mu.Lock()
+		runs = append(runs, r)
+		n := len(runs)
+		mu.Unlock()
+		started <- n
+		<-release
+		err := s.fsyncDir(dir)
+		mu.Lock()
+		r.done = true
+		mu.Unlock()
+		return err
+	}
+	// covered reports whether a finished fsync covers key.
+	covered := func(key string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(runs, func(r *run) bool { return r.done && slices.Contains(r.renamed, key) })
+	}
+
+	returned := make(chan string, len(keys))
+	put := func(key string) {
+		if err := s.Put(ctx, key, strings.NewReader(key), int64(len(key))); err != nil {
+			t.Error(err)
+		}
+		if !covered(key) {
+			t.Errorf("Put(%q) returned before a directory fsync that covers its rename finished", key)
+		}
+		returned <- key
+	}
+	go put(keys[0])
+	if n := <-started; n != 1 {
+		t.Fatalf("first fsync is run %d", n)
+	}
+	// The other Puts rename and queue behind the running fsync.
+	for _, k := range keys[1:] {
+		go put(k)
+	}
+	waitShared(t, s, "d", len(keys)-1)
+	release <- struct{}{} // the first fsync ends; the queued one starts
+	if got := <-returned; got != keys[0] {
+		t.Fatalf("first to return is %q, want %q", got, keys[0])
+	}
+	if n := <-started; n != 2 {
+		t.Fatalf("second fsync is run %d", n)
+	}
+	select {
+	case k := <-returned:
+		t.Fatalf("Put(%q) returned while the fsync it waits for runs", k)
+	default:
+	}
+	close(release)
+	for range keys[1:] {
+		<-returned
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 2 {
+		t.Errorf("%d Puts caused %d directory fsyncs, want 2", len(keys), len(runs))
+	}
+	if diff := cmp.Diff(keys, runs[1].renamed); diff != "" {
+		t.Errorf("keys renamed when the shared fsync started (-want +got):\n%s", diff)
+	}
+}
+
+// waitShared waits until n callers share the directory fsync queued for dir
+// behind the running one. It yields instead of sleeping: the callers are
+// between their rename and joining the queue, which takes microseconds.
+func waitShared(t *testing.T, s *Store, dir string, n int) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		d := s.syncers[dir]
+		s.mu.Unlock()
+		got := 0
+		if d != nil {
+			d.mu.Lock()
+			if d.next != nil {
+				got = d.next.shared
+			}
+			d.mu.Unlock()
+		}
+		if got == n {
+			return
+		}
+		if got > n {
+			t.Fatalf("%d callers share the queued fsync of %s, want %d", got, dir, n)
+		}
+		if t.Context().Err() != nil {
+			t.Fatalf("gave up waiting for %d callers to queue: %v", n, t.Context().Err())
+		}
+		runtime.Gosched()
 	}
 }
