@@ -57,7 +57,9 @@
 //	GET    /buckets                     s3:ListAllMyBuckets     → BucketList
 //	GET    /buckets/{name}              s3:ListAllMyBuckets     → BucketInfo
 //	POST   /gc                          admin:RunGC             GCRequest → GCResult
-//	POST   /usage/check                 admin:RunGC             UsageCheckRequest → UsageCheckResult
+//	POST   /usage/check                 admin:CheckUsage        UsageCheckRequest → UsageCheckResult
+//	GET    /audit?filters               admin:GetAuditLog       → AuditPage (newest first)
+//	GET    /audit/export?filters        admin:GetAuditLog       → JSON Lines, oldest first
 //	GET    /whoami                      (authentication only)   → WhoAmI
 //
 // Path segments are percent-decoded; names are validated by iam.
@@ -69,8 +71,7 @@
 // user those its policies or theirs let it list or read); asking for
 // another is AccessDenied whether or not it exists. POST /usage/check
 // recounts every bucket from its records and reports (and with "repair"
-// corrects) any difference; it is a maintenance pass like GC, so it needs
-// admin:RunGC.
+// corrects) any difference; it needs admin:CheckUsage.
 //
 // # Errors
 //

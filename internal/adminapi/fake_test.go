@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -294,16 +297,19 @@ type fixture struct {
 	be   *fakeBackend
 	gc   *fakeGC
 	logs *syncBuffer
+	obs  *recordingObserver
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{be: newFakeBackend(), gc: &fakeGC{}, logs: &syncBuffer{}}
+	f := &fixture{be: newFakeBackend(), gc: &fakeGC{}, logs: &syncBuffer{}, obs: &recordingObserver{}}
 	h, err := New(Deps{
 		IAM:          f.be,
 		Verifier:     sigv4.NewVerifier(sigv4.Config{}, f.be),
 		GC:           f.gc.run,
 		Buckets:      f.be,
+		Audit:        f.be,
+		Observer:     f.obs,
 		Logger:       slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewRequestID: func() string { return "REQ1" },
 	})
@@ -332,4 +338,81 @@ func (f *fixture) serve(r *http.Request) *httptest.ResponseRecorder {
 	w := httptest.NewRecorder()
 	f.h.ServeHTTP(w, r)
 	return w
+}
+
+// The fake audit log: Flush, then Query or Export, recorded as calls.
+
+var testEvent = audit.Event{ID: 7, Time: testTime, Source: "s3", Op: "PutObject", Status: 200, Bucket: "photos", Key: "a.jpg",
+	User: "alice", AccessKey: "AK1", SourceIP: "192.0.2.1", RequestID: "R7", BytesIn: 5, Duration: 1500 * time.Microsecond}
+
+func (f *fakeBackend) Flush(context.Context) error { return f.record("Flush()") }
+
+func (f *fakeBackend) Query(_ context.Context, flt audit.Filter) (audit.Page, error) {
+	if err := f.record("Query(%s)", filterString(flt)); err != nil {
+		return audit.Page{}, err
+	}
+	return audit.Page{Events: []audit.Event{testEvent}, Next: 6}, nil
+}
+
+func (f *fakeBackend) Export(_ context.Context, flt audit.Filter, w io.Writer) (int64, error) {
+	if err := f.record("Export(%s)", filterString(flt)); err != nil {
+		return 0, err
+	}
+	data, err := json.Marshal(testEvent)
+	if err != nil {
+		return 0, err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return 1, err
+}
+
+// filterString renders the fields of a filter that are set.
+func filterString(f audit.Filter) string {
+	var parts []string
+	add := func(name, v string) {
+		if v != "" {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	if !f.Since.IsZero() {
+		add("since", f.Since.UTC().Format(time.RFC3339))
+	}
+	if !f.Until.IsZero() {
+		add("until", f.Until.UTC().Format(time.RFC3339))
+	}
+	add("source", f.Source)
+	add("op", f.Op)
+	add("bucket", f.Bucket)
+	add("prefix", f.KeyPrefix)
+	add("user", f.User)
+	add("accessKey", f.AccessKey)
+	add("sourceIp", f.SourceIP)
+	if f.Failed {
+		add("failed", "true")
+	}
+	if f.Before != 0 {
+		add("before", fmt.Sprint(f.Before))
+	}
+	if f.Limit != 0 {
+		add("limit", fmt.Sprint(f.Limit))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// recordingObserver keeps the records it is told about.
+type recordingObserver struct {
+	mu   sync.Mutex
+	recs []Record
+}
+
+func (o *recordingObserver) ObserveAdmin(rec *Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.recs = append(o.recs, *rec)
+}
+
+func (o *recordingObserver) records() []Record {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]Record(nil), o.recs...)
 }

@@ -79,6 +79,11 @@ type Deps struct {
 	// Buckets answers the bucket and usage endpoints. Nil makes them
 	// answer 501.
 	Buckets Buckets
+	// Audit answers the audit endpoints. Nil makes them answer 501.
+	Audit AuditLog
+	// Observer, if not nil, is told about every request (the audit log
+	// records the changes and the refusals).
+	Observer Observer
 	// Logger receives failures (Error, for 500s) and request detail
 	// (Debug). Required.
 	Logger *slog.Logger
@@ -94,6 +99,8 @@ type Handler struct {
 	verifier *sigv4.Verifier
 	gc       func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
 	buckets  Buckets
+	audit    AuditLog
+	observer Observer
 	log      *slog.Logger
 	newID    func() string
 	routes   []route
@@ -115,7 +122,8 @@ func New(d Deps) (*Handler, error) {
 	case d.Logger == nil:
 		return nil, errors.New("adminapi: no logger")
 	}
-	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, buckets: d.Buckets, log: d.Logger, newID: d.NewRequestID}
+	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, buckets: d.Buckets, audit: d.Audit, observer: d.Observer,
+		log: d.Logger, newID: d.NewRequestID}
 	if h.newID == nil {
 		h.newID = newRequestIDs()
 	}
@@ -147,6 +155,9 @@ type request struct {
 	principal iam.Principal
 	body      []byte // the verified body, once read
 	bodyRead  bool   // r.Body was consumed, so there is nothing to drain
+
+	code       string // the error code answered, for the Observer
+	claimedKey string // the access key of a request that failed authentication
 }
 
 // apiError is an error response the handler decides itself.
@@ -165,8 +176,15 @@ func errorf(status int, code, format string, a ...any) *apiError {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	rq := &request{id: h.newID(), r: r}
 	w.Header().Set("x-amz-request-id", rq.id)
+	if h.observer != nil {
+		ow := &observedWriter{ResponseWriter: w}
+		w = ow
+		// Deferred first, so it runs last: after a panic was answered.
+		defer h.observe(ow, rq, start)
+	}
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -200,6 +218,7 @@ func (h *Handler) serve(rq *request) (any, error) {
 	}
 	res, err := h.verifier.Verify(r)
 	if err != nil {
+		rq.claimedKey = claimedAccessKey(err)
 		return nil, err
 	}
 	rq.auth = res
@@ -382,6 +401,10 @@ func (h *Handler) writeResponse(w http.ResponseWriter, rq *request, v any) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if s, ok := v.(stream); ok {
+		h.writeStream(w, rq, s)
+		return
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		h.writeError(w, rq, fmt.Errorf("encode response: %w", err))
@@ -414,6 +437,7 @@ func (h *Handler) writeError(w http.ResponseWriter, rq *request, err error) {
 		return
 	}
 	status, code, msg := classify(err)
+	rq.code = code
 	e, isAPI := err.(*apiError)
 	switch {
 	case status >= 500 && !isAPI:
@@ -490,4 +514,20 @@ func iamMessage(err, sentinel error) string {
 		return t
 	}
 	return strings.TrimPrefix(s, "iam: ")
+}
+
+// claimedAccessKey returns the access key an authentication error names
+// (sigv4 adds it as AWSAccessKeyId to InvalidAccessKeyId and
+// SignatureDoesNotMatch), or "".
+func claimedAccessKey(err error) string {
+	var e *s3err.Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	for _, f := range e.Extra {
+		if f.Name == "AWSAccessKeyId" {
+			return f.Value
+		}
+	}
+	return ""
 }

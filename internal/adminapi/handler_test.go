@@ -82,6 +82,14 @@ var endpointCases = []struct {
 		wantJSON: `{"name":"photos","created":"2025-01-02T03:04:05Z","objects":3,"bytes":3145728,"uploads":1,"partBytes":5242880,"public":true}`},
 	{endpoint: "CheckUsage", method: "POST", path: "/usage/check", body: `{"repair":true}`, wantStatus: 200, wantCall: "CheckUsage(true)",
 		wantJSON: `{"buckets":2,"mismatches":[],"repaired":0,"durationSeconds":"*"}`},
+	{endpoint: "GetAuditLog", method: "GET", path: "/audit?user=alice&failed=false&limit=10&since=2026-11-24T00:00:00Z", wantStatus: 200,
+		wantCall: "Query(since=2026-11-24T00:00:00Z, user=alice, limit=10)",
+		wantJSON: `{"events":[{"id":7,"time":"2025-01-02T03:04:05Z","source":"s3","op":"PutObject","status":200,"bucket":"photos","key":"a.jpg",` +
+			`"user":"alice","accessKey":"AK1","sourceIp":"192.0.2.1","requestId":"R7","bytesIn":5,"bytesOut":0,"durationMs":1.5}],"next":6}`},
+	{endpoint: "ExportAuditLog", method: "GET", path: "/audit/export?bucket=photos&prefix=a", wantStatus: 200,
+		wantCall: "Export(bucket=photos, prefix=a)",
+		wantJSON: `{"id":7,"time":"2025-01-02T03:04:05Z","source":"s3","op":"PutObject","status":200,"bucket":"photos","key":"a.jpg",` +
+			`"user":"alice","accessKey":"AK1","sourceIp":"192.0.2.1","requestId":"R7","bytesIn":5,"bytesOut":0,"durationMs":1.5}`},
 	{endpoint: "WhoAmI", method: "GET", path: "/whoami", wantStatus: 200, wantJSON: `{"accessKey":"ROOTKEY","user":"","root":true}`},
 }
 
@@ -128,8 +136,11 @@ func TestEndpoints(t *testing.T) {
 				t.Errorf("x-amz-request-id = %q, want REQ1", got)
 			}
 			var wantCalls []string
+			if strings.HasPrefix(tc.endpoint, "GetAuditLog") || strings.HasPrefix(tc.endpoint, "ExportAuditLog") {
+				wantCalls = []string{"Flush()"} // a query sees what came before it
+			}
 			if tc.wantCall != "" {
-				wantCalls = []string{tc.wantCall}
+				wantCalls = append(wantCalls, tc.wantCall)
 			}
 			if diff := cmp.Diff(wantCalls, f.be.Calls()); diff != "" {
 				t.Errorf("backend calls mismatch (-want +got):\n%s", diff)
@@ -146,8 +157,12 @@ func TestEndpoints(t *testing.T) {
 				}
 				return
 			}
-			if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-				t.Errorf("Content-Type = %q, want application/json", ct)
+			wantCT := "application/json"
+			if tc.endpoint == "ExportAuditLog" {
+				wantCT = "application/x-ndjson"
+			}
+			if ct := w.Header().Get("Content-Type"); ct != wantCT {
+				t.Errorf("Content-Type = %q, want %s", ct, wantCT)
 			}
 			jsonEqual(t, body, tc.wantJSON)
 		})
@@ -172,7 +187,8 @@ var wantActions = map[string]iam.Action{
 	"ListPolicies": "admin:ListPolicies", "PutPolicy": "admin:CreatePolicy", "GetPolicy": "admin:GetPolicy",
 	"DeletePolicy": "admin:DeletePolicy", "AttachPolicy": "admin:AttachPolicy", "DetachPolicy": "admin:DetachPolicy",
 	"ListBuckets": "s3:ListAllMyBuckets", "GetBucket": "s3:ListAllMyBuckets",
-	"RunGC": "admin:RunGC", "CheckUsage": "admin:RunGC",
+	"RunGC": "admin:RunGC", "CheckUsage": "admin:CheckUsage",
+	"GetAuditLog": "admin:GetAuditLog", "ExportAuditLog": "admin:GetAuditLog",
 	"WhoAmI": "",
 }
 

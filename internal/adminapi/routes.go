@@ -65,7 +65,9 @@ var endpoints = []endpoint{
 	{"GetBucket", http.MethodGet, "buckets/{}", iam.ListAllMyBuckets, bodyNone, (*Handler).getBucket},
 
 	{"RunGC", http.MethodPost, "gc", "admin:RunGC", bodyJSON, (*Handler).runGC},
-	{"CheckUsage", http.MethodPost, "usage/check", "admin:RunGC", bodyJSON, (*Handler).checkUsage},
+	{"CheckUsage", http.MethodPost, "usage/check", "admin:CheckUsage", bodyJSON, (*Handler).checkUsage},
+	{"GetAuditLog", http.MethodGet, "audit", "admin:GetAuditLog", bodyNone, (*Handler).queryAudit},
+	{"ExportAuditLog", http.MethodGet, "audit/export", "admin:GetAuditLog", bodyNone, (*Handler).exportAudit},
 	{"WhoAmI", http.MethodGet, "whoami", "", bodyNone, (*Handler).whoAmI},
 }
 

@@ -64,6 +64,8 @@ var rules = []rule{
 		name:   "storage layers never see HTTP or S3 handlers",
 		from:   []string{"internal/meta", "internal/blob", "internal/objects"},
 		forbid: []string{"net/http", mod + "internal/s3api", mod + "internal/server", mod + "internal/cli", mod + "internal/sigv4", mod + "internal/s3xml"},
+		// The gateway's block store is an HTTP client of its upstream.
+		except: []string{"internal/blob/s3blob"},
 	},
 	{
 		name:   "blob stores and meta do not depend on the object service",
@@ -91,6 +93,19 @@ var rules = []rule{
 		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/objects", mod + "internal/iam",
 			mod + "internal/sigv4", mod + "internal/adminapi", mod + "internal/server", mod + "internal/cli", mod + "internal/config",
 			"github.com/cockroachdb/pebble"},
+	},
+	{
+		name: "audit sees requests only through s3api's records, never storage or the wiring",
+		from: []string{"internal/audit"},
+		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/objects", mod + "internal/iam",
+			mod + "internal/sigv4", mod + "internal/adminapi", mod + "internal/server", mod + "internal/cli", mod + "internal/config",
+			"github.com/cockroachdb/pebble"},
+	},
+	{
+		name:   "SQLite stays inside audit",
+		from:   []string{""},
+		forbid: []string{"modernc.org/sqlite", "database/sql"},
+		except: []string{"internal/audit"},
 	},
 	{
 		name:   "the Prometheus client stays inside metrics",

@@ -27,6 +27,7 @@ import (
 const (
 	BlobFS     = "fs"     // files under <storage-path>/blobs (the default)
 	BlobMemory = "memory" // in memory; data is lost on exit (tests, benchmarks)
+	BlobS3     = "s3"     // an upstream S3 bucket (gateway mode)
 )
 
 // Log formats accepted by the log-format setting.
@@ -71,6 +72,9 @@ type Config struct {
 	// Log configures the process log and the access log.
 	Log Log
 
+	// Audit configures the audit log.
+	Audit Audit
+
 	// Objects tunes the object service (inline threshold, block size, GC).
 	Objects objects.Config
 
@@ -87,7 +91,21 @@ type Config struct {
 
 // Blob selects the block store.
 type Blob struct {
-	Kind string // BlobFS or BlobMemory
+	Kind string     // BlobFS, BlobMemory or BlobS3
+	S3   S3Upstream // with BlobS3
+}
+
+// S3Upstream is the upstream bucket of gateway mode (blob.kind s3).
+type S3Upstream struct {
+	Endpoint  string // URL of the S3 API, e.g. https://s3.eu-west-1.amazonaws.com
+	Region    string
+	Bucket    string
+	Prefix    string // key prefix in the bucket; one per Coffer metadata store
+	AccessKey string
+	// SecretKey comes only from the environment (COFFER_BLOB_S3_SECRET_KEY),
+	// like the root secret.
+	SecretKey string
+	PathStyle bool
 }
 
 // Pprof configures the pprof listener, which is off by default.
@@ -107,6 +125,19 @@ type Log struct {
 	AccessLogSample float64
 }
 
+// Audit configures the audit log: every mutating S3 request, admin change
+// and refused authentication, in a SQLite file of its own.
+type Audit struct {
+	Enabled bool
+	// Path is the SQLite file; "" means <StoragePath>/audit.db.
+	Path string
+	// ReadSample is the fraction of successful reads (GET, HEAD) also
+	// recorded, from 0 (none, the default) to 1 (all).
+	ReadSample float64
+	// Retention is how long events are kept; 0 keeps them forever.
+	Retention time.Duration
+}
+
 // Default returns the built-in settings.
 func Default() Config {
 	return Config{
@@ -115,9 +146,10 @@ func Default() Config {
 		ConsoleAddress:  "127.0.0.1:6790",
 		ShutdownTimeout: 30 * time.Second,
 		Fsync:           true,
-		Blob:            Blob{Kind: BlobFS},
+		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},
+		Audit:           Audit{Enabled: true, Retention: 90 * 24 * time.Hour},
 		Objects: objects.Config{
 			InlineThreshold: 32 << 10,
 			BlockSize:       8 << 20,

@@ -37,8 +37,20 @@ func settings(c *Config) []setting {
 			usage: "region the server reports and that request signatures must name"},
 		{name: "domain", value: &stringValue{&c.S3.Domain},
 			usage: "domain suffix for virtual-hosted-style requests (BUCKET.DOMAIN); \"\" serves path-style requests only"},
-		{name: "blob.kind", value: &enumValue{&c.Blob.Kind, []string{BlobFS, BlobMemory}},
-			usage: "block store: fs (files in the blobs directory of storage-path) or memory (lost on exit; tests and benchmarks)"},
+		{name: "blob.kind", value: &enumValue{&c.Blob.Kind, []string{BlobFS, BlobMemory, BlobS3}},
+			usage: "block store: fs (files in the blobs directory of storage-path), s3 (an upstream S3 bucket: gateway mode, see blob.s3.*) or memory (lost on exit; tests and benchmarks)"},
+		{name: "blob.s3.endpoint", value: &stringValue{&c.Blob.S3.Endpoint},
+			usage: "with blob.kind s3: URL of the upstream S3 API (http:// or https://)"},
+		{name: "blob.s3.region", value: &stringValue{&c.Blob.S3.Region},
+			usage: "with blob.kind s3: region the upstream signs for"},
+		{name: "blob.s3.bucket", value: &stringValue{&c.Blob.S3.Bucket},
+			usage: "with blob.kind s3: upstream bucket holding the blocks; it must exist"},
+		{name: "blob.s3.prefix", value: &stringValue{&c.Blob.S3.Prefix},
+			usage: "with blob.kind s3: key prefix of the blocks in the bucket, \"\" or ending in /; every Coffer storage path needs its own (GC removes what its metadata does not reference)"},
+		{name: "blob.s3.access-key", value: &stringValue{&c.Blob.S3.AccessKey},
+			usage: "with blob.kind s3: upstream access key ID (the secret comes only from COFFER_BLOB_S3_SECRET_KEY)"},
+		{name: "blob.s3.path-style", value: &boolValue{&c.Blob.S3.PathStyle},
+			usage: "with blob.kind s3: path-style requests (endpoint/bucket/key), which MinIO, Ceph and Coffer need; false for virtual-hosted (bucket.endpoint)"},
 		{name: "fsync", value: &boolValue{&c.Fsync},
 			usage: "fsync every acknowledged write; false is for benchmarks only and loses data on power failure"},
 		{name: "inline-threshold", value: &sizeValue{&c.Objects.InlineThreshold},
@@ -59,6 +71,14 @@ func settings(c *Config) []setting {
 			usage: "log format on stderr: text or json"},
 		{name: "access-log-sample", value: &fractionValue{&c.Log.AccessLogSample},
 			usage: "fraction of requests written to the access log, from 0 (off) to 1 (all)"},
+		{name: "audit.enabled", value: &boolValue{&c.Audit.Enabled},
+			usage: "keep the audit log: every mutating S3 request, admin change and refused request, with who, what, where from and the outcome"},
+		{name: "audit.path", value: &stringValue{&c.Audit.Path},
+			usage: "SQLite file of the audit log; \"\" means audit.db in storage-path"},
+		{name: "audit.read-sample", value: &fractionValue{&c.Audit.ReadSample},
+			usage: "fraction of successful reads (GET, HEAD) also written to the audit log, from 0 (none) to 1 (all)"},
+		{name: "audit.retention", value: &durationValue{p: &c.Audit.Retention, zeroDisables: true},
+			usage: "how long audit events are kept (2160h is 90 days); 0 keeps them forever"},
 		{name: "pprof", value: &boolValue{&c.Pprof.Enabled},
 			usage: "serve net/http/pprof on its own listener (pprof-host:pprof-port)"},
 		{name: "pprof-host", value: &stringValue{&c.Pprof.Host},
@@ -92,6 +112,8 @@ const (
 	// EnvMasterKey holds the key that seals IAM secrets at rest (32 bytes,
 	// base64 or hex). Without it the server keeps one in the storage path.
 	EnvMasterKey = "COFFER_MASTER_KEY"
+	// EnvBlobS3SecretKey is the upstream secret key of gateway mode.
+	EnvBlobS3SecretKey = "COFFER_BLOB_S3_SECRET_KEY"
 )
 
 // A value is a flag.Value that also says which TOML types it accepts.

@@ -60,6 +60,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	cfg.Root.RootAccessKey = getenv(EnvRootAccessKey)
 	cfg.Root.RootSecretKey = getenv(EnvRootSecretKey)
+	cfg.Blob.S3.SecretKey = getenv(EnvBlobS3SecretKey)
 	if v := getenv(EnvMasterKey); v != "" {
 		k, err := iam.ParseMasterKey(v)
 		if err != nil {

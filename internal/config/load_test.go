@@ -100,6 +100,18 @@ func TestLoadPrecedence(t *testing.T) {
 			want: func(c *Config) { c.S3.Region = "eu-west-1" },
 		},
 		{
+			name: "gateway mode from the environment",
+			env: map[string]string{
+				"COFFER_BLOB_KIND": "s3", "COFFER_BLOB_S3_ENDPOINT": "https://s3.example.com", "COFFER_BLOB_S3_BUCKET": "blocks",
+				"COFFER_BLOB_S3_PREFIX": "node1/", "COFFER_BLOB_S3_ACCESS_KEY": "upak", "COFFER_BLOB_S3_SECRET_KEY": "upsecret",
+				"COFFER_BLOB_S3_PATH_STYLE": "false", "COFFER_BLOB_S3_REGION": "eu-west-1",
+			},
+			want: func(c *Config) {
+				c.Blob = Blob{Kind: BlobS3, S3: S3Upstream{Endpoint: "https://s3.example.com", Region: "eu-west-1", Bucket: "blocks",
+					Prefix: "node1/", AccessKey: "upak", SecretKey: "upsecret"}}
+			},
+		},
+		{
 			name: "every env",
 			env: map[string]string{
 				"COFFER_STORAGE_PATH": "/d", "COFFER_ADDRESS": ":1", "COFFER_REGION": "r1", "COFFER_DOMAIN": "s3.test",
@@ -109,6 +121,8 @@ func TestLoadPrecedence(t *testing.T) {
 				"COFFER_LOG_FORMAT": "json", "COFFER_ACCESS_LOG_SAMPLE": "1", "COFFER_PPROF": "true",
 				"COFFER_PPROF_HOST": "::1", "COFFER_PPROF_PORT": "7070", "COFFER_CONSOLE_ADDRESS": "[::1]:7071",
 				"COFFER_ROOT_ACCESS_KEY": "rootkey", "COFFER_ROOT_SECRET_KEY": "rootsecret",
+				"COFFER_AUDIT_ENABLED": "false", "COFFER_AUDIT_PATH": "/a/audit.db", "COFFER_AUDIT_READ_SAMPLE": "0.5",
+				"COFFER_AUDIT_RETENTION": "24h",
 			},
 			want: func(c *Config) {
 				c.StoragePath, c.Address, c.S3.Region, c.S3.Domain = "/d", ":1", "r1", "s3.test"
@@ -119,6 +133,7 @@ func TestLoadPrecedence(t *testing.T) {
 				c.Pprof = Pprof{Enabled: true, Host: "::1", Port: 7070}
 				c.ConsoleAddress = "[::1]:7071"
 				c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "rootsecret"
+				c.Audit = Audit{Path: "/a/audit.db", ReadSample: 0.5, Retention: 24 * time.Hour}
 			},
 		},
 	} {
@@ -173,7 +188,7 @@ func TestLoadErrors(t *testing.T) {
 		{name: "positional argument", args: []string{"--pprof", "serve"}, wantErr: `unexpected argument "serve"`},
 		{name: "bad flag size", args: []string{"--block-size", "x"}, wantErr: `invalid value "x" for flag -block-size: invalid size "x"`},
 		{name: "bad flag bool", args: []string{"--fsync=maybe"}, wantErr: `invalid boolean "maybe"`},
-		{name: "bad flag enum", args: []string{"--blob.kind", "s3"}, wantErr: `-blob.kind: invalid value "s3": want one of fs, memory`},
+		{name: "bad flag enum", args: []string{"--blob.kind", "ftp"}, wantErr: `-blob.kind: invalid value "ftp": want one of fs, memory, s3`},
 		{name: "bad env size", env: map[string]string{"COFFER_BLOCK_SIZE": "x"}, wantErr: `COFFER_BLOCK_SIZE: invalid size "x"`},
 		{name: "bad env unit", env: map[string]string{"COFFER_MAX_OBJECT_SIZE": "5GB"}, wantErr: `COFFER_MAX_OBJECT_SIZE: invalid size "5GB": unknown unit "GB"`},
 		{name: "bad env duration", env: map[string]string{"COFFER_GC_GRACE": "1 hour"}, wantErr: `COFFER_GC_GRACE: invalid duration "1 hour"`},

@@ -108,6 +108,21 @@ first start it generates a key pair, writes it there (mode 0600, fsynced) and
 prints it once to standard output. The server refuses to start if that file is
 readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
 
+## Gateway mode
+
+With ` + "`blob.kind = \"s3\"`" + ` object blocks live in an upstream S3 bucket (another
+Coffer, MinIO, Ceph, AWS) set by the ` + "`blob.s3.*`" + ` settings; metadata stays in
+` + "`<storage-path>/meta`" + `. The upstream secret key is read only from the environment:
+
+| Environment | Description |
+| --- | --- |
+| ` + "`" + EnvBlobS3SecretKey + "`" + ` | secret access key of ` + "`blob.s3.access-key`" + ` |
+
+The bucket must exist, and the key needs s3:PutObject, s3:GetObject,
+s3:DeleteObject and s3:ListBucket on it. Give every Coffer storage path its own
+` + "`blob.s3.prefix`" + `: garbage collection deletes the blocks under its prefix that its
+own metadata does not reference.
+
 ## Master key
 
 Secrets of users' access keys are stored sealed with AES-256-GCM under a

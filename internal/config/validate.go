@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -39,8 +40,12 @@ func (c Config) Validate() error {
 	if c.ShutdownTimeout < 0 {
 		add("shutdown-timeout", errors.New("must not be negative"))
 	}
-	if c.Blob.Kind != BlobFS && c.Blob.Kind != BlobMemory {
-		add("blob.kind", fmt.Errorf("invalid value %q: want fs or memory", c.Blob.Kind))
+	switch c.Blob.Kind {
+	case BlobFS, BlobMemory:
+	case BlobS3:
+		errs = append(errs, c.validateBlobS3()...)
+	default:
+		add("blob.kind", fmt.Errorf("invalid value %q: want fs, s3 or memory", c.Blob.Kind))
 	}
 	add("pprof-port", checkPort(c.Pprof.Port))
 	if c.Pprof.Enabled && c.Pprof.Port != 0 {
@@ -69,12 +74,54 @@ func (c Config) Validate() error {
 		add("log-format", fmt.Errorf("invalid value %q: want text or json", c.Log.Format))
 	}
 	add("access-log-sample", checkFraction(c.Log.AccessLogSample))
+	add("audit.read-sample", checkFraction(c.Audit.ReadSample))
+	if c.Audit.Retention < 0 {
+		add("audit.retention", errors.New("must not be negative"))
+	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateS3()...)
 	if err := checkRoot(c.Root.RootAccessKey, c.Root.RootSecretKey); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateBlobS3 checks the upstream of gateway mode: everything needed
+// to reach it, so that a typo fails at start rather than at the first PUT.
+func (c Config) validateBlobS3() []error {
+	var errs []error
+	add := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, &settingError{name: name, err: err})
+		}
+	}
+	s := c.Blob.S3
+	switch u, err := url.Parse(s.Endpoint); {
+	case s.Endpoint == "":
+		add("blob.s3.endpoint", errors.New("required with blob.kind s3"))
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil:
+		add("blob.s3.endpoint", fmt.Errorf("%q: want http:// or https:// with a host and no path, query or credentials", s.Endpoint))
+	}
+	if s.Bucket == "" {
+		add("blob.s3.bucket", errors.New("required with blob.kind s3"))
+	}
+	if s.Region == "" {
+		add("blob.s3.region", errors.New("required with blob.kind s3"))
+	}
+	switch {
+	case strings.HasPrefix(s.Prefix, "/"):
+		add("blob.s3.prefix", fmt.Errorf("%q must not start with /", s.Prefix))
+	case s.Prefix != "" && !strings.HasSuffix(s.Prefix, "/"):
+		// So that no prefix is the start of another's ("node1" of "node10/").
+		add("blob.s3.prefix", fmt.Errorf("%q must end with /", s.Prefix))
+	}
+	if s.AccessKey == "" {
+		add("blob.s3.access-key", errors.New("required with blob.kind s3"))
+	}
+	if s.SecretKey == "" {
+		errs = append(errs, fmt.Errorf("%s: required with blob.kind s3", EnvBlobS3SecretKey))
+	}
+	return errs
 }
 
 func (c Config) validateObjects() []error {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidate(t *testing.T) {
@@ -48,10 +49,26 @@ func TestValidate(t *testing.T) {
 		{name: "console on pprof port", mod: func(c *Config) { c.Pprof.Enabled = true; c.ConsoleAddress = "127.0.0.1:6060" }, wantErr: "console-address: port 6060 is also the pprof port"},
 		{name: "console on pprof port, pprof off", mod: func(c *Config) { c.ConsoleAddress = "127.0.0.1:6060" }},
 		{name: "negative shutdown", mod: func(c *Config) { c.ShutdownTimeout = -1 }, wantErr: "shutdown-timeout: must not be negative"},
-		{name: "blob kind", mod: func(c *Config) { c.Blob.Kind = "s3" }, wantErr: `blob.kind: invalid value "s3"`},
+		{name: "blob kind", mod: func(c *Config) { c.Blob.Kind = "ftp" }, wantErr: `blob.kind: invalid value "ftp"`},
+		{name: "s3 upstream missing", mod: func(c *Config) { c.Blob.Kind = BlobS3 },
+			wantErr: "blob.s3.endpoint: required with blob.kind s3\nblob.s3.bucket: required with blob.kind s3\nblob.s3.access-key: required with blob.kind s3\nCOFFER_BLOB_S3_SECRET_KEY: required"},
+		{name: "s3 endpoint with a path", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "http://h:9000/bucket", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
+		}, wantErr: `blob.s3.endpoint: "http://h:9000/bucket": want http:// or https:// with a host and no path`},
+		{name: "s3 endpoint scheme", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "h:9000", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s", Prefix: "/p"}
+		}, wantErr: "blob.s3.endpoint: \"h:9000\": want http:// or https://"},
+		{name: "s3 prefix", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://s3.example", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s", Prefix: "/p"}
+		}, wantErr: `blob.s3.prefix: "/p" must not start with /`},
+		{name: "s3 prefix end", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://s3.example", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s", Prefix: "node1"}
+		}, wantErr: `blob.s3.prefix: "node1" must end with /`},
 		{name: "log level", mod: func(c *Config) { c.Log.Level = slog.LevelInfo + 2 }, wantErr: "log-level: invalid log level"},
 		{name: "log format", mod: func(c *Config) { c.Log.Format = "xml" }, wantErr: `log-format: invalid value "xml"`},
 		{name: "sample", mod: func(c *Config) { c.Log.AccessLogSample = 1.5 }, wantErr: "access-log-sample: invalid fraction 1.5"},
+		{name: "audit sample", mod: func(c *Config) { c.Audit.ReadSample = -0.1 }, wantErr: "audit.read-sample: invalid fraction -0.1"},
+		{name: "audit retention", mod: func(c *Config) { c.Audit.Retention = -time.Hour }, wantErr: "audit.retention: must not be negative"},
 		{name: "region empty", mod: func(c *Config) { c.S3.Region = "" }, wantErr: `region: invalid region ""`},
 		{name: "region upper", mod: func(c *Config) { c.S3.Region = "US-EAST-1" }, wantErr: "region: invalid region"},
 		{name: "domain with scheme", mod: func(c *Config) { c.S3.Domain = "https://s3.example.com" }, wantErr: "domain: invalid domain"},

@@ -102,12 +102,21 @@ var inProcessArgs = []string{
 // shut down cleanly, when the test ends.
 func startServer(t *testing.T, extra ...string) *testServer {
 	t.Helper()
+	return startServerEnv(t, nil, extra...)
+}
+
+// startServerEnv is startServer with more environment variables.
+func startServerEnv(t *testing.T, moreEnv map[string]string, extra ...string) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	args := append([]string{"--storage-path", dir}, inProcessArgs...)
 	args = append(args, extra...)
 	env := map[string]string{
 		"COFFER_ROOT_ACCESS_KEY": testAccessKey,
 		"COFFER_ROOT_SECRET_KEY": testSecretKey,
+	}
+	for k, v := range moreEnv {
+		env[k] = v
 	}
 	cfg, err := config.Load(args, func(k string) string { return env[k] })
 	if err != nil {

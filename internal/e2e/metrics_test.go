@@ -267,6 +267,14 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
+	// The audit log (on by default) recorded CreateBucket and the PUTs
+	// and dropped nothing.
+	if got := metricValue(m, "coffer_audit_events_recorded_total"); got < 4 {
+		t.Errorf("coffer_audit_events_recorded_total = %v, want at least 4", got)
+	}
+	if got := metricValue(m, "coffer_audit_events_dropped_total"); got != 0 {
+		t.Errorf("coffer_audit_events_dropped_total = %v, want 0", got)
+	}
 	if metricValue(m, "coffer_build_info", "version", "devel", "go_version", runtimeVersion(m)) != 1 {
 		t.Error("no coffer_build_info{version=\"devel\"} 1")
 	}

@@ -57,6 +57,10 @@ func newCountingEnv(t *testing.T) (*env, *countingStore) {
 // TestRangeGetOpensOnlyOverlappingBlocks checks that a ranged read of a
 // four-block object asks the blob store only for the blocks the range
 // overlaps, and for only the bytes of them it needs.
+// wholeBlob is the n of a blob Get that reads a whole block: to the end,
+// so that a store keeping a checksum per blob verifies it.
+const wholeBlob = -1
+
 func TestRangeGetOpensOnlyOverlappingBlocks(t *testing.T) {
 	e, cs := newCountingEnv(t)
 	const size = 4 * testBlock
@@ -75,8 +79,8 @@ func TestRangeGetOpensOnlyOverlappingBlocks(t *testing.T) {
 	blocks := make([]string, len(whole))
 	for i, g := range whole {
 		blocks[i] = g.Key
-		if g.Off != 0 || g.N != testBlock {
-			t.Errorf("whole GetObject, block %d: Get(off %d, n %d), want (0, %d)", i, g.Off, g.N, testBlock)
+		if g.Off != 0 || g.N != wholeBlob {
+			t.Errorf("whole GetObject, block %d: Get(off %d, n %d), want (0, -1): a whole block is asked for as such", i, g.Off, g.N)
 		}
 	}
 	if blocks[0] == blocks[1] || blocks[1] == blocks[2] || blocks[2] == blocks[3] {
@@ -97,7 +101,7 @@ func TestRangeGetOpensOnlyOverlappingBlocks(t *testing.T) {
 		{
 			name: "exactly block 2", rng: Range{Start: testBlock, End: 2*testBlock - 1},
 			start: testBlock, end: 2 * testBlock,
-			want: []blobGet{{blocks[1], 0, testBlock}},
+			want: []blobGet{{blocks[1], 0, wholeBlob}},
 		},
 		{
 			name: "spanning blocks 2-3", rng: Range{Start: 2*testBlock - 10, End: 2*testBlock + 9},
@@ -112,7 +116,7 @@ func TestRangeGetOpensOnlyOverlappingBlocks(t *testing.T) {
 		{
 			name: "suffix spanning last two blocks", rng: Range{Start: -1, Suffix: testBlock + 1},
 			start: size - testBlock - 1, end: size,
-			want: []blobGet{{blocks[2], testBlock - 1, 1}, {blocks[3], 0, testBlock}},
+			want: []blobGet{{blocks[2], testBlock - 1, 1}, {blocks[3], 0, wholeBlob}},
 		},
 		{
 			name: "open-ended from block 4", rng: Range{Start: 3*testBlock + 1, End: -1},
@@ -122,7 +126,7 @@ func TestRangeGetOpensOnlyOverlappingBlocks(t *testing.T) {
 		{
 			name: "whole object as a range", rng: Range{Start: 0, End: size - 1},
 			start: 0, end: size,
-			want: []blobGet{{blocks[0], 0, testBlock}, {blocks[1], 0, testBlock}, {blocks[2], 0, testBlock}, {blocks[3], 0, testBlock}},
+			want: []blobGet{{blocks[0], 0, wholeBlob}, {blocks[1], 0, wholeBlob}, {blocks[2], 0, wholeBlob}, {blocks[3], 0, wholeBlob}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

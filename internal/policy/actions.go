@@ -30,6 +30,8 @@ const (
 	AdminDetachPolicy       = "admin:DetachPolicy"
 	AdminRunGC              = "admin:RunGC"
 	AdminServerInfo         = "admin:ServerInfo"
+	AdminCheckUsage         = "admin:CheckUsage"
+	AdminGetAuditLog        = "admin:GetAuditLog"
 )
 
 // knownActions is every action a policy may name: all actions of the
@@ -230,6 +232,8 @@ var knownActions = [...]string{
 	AdminDetachPolicy,
 	AdminRunGC,
 	AdminServerInfo,
+	AdminCheckUsage,
+	AdminGetAuditLog,
 }
 
 const numActions = len(knownActions)

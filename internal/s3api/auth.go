@@ -19,6 +19,7 @@ import (
 func (h *Handler) authenticate(r *http.Request, rq *request) error {
 	res, err := h.verifier.Verify(r)
 	if err != nil {
+		rq.claimedKey = claimedAccessKey(err)
 		return err
 	}
 	rq.auth = res
@@ -223,4 +224,20 @@ func bodyError(err error) error {
 		return s3err.Wrap(s3err.RequestTimeout, "", err)
 	}
 	return s3err.Wrap(s3err.IncompleteBody, "", err)
+}
+
+// claimedAccessKey returns the access key an authentication error names
+// (sigv4 adds it as AWSAccessKeyId to InvalidAccessKeyId and
+// SignatureDoesNotMatch), or "".
+func claimedAccessKey(err error) string {
+	var e *s3err.Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	for _, f := range e.Extra {
+		if f.Name == "AWSAccessKeyId" {
+			return f.Value
+		}
+	}
+	return ""
 }

@@ -191,6 +191,9 @@ type request struct {
 	code    s3err.Code
 	aborted bool
 	obs     *observation
+	// claimedKey is the access key named by a request that failed
+	// authentication, when the verifier reported it.
+	claimedKey string
 }
 
 // opName returns the name of the request's op, or "" before routing.

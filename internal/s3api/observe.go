@@ -49,10 +49,20 @@ type RequestRecord struct {
 	// Bucket and Key are the request's target ("" for service-level
 	// requests, and Key "" for bucket-level ones).
 	Bucket, Key string
+	// Method is the request's HTTP method.
+	Method string
 	// AccessKeyID is the key that signed the request once its signature
 	// verified; "" for anonymous requests and for requests that failed
 	// authentication.
 	AccessKeyID string
+	// User is the user of AccessKeyID: "" for anonymous requests, for
+	// failed authentication and for root (Root is true then).
+	User string
+	Root bool
+	// ClaimedAccessKeyID is the access key a request that failed
+	// authentication named (an unknown key, or a known one whose
+	// signature did not match), for the audit log; "" otherwise.
+	ClaimedAccessKeyID string
 	// RemoteAddr is the client's address as net/http reports it
 	// (host:port, no proxy headers interpreted).
 	RemoteAddr string
@@ -143,9 +153,14 @@ func (h *Handler) finish(rw *responseWriter, r *http.Request, rq *request, start
 			Duration:    dur,
 			Bucket:      rq.bucket,
 			Key:         rq.key,
+			Method:      r.Method,
 			AccessKeyID: rq.principal.AccessKeyID,
+			User:        rq.principal.User,
+			Root:        rq.principal.Root,
 			RemoteAddr:  r.RemoteAddr,
 			RequestID:   rq.id,
+
+			ClaimedAccessKeyID: rq.claimedKey,
 		}
 		h.observer.ObserveRequest(rec)
 		// Nothing uses the request's state after finish: the body

@@ -95,6 +95,7 @@ func TestObserver(t *testing.T) {
 	hs.mkBucket("bkt")
 	body := bytes.Repeat([]byte("0123456789"), 20_000) // 200 kB: past net/http's buffer, so the client has it before ServeHTTP returns
 	wrong := sigv4.Credentials{AccessKeyID: rootAccessKey, SecretKey: "not-the-secret"}
+	unknown := sigv4.Credentials{AccessKeyID: "AKNOSUCHKEY", SecretKey: "whatever-secret"}
 	for _, tc := range []struct {
 		name string
 		c    call
@@ -145,7 +146,12 @@ func TestObserver(t *testing.T) {
 		{
 			name: "bad signature",
 			c:    call{method: "GET", path: "/bkt/obj", cred: &wrong},
-			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.SignatureDoesNotMatch, Bucket: "bkt", Key: "obj"},
+			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.SignatureDoesNotMatch, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: rootAccessKey},
+		},
+		{
+			name: "unknown access key",
+			c:    call{method: "GET", path: "/bkt/obj", cred: &unknown},
+			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.InvalidAccessKeyID, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: "AKNOSUCHKEY"},
 		},
 		{
 			name: "anonymous",
@@ -169,6 +175,8 @@ func TestObserver(t *testing.T) {
 			got := o.wait(t, id)
 			want := tc.want
 			want.Start = testNow() // the harness clock stands still
+			want.Method = tc.c.method
+			want.Root = want.AccessKeyID == rootAccessKey
 			if tc.name == "ListBuckets" {
 				want.BytesOut = int64(len(rp.body))
 			}
@@ -224,7 +232,7 @@ func TestObserverPanic(t *testing.T) {
 	rp.want(t, http.StatusInternalServerError, s3err.InternalError)
 	got := o.wait(t, requestID(rp.header))
 	want := RequestRecord{Op: "GetObject", Status: 500, Code: s3err.InternalError, BytesOut: int64(len(rp.body)),
-		Start: testNow(), Bucket: "bkt", Key: "k", AccessKeyID: rootAccessKey, RemoteAddr: "192.0.2.1:1234"}
+		Start: testNow(), Bucket: "bkt", Key: "k", Method: "GET", AccessKeyID: rootAccessKey, Root: true, RemoteAddr: "192.0.2.1:1234"}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(RequestRecord{}, "RequestID")); diff != "" {
 		t.Errorf("record mismatch (-want +got):\n%s", diff)
 	}

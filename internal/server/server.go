@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/metrics"
@@ -75,6 +76,8 @@ type Server struct {
 	metrics   *metrics.Registry
 	ready     *readiness // also behind the S3 listener's health endpoints
 
+	audit *audit.Log // nil when audit.enabled is false
+
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
 
@@ -119,6 +122,9 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 		return s, err
 	}
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
+	if s.audit, err = openAudit(cfg, log.With("component", "audit")); err != nil {
+		return s, err
+	}
 	if cfg.ConsoleAddress != "" {
 		s.metrics, err = metrics.New(metrics.Config{Version: version.Version(), Logger: log.With("component", "metrics")})
 		if err != nil {
@@ -126,6 +132,11 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 		}
 		if err = s.metrics.StorageFunc(st.storageTotals); err != nil {
 			return s, err
+		}
+		if s.audit != nil {
+			if err = registerAuditMetrics(s.metrics, s.audit); err != nil {
+				return s, err
+			}
 		}
 	}
 	handler, err := s.handler()
@@ -182,9 +193,25 @@ func (s *Server) handler() (http.Handler, error) {
 		return nil, err
 	}
 	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Domain: s.cfg.S3.Domain, Clock: time.Now}, keyring{m})
-	var observer s3api.Observer // stays a nil interface without metrics
+	var obs observers
 	if s.metrics != nil {
-		observer = s.metrics
+		obs = append(obs, s.metrics)
+	}
+	if s.audit != nil {
+		obs = append(obs, audit.NewS3Observer(s.audit, s.cfg.Audit.ReadSample))
+	}
+	var observer s3api.Observer // stays a nil interface without observers
+	switch len(obs) {
+	case 0:
+	case 1:
+		observer = obs[0]
+	default:
+		observer = obs
+	}
+	var adminAudit adminapi.Observer
+	var auditLog adminapi.AuditLog
+	if s.audit != nil {
+		adminAudit, auditLog = adminAuditor{s.audit}, s.audit
 	}
 	h, err := s3api.New(s.cfg.S3, s3api.Deps{
 		Objects:  s.st.objects,
@@ -207,6 +234,8 @@ func (s *Server) handler() (http.Handler, error) {
 		Verifier: v,
 		GC:       s.st.objects.GC,
 		Buckets:  s.st.objects,
+		Audit:    auditLog,
+		Observer: adminAudit,
 		Logger:   s.log.With("component", "adminapi"),
 	})
 	if err != nil {
@@ -392,6 +421,12 @@ func (s *Server) Close() error {
 				if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 					errs = append(errs, err)
 				}
+			}
+		}
+		if s.audit != nil {
+			// After the listeners: what requests in flight recorded is written.
+			if err := s.audit.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close audit log: %w", err))
 			}
 		}
 		errs = append(errs, s.st.close())

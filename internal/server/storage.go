@@ -13,10 +13,15 @@ import (
 	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/blob/fsblob"
 	"github.com/coffer-s3/coffer/internal/blob/memblob"
+	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/objects"
 )
+
+// upstreamCheckTimeout bounds the check, at start, that the upstream
+// bucket of gateway mode answers.
+const upstreamCheckTimeout = 30 * time.Second
 
 // Directories under the storage path.
 const (
@@ -56,6 +61,19 @@ func openStorage(cfg config.Config, log *slog.Logger) (*storage, error) {
 			return nil, errors.Join(err, st.close())
 		}
 		st.blobs = fs
+	case config.BlobS3:
+		u := cfg.Blob.S3
+		ctx, cancel := context.WithTimeout(context.Background(), upstreamCheckTimeout)
+		s3, err := s3blob.New(ctx, s3blob.Config{
+			Endpoint: u.Endpoint, Region: u.Region, Bucket: u.Bucket, Prefix: u.Prefix,
+			AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle,
+			Logger: log.With("component", "s3blob"),
+		})
+		cancel()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("open the upstream block store (blob.s3.*): %w", err), st.close())
+		}
+		st.blobs = s3
 	default:
 		return nil, errors.Join(fmt.Errorf("unknown blob kind %q", cfg.Blob.Kind), st.close())
 	}

@@ -1,0 +1,605 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// t0 is the time test events start from.
+var t0 = time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC)
+
+// openTest opens a Log in a fresh directory (unless cfg.Path is set) and
+// closes it when the test ends.
+func openTest(t *testing.T, cfg Config, h hooks) *Log {
+	t.Helper()
+	if cfg.Path == "" {
+		cfg.Path = filepath.Join(t.TempDir(), "audit", "audit.db")
+	}
+	l, err := open(cfg, h)
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg.Path, err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return l
+}
+
+// recordAll records events, each of which must be accepted, and flushes.
+func recordAll(t *testing.T, l *Log, events ...Event) {
+	t.Helper()
+	for i, e := range events {
+		if !l.Record(e) {
+			t.Fatalf("Record of event %d refused: %+v", i, l.Stats())
+		}
+	}
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+}
+
+// queryAll returns every event f selects, newest first, following Next.
+func queryAll(t *testing.T, l *Log, f Filter) []Event {
+	t.Helper()
+	f.Limit = MaxLimit
+	var all []Event
+	for {
+		p, err := l.Query(t.Context(), f)
+		if err != nil {
+			t.Fatalf("Query(%+v): %v", f, err)
+		}
+		all = append(all, p.Events...)
+		if p.Next == 0 {
+			return all
+		}
+		f.Before = p.Next
+	}
+}
+
+// fakeClock is a settable clock, safe for concurrent use.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock(t time.Time) *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// syncBuffer is a bytes.Buffer for a logger written from the writer
+// goroutine and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// oddKeys are keys that quoting, escaping or encoding could break.
+var oddKeys = []string{
+	"photos/2024/日本語 ключ 🙂.jpg",
+	"100%_done",
+	`back\slash\`,
+	"line1\nline2\r\nend\t",
+	"'; DROP TABLE events; --",
+	strings.Repeat("k", 1024),
+	"nul\x00byte",
+	"invalid\xff\xfeutf8",
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{}, hooks{})
+	est := time.FixedZone("EST", -5*3600)
+	var want []Event
+	for i, key := range oddKeys {
+		want = append(want, Event{
+			Time:      t0.Add(time.Duration(i) * time.Hour).In(est),
+			Source:    SourceS3,
+			Op:        "PutObject",
+			Status:    500 + i,
+			Code:      "InternalError",
+			Bucket:    "bucket-" + key[:1],
+			Key:       key,
+			Target:    "target " + key,
+			User:      "user " + key,
+			AccessKey: "AKIA" + key,
+			SourceIP:  "2001:db8::1",
+			RequestID: fmt.Sprintf("req-%d", i),
+			BytesIn:   1<<40 + int64(i),
+			BytesOut:  -1, // stored as given
+			Duration:  time.Duration(i)*time.Second + 123*time.Nanosecond,
+		})
+	}
+	recordAll(t, l, want...)
+	got := queryAll(t, l, Filter{})
+	if len(got) != len(want) {
+		t.Fatalf("Query returned %d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		g := got[len(got)-1-i] // newest first
+		want[i].ID = int64(i + 1)
+		if diff := cmp.Diff(want[i], g); diff != "" {
+			t.Errorf("event %d mismatch (-want +got):\n%s", i, diff)
+		}
+		if g.Time.Location() != time.UTC {
+			t.Errorf("event %d: Time in %v, want UTC", i, g.Time.Location())
+		}
+	}
+}
+
+func TestRecordZeroTimeUsesClock(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock(t0)
+	l := openTest(t, Config{Clock: clock.Now}, hooks{})
+	recordAll(t, l, Event{Source: SourceAdmin, Op: "admin:CreateUser", ID: 99})
+	got := queryAll(t, l, Filter{})
+	if len(got) != 1 || !got[0].Time.Equal(t0) || got[0].ID != 1 {
+		t.Errorf("got %+v, want one event with ID 1 at %v", got, t0)
+	}
+}
+
+func TestReopenKeepsEventsAndCloseWritesQueue(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	// A batch larger than the events and a flush interval longer than
+	// the test: nothing is written before Close.
+	l, err := Open(Config{Path: path, BatchSize: 10000, FlushInterval: time.Hour, QueueSize: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := range n {
+		if !l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject", Key: fmt.Sprint(i)}) {
+			t.Fatalf("Record %d refused", i)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if st := l.Stats(); st.Written != n || st.Queued != 0 {
+		t.Errorf("Stats after Close = %+v, want %d written, none queued", st, n)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	l = openTest(t, Config{Path: path}, hooks{})
+	got := queryAll(t, l, Filter{})
+	if len(got) != n {
+		t.Fatalf("after reopening: %d events, want %d", len(got), n)
+	}
+	for i, e := range got {
+		if want := fmt.Sprint(n - 1 - i); e.Key != want || e.ID != int64(n-i) {
+			t.Fatalf("event %d: ID %d key %q, want ID %d key %q", i, e.ID, e.Key, n-i, want)
+		}
+	}
+	// IDs are never reused, even once every event is deleted.
+	if _, err := l.Prune(t.Context(), t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+	if got := queryAll(t, l, Filter{}); len(got) != 1 || got[0].ID != n+1 {
+		t.Errorf("after pruning all and recording one: %+v, want one event with ID %d", got, n+1)
+	}
+}
+
+func TestFlushIntervalWritesWithoutFlush(t *testing.T) {
+	t.Parallel()
+	writing := make(chan struct{}, 1)
+	l := openTest(t, Config{FlushInterval: time.Millisecond}, hooks{beforeWrite: func() {
+		select {
+		case writing <- struct{}{}:
+		default:
+		}
+	}})
+	if !l.Record(Event{Time: t0, Source: SourceS3, Op: "PutObject"}) {
+		t.Fatal("Record refused")
+	}
+	<-writing // the timer, not Flush, started the write
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := l.Stats(); st.Written != 1 {
+		t.Errorf("Stats = %+v, want 1 written", st)
+	}
+}
+
+func TestRecordNeverBlocks(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	var logs syncBuffer
+	l := openTest(t, Config{QueueSize: 4, BatchSize: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		hooks{beforeWrite: func() {
+			select {
+			case entered <- struct{}{}:
+			default:
+			}
+			<-release
+		}})
+	ev := Event{Time: t0, Source: SourceS3, Op: "PutObject"}
+	if !l.Record(ev) {
+		t.Fatal("first Record refused")
+	}
+	<-entered // the writer holds the first event and is stuck writing it
+
+	var accepted, refused int
+	for range 10 {
+		if l.Record(ev) {
+			accepted++
+		} else {
+			refused++
+		}
+	}
+	if accepted != 4 || refused != 6 {
+		t.Errorf("with the writer stuck and a queue of 4: %d accepted, %d refused; want 4, 6", accepted, refused)
+	}
+	want := Stats{Recorded: 5, Dropped: 6, Queued: 5}
+	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+		t.Errorf("Stats while stuck mismatch (-want +got):\n%s", diff)
+	}
+
+	// Flush waits for the writer, and gives up when its context ends.
+	ctx, cancel := context.WithCancel(t.Context())
+	flushed := make(chan error)
+	go func() { flushed <- l.Flush(ctx) }()
+	cancel()
+	if err := <-flushed; !errors.Is(err, context.Canceled) {
+		t.Errorf("Flush with a canceled context = %v, want context.Canceled", err)
+	}
+
+	close(release)
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	want = Stats{Recorded: 5, Dropped: 6, Written: 5}
+	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+		t.Errorf("Stats after Flush mismatch (-want +got):\n%s", diff)
+	}
+	if got := len(queryAll(t, l, Filter{})); got != 5 {
+		t.Errorf("%d events stored, want 5", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, `msg="audit events dropped"`) || !strings.Contains(out, "dropped=6") {
+		t.Errorf("log does not report 6 dropped events:\n%s", out)
+	}
+}
+
+// openHeld opens a Log whose writer takes one event and then waits until
+// the test ends, so that it neither drains the queue nor allocates.
+func openHeld(t *testing.T, queueSize int) *Log {
+	t.Helper()
+	release := make(chan struct{})
+	l := openTest(t, Config{QueueSize: queueSize, BatchSize: 1}, hooks{beforeWrite: func() { <-release }})
+	t.Cleanup(func() { close(release) }) // before Close, which needs the writer
+	return l
+}
+
+// Not parallel: AllocsPerRun counts the allocations of the whole process.
+func TestRecordAllocatesNothing(t *testing.T) {
+	const runs = 100
+	l := openHeld(t, runs+1) // AllocsPerRun calls once more than runs
+	ev := Event{Time: t0, Source: SourceS3, Op: "PutObject", Bucket: "b", Key: "k", RequestID: "r"}
+	if n := testing.AllocsPerRun(runs, func() { l.Record(ev) }); n != 0 {
+		t.Errorf("Record allocates %v times per call, want 0", n)
+	}
+	if st := l.Stats(); st.Dropped != 0 {
+		t.Fatalf("Stats = %+v: the queue filled while Record should have had room", st)
+	}
+	if n := testing.AllocsPerRun(runs, func() { l.Record(ev) }); n != 0 {
+		t.Errorf("Record on a full queue allocates %v times per call, want 0", n)
+	}
+	if st := l.Stats(); st.Dropped < runs {
+		t.Errorf("Stats = %+v: Record had room when the queue should have been full", st)
+	}
+}
+
+func TestPragmas(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{}, hooks{})
+	ctx := t.Context()
+	conn, err := l.db.Conn(ctx) // a connection of the pool, as Query uses
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, tc := range []struct{ pragma, want string }{
+		{"journal_mode", "wal"},
+		{"synchronous", "1"}, // NORMAL
+		{"busy_timeout", fmt.Sprint(busyTimeout.Milliseconds())},
+		{"user_version", fmt.Sprint(len(migrations))},
+	} {
+		var got string
+		if err := conn.QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("PRAGMA %s = %q, want %q", tc.pragma, got, tc.want)
+		}
+	}
+}
+
+func TestClosedLog(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{}, hooks{})
+	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Record(Event{Time: t0}) {
+		t.Error("Record on a closed log accepted")
+	}
+	if st := l.Stats(); st.Dropped != 1 || st.Recorded != 1 || st.Written != 1 {
+		t.Errorf("Stats = %+v, want 1 recorded, written and dropped", st)
+	}
+	if err := l.Flush(t.Context()); err != nil {
+		t.Errorf("Flush on a closed log = %v, want nil", err)
+	}
+	if _, err := l.Query(t.Context(), Filter{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Query on a closed log = %v, want ErrClosed", err)
+	}
+	if _, err := l.Export(t.Context(), Filter{}, new(bytes.Buffer)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Export on a closed log = %v, want ErrClosed", err)
+	}
+	if _, err := l.Prune(t.Context(), t0); !errors.Is(err, ErrClosed) {
+		t.Errorf("Prune on a closed log = %v, want ErrClosed", err)
+	}
+}
+
+func TestWriteError(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l := openTest(t, Config{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hooks{})
+	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+
+	// Another program breaks the database under the writer.
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP TABLE events"); err != nil {
+		t.Fatal(err)
+	}
+
+	l.Record(Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+	l.Record(Event{Time: t0, Source: SourceS3, Op: "DeleteObject"})
+	if err := l.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "no such table") {
+		t.Errorf("Flush after the table was dropped = %v, want a no such table error", err)
+	}
+	want := Stats{Recorded: 3, Written: 1, WriteErrors: 2}
+	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+	if out := logs.String(); !strings.Contains(out, `msg="audit events not written"`) || !strings.Contains(out, "events=2") {
+		t.Errorf("log does not report the failed batch:\n%s", out)
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		setup   string // SQL run on the file before Open; "" for none
+		garbage bool   // the file is not a database
+		wantErr string
+		wantIs  error
+	}{
+		{name: "new file"},
+		{name: "newer version", setup: "PRAGMA user_version = 2", wantIs: ErrNewerSchema, wantErr: "schema version 2, this Coffer knows up to 1"},
+		{name: "another program's database", setup: "CREATE TABLE accounts (id INTEGER)", wantErr: "is not an audit log"},
+		{name: "not a database", garbage: true, wantErr: "not a database"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "audit.db")
+			if tc.setup != "" {
+				db, err := sql.Open("sqlite", path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := db.Exec(tc.setup); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.garbage {
+				if err := os.WriteFile(path, bytes.Repeat([]byte("not sqlite "), 1000), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, err := Open(Config{Path: path})
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				if err := l.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				l.Close()
+				t.Fatalf("Open succeeded, want an error containing %q", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
+				t.Errorf("Open error %q, want it to contain %q and the path", err, tc.wantErr)
+			}
+			if tc.wantIs != nil && !errors.Is(err, tc.wantIs) {
+				t.Errorf("Open error %v is not %v", err, tc.wantIs)
+			}
+		})
+	}
+}
+
+func TestFileModes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		existing os.FileMode // mode of a file there before Open; 0 for none
+	}{
+		{name: "new"},
+		{name: "existing world-readable", existing: 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "data", "audit")
+			path := filepath.Join(dir, "audit.db")
+			if tc.existing != 0 {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, nil, tc.existing); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, tc.existing); err != nil { // despite the umask
+					t.Fatal(err)
+				}
+			}
+			l := openTest(t, Config{Path: path}, hooks{})
+			recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+			for _, name := range []string{path, path + "-wal", path + "-shm"} {
+				fi, err := os.Stat(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != 0o600 {
+					t.Errorf("%s has mode %v, want 0600", filepath.Base(name), got)
+				}
+			}
+			if tc.existing == 0 {
+				fi, err := os.Stat(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != 0o700 {
+					t.Errorf("created directory has mode %v, want 0700", got)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "path only", cfg: Config{Path: "a.db"}},
+		{name: "everything", cfg: Config{Path: "a.db", Retention: time.Hour, QueueSize: 1, BatchSize: 1, FlushInterval: time.Second}},
+		{name: "no path", cfg: Config{}, wantErr: "path is required"},
+		{name: "negative retention", cfg: Config{Path: "a.db", Retention: -1}, wantErr: "retention"},
+		{name: "negative queue", cfg: Config{Path: "a.db", QueueSize: -1}, wantErr: "queue size"},
+		{name: "negative batch", cfg: Config{Path: "a.db", BatchSize: -1}, wantErr: "batch size"},
+		{name: "negative flush interval", cfg: Config{Path: "a.db", FlushInterval: -1}, wantErr: "flush interval"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.cfg.Validate()
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Validate() = %v, want error containing %q", err, tc.wantErr)
+			}
+			if tc.wantErr != "" {
+				if _, err := Open(tc.cfg); err == nil {
+					t.Errorf("Open accepted an invalid config")
+				}
+			}
+		})
+	}
+}
+
+func TestConcurrentRecordAndQuery(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{BatchSize: 64, FlushInterval: time.Millisecond}, hooks{})
+	const writers, each = 8, 500
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if !l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject",
+					Bucket: fmt.Sprint("b", w), Key: fmt.Sprint(i)}) {
+					t.Errorf("Record refused with an ample queue: %+v", l.Stats())
+					return
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p, err := l.Query(t.Context(), Filter{Bucket: fmt.Sprint("b", r), Limit: 50})
+				if err != nil {
+					t.Errorf("Query: %v", err)
+					return
+				}
+				for i := 1; i < len(p.Events); i++ {
+					if p.Events[i].ID >= p.Events[i-1].ID {
+						t.Errorf("Query page not newest first: %d after %d", p.Events[i].ID, p.Events[i-1].ID)
+						return
+					}
+				}
+				_ = l.Stats()
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	readers.Wait()
+	want := Stats{Recorded: writers * each, Written: writers * each}
+	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+	got := queryAll(t, l, Filter{})
+	seen := make(map[int64]bool)
+	for _, e := range got {
+		seen[e.ID] = true
+	}
+	if len(got) != writers*each || len(seen) != writers*each {
+		t.Errorf("%d events, %d distinct IDs; want %d", len(got), len(seen), writers*each)
+	}
+}

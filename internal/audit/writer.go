@@ -1,0 +1,232 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// run is the writer goroutine: it takes events off the queue into a batch
+// and writes the batch when it is full, when it has waited flushInterval,
+// when Flush asks, and when the queue is closed. Between writes it runs
+// retention passes, one bounded DELETE at a time, so that writes are never
+// held up for long. It returns when Close has closed the queue and the
+// last batch is written.
+func (l *Log) run() {
+	defer close(l.done)
+	w := writer{
+		l:     l,
+		batch: make([]Event, 0, min(l.batchSize, DefaultBatchSize)),
+		args:  make([]any, 0, 16),
+		timer: time.NewTimer(time.Hour),
+	}
+	w.timer.Stop()
+
+	// always is a ready channel: selecting on it lets a retention pass
+	// take a step per loop. select picks at random among the ready cases,
+	// so under load deletes and events alternate, and a long pass slows
+	// the writer down by about half rather than stopping it.
+	always := make(chan struct{})
+	close(always)
+	var pruneTick <-chan time.Time
+	if l.retention > 0 {
+		w.passStart = true // the pass at Open
+		pruneTick = l.hooks.pruneTick
+		if pruneTick == nil {
+			t := time.NewTicker(retentionInterval(l.retention))
+			defer t.Stop()
+			pruneTick = t.C
+		}
+	}
+	report := time.NewTicker(dropLogInterval)
+	defer report.Stop()
+
+	for {
+		var pruneStep <-chan struct{}
+		if w.passStart || w.passing {
+			pruneStep = always
+		}
+		select {
+		case e, ok := <-l.queue:
+			if !ok {
+				l.closeErr = w.write()
+				w.reportDrops(true)
+				return
+			}
+			w.add(e)
+		case <-w.timerC:
+			w.timerC = nil
+			w.write() // the error is counted and logged; no one waits for it
+		case reply := <-l.flushReq:
+			reply <- w.flush()
+		case <-pruneTick:
+			if !w.passing {
+				w.passStart = true
+			}
+		case <-pruneStep:
+			w.pruneStep()
+		case <-report.C:
+			w.reportDrops(false)
+		}
+	}
+}
+
+// retentionInterval is how often retention passes run for retention r.
+func retentionInterval(r time.Duration) time.Duration {
+	return min(max(r/10, minRetentionInterval), maxRetentionInterval)
+}
+
+// writer is the state of the writer goroutine.
+type writer struct {
+	l      *Log
+	batch  []Event
+	args   []any // reused arguments of the insert
+	timer  *time.Timer
+	timerC <-chan time.Time // timer.C while the batch waits to fill, else nil
+
+	passStart bool      // a retention pass is due
+	passing   bool      // a retention pass is under way
+	cutoff    time.Time // of the pass under way
+	passN     int64     // events the pass under way deleted
+
+	lastDropLog   time.Time
+	reportedDrops uint64
+	lastErrLog    time.Time
+	failedBatches int // batches failed since the last logged failure
+}
+
+// add puts e in the batch, writing it if it is full.
+func (w *writer) add(e Event) {
+	w.batch = append(w.batch, e)
+	w.l.batched.Store(int64(len(w.batch)))
+	switch {
+	case len(w.batch) >= w.l.batchSize:
+		w.write() // the error is counted and logged; no one waits for it
+	case len(w.batch) == 1:
+		w.timer.Reset(w.l.flushInterval)
+		w.timerC = w.timer.C
+	}
+}
+
+// flush writes the batch and the events queued now: all those Record
+// accepted before the Flush call that asked, since they are queued ahead
+// of anything accepted after len was read.
+func (w *writer) flush() error {
+	var errs []error
+	for range len(w.l.queue) {
+		e, ok := <-w.l.queue
+		if !ok {
+			break
+		}
+		w.batch = append(w.batch, e)
+		if len(w.batch) >= w.l.batchSize {
+			errs = append(errs, w.write())
+		}
+	}
+	errs = append(errs, w.write())
+	return errors.Join(errs...)
+}
+
+// write stores the batch in one transaction and empties it. A failed
+// batch is lost: it is counted in WriteErrors and logged (at most once a
+// minute, with the number of failures in between).
+func (w *writer) write() error {
+	if w.timerC != nil {
+		w.timer.Stop()
+		w.timerC = nil
+	}
+	n := len(w.batch)
+	if n == 0 {
+		return nil
+	}
+	if w.l.hooks.beforeWrite != nil {
+		w.l.hooks.beforeWrite()
+	}
+	err := w.insert()
+	clear(w.batch) // drop the references to the events' strings
+	w.batch = w.batch[:0]
+	w.l.batched.Store(0)
+	if err == nil {
+		w.l.written.Add(uint64(n))
+		w.reportDrops(false)
+		return nil
+	}
+	w.l.writeErrors.Add(uint64(n))
+	w.failedBatches++
+	if now := time.Now(); w.lastErrLog.IsZero() || now.Sub(w.lastErrLog) >= dropLogInterval {
+		w.l.log.Error("audit events not written", "path", w.l.path, "events", n,
+			"failed_batches", w.failedBatches, "err", err)
+		w.lastErrLog, w.failedBatches = now, 0
+	}
+	w.reportDrops(false)
+	return fmt.Errorf("audit: write %d events: %w", n, err)
+}
+
+// insert stores the batch in one transaction.
+func (w *writer) insert() (err error) {
+	ctx := context.Background() // the writer's work is bounded by busyTimeout, not by a caller
+	tx, err := w.l.wconn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // the insert's error is the one to report
+		}
+	}()
+	st := tx.StmtContext(ctx, w.l.wInsert)
+	for i := range w.batch {
+		w.args = insertArgs(&w.batch[i], w.args)
+		if _, err := st.ExecContext(ctx, w.args...); err != nil {
+			return err
+		}
+	}
+	clear(w.args)
+	return tx.Commit()
+}
+
+// pruneStep runs one bounded DELETE of a retention pass, starting the pass
+// if one is due.
+func (w *writer) pruneStep() {
+	if !w.passing {
+		w.passStart, w.passing = false, true
+		w.cutoff = w.l.clock().Add(-w.l.retention)
+		w.passN = 0
+	}
+	res, err := w.l.wPrune.ExecContext(context.Background(), w.cutoff.UnixNano(), pruneBatch)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	w.passN += n
+	w.l.pruned.Add(uint64(n))
+	if err == nil && n == pruneBatch {
+		return // more to delete: next step when nothing else is ready
+	}
+	w.passing = false
+	if err != nil {
+		w.l.log.Error("audit retention pass failed", "path", w.l.path, "cutoff", w.cutoff,
+			"pruned", w.passN, "err", err)
+	} else if w.passN > 0 {
+		w.l.log.Info("audit events pruned", "path", w.l.path, "cutoff", w.cutoff, "pruned", w.passN)
+	}
+	if w.l.hooks.passDone != nil {
+		w.l.hooks.passDone(w.passN)
+	}
+}
+
+// reportDrops logs the events dropped since the last report, at most once
+// a dropLogInterval unless final.
+func (w *writer) reportDrops(final bool) {
+	d := w.l.dropped.Load()
+	if d == w.reportedDrops {
+		return
+	}
+	now := time.Now()
+	if !final && !w.lastDropLog.IsZero() && now.Sub(w.lastDropLog) < dropLogInterval {
+		return
+	}
+	w.l.log.Warn("audit events dropped", "path", w.l.path, "dropped", d-w.reportedDrops, "dropped_total", d)
+	w.lastDropLog, w.reportedDrops = now, d
+}

@@ -1,0 +1,115 @@
+// Package s3blob is the block store of gateway mode: a blob.Store whose
+// blobs are objects in a bucket of an upstream S3-compatible service
+// (another Coffer, MinIO, Ceph RGW, AWS S3). Coffer keeps its metadata
+// (buckets, object records, versions, IAM) locally as in every mode; only
+// the blocks of large objects go upstream, one upstream object per block,
+// named Prefix+key. It uses aws-sdk-go-v2, whose types do not leave this
+// package.
+//
+// # Durability
+//
+// A blob is exactly as durable as the upstream makes an acknowledged
+// PutObject: Put returns nil only after the upstream answered 200 to the
+// whole body, and Coffer commits the metadata that refers to the blob only
+// after that. Replication, erasure coding and fsync policy are the
+// upstream's; Coffer's fsync setting does not apply to blocks.
+//
+// # Consistency
+//
+// The object service writes every block under a fresh key and reads it only
+// after Put returned, so the store needs read-after-write consistency for
+// new keys, and that a DELETE is eventually seen by List. AWS S3 (strong
+// consistency since December 2020), MinIO, Ceph RGW and Coffer give both.
+// Overwriting a key is never needed; List may miss or repeat keys written
+// or deleted while it runs, which GC tolerates.
+//
+// # Integrity and signing
+//
+// Requests are signed with SigV4, but the body of a Put is not part of the
+// signature: its payload hash is UNSIGNED-PAYLOAD, or
+// STREAMING-UNSIGNED-PAYLOAD-TRAILER with a checksum trailer. A signed
+// payload needs the SHA-256 of the body in the headers, before the body:
+// the body would have to be read twice, which a blob arriving from a
+// client (not seekable, up to 1 GiB) allows only by buffering or spooling
+// it. STREAMING-AWS4-HMAC-SHA256-PAYLOAD (a signature per chunk) would
+// stream, but costs a SHA-256 and an HMAC over every byte, which the SDK
+// does not implement for PutObject. Integrity in transit instead comes
+// from a flexible checksum (CRC32C unless Config.Checksum says otherwise)
+// that Put computes while sending and appends as an aws-chunked trailer,
+// framed exactly as the AWS SDKs frame it over HTTPS (this package frames
+// it itself, over http too: the SDK would refuse an unseekable body over
+// http, or compute its hash by reading the body first). The upstream
+// verifies the checksum before it stores anything, answers an error
+// otherwise, and keeps it with the object; Put also compares the checksum
+// the upstream echoes, if it does. A whole-blob Get (offset 0, n < 0) asks
+// for the stored checksum and verifies it at the end of the read, so the
+// bytes are checked end to end; ranged reads are not, since S3 keeps no
+// checksum of a range. Over https, TLS protects the body as well; over
+// plain http the checksum catches corruption but not a deliberate man in
+// the middle, so use https on any network you do not control.
+//
+// For upstreams without trailer support, Config.Checksum "MD5" sends a
+// plain body and compares its MD5 with the ETag the upstream returns (a
+// mismatch deletes the blob and fails the Put); "none" checks the length
+// only. New writes, reads back and deletes a test blob, so a mode the
+// upstream does not handle fails at startup, not on the first read.
+//
+// # Exact sizes
+//
+// net/http sends Content-Length from the request and, with the SDK, reads
+// the body to its end after that many bytes, failing the request if it
+// finds more: but by then the upstream may have received every byte it was
+// promised and stored the object. So Put's body checks the reader itself
+// and holds back the last bytes until it has seen the reader's end: a
+// reader with a byte too many, or too few, or an error, aborts the request
+// with the upstream still short of its Content-Length, and nothing is
+// stored (see body).
+//
+// # Failed Puts
+//
+// A Put that fails because of its reader or its context leaves nothing:
+// the request is aborted short of its body. A Put whose whole body was
+// sent but whose answer never came (the connection broke, the context
+// ended at that moment) may have been stored; Put deletes the key then,
+// best effort, and the object service's orphan sweep collects what such a
+// race leaves.
+//
+// # Retries
+//
+// Get, Delete and List use the SDK's standard retryer. Put retries only
+// while none of the body has been read, because the caller's reader cannot
+// be rewound: in practice, when the upstream refuses a request with
+// Expect: 100-continue (sent for bodies of 2 MiB and more) before taking
+// the body, as with a 503 SlowDown. (The SDK builds requests without a
+// protocol version, and net/http honours Expect only from HTTP/1.1 on; the
+// store marks them HTTP/1.1 so that the header does what it says.)
+// Otherwise a failed Put is reported to the object service, whose client
+// retries the object.
+//
+// # Operator notes
+//
+// The bucket must exist; New fails with an error naming it and the
+// endpoint otherwise. Give the store a bucket, or a Prefix ending in "/",
+// of its own: garbage collection deletes every blob under Prefix that the
+// local metadata does not reference (List skips names that are not valid
+// blob keys, but that is no protection for names that are). The
+// credentials need, on the bucket and prefix:
+//
+//   - s3:ListBucket (HeadBucket in New, and List for GC),
+//   - s3:PutObject, s3:GetObject and s3:DeleteObject on Prefix*.
+//
+// For example, as an AWS IAM policy:
+//
+//	{"Version": "2012-10-17", "Statement": [
+//	  {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::BUCKET"},
+//	  {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject", "s3:DeleteObject"],
+//	   "Resource": "arn:aws:s3:::BUCKET/PREFIX*"}]}
+//
+// HeadBucket is authorized as s3:ListBucket without a prefix, so a
+// s3:prefix condition on that statement would make New fail. The
+// upstream's versioning should be off, or a lifecycle rule should expire
+// noncurrent versions: otherwise deleted blocks keep using space there.
+//
+// Errors carry the operation, the key, and the upstream's status, error
+// code and request ID; never the secret key.
+package s3blob

@@ -1,0 +1,59 @@
+package s3blob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Delete removes the upstream object Prefix+key with DeleteObject. An
+// absent key is not an error (S3 answers 204 either way; a 404 from a
+// stricter upstream is taken as success too). See blob.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return fmt.Errorf("delete %q: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)})
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// List calls fn for every blob key with the given prefix, page by page of
+// ListObjectsV2 under Prefix+prefix, with Prefix removed. Upstream objects
+// under Prefix whose names are not valid blob keys (which Put would have
+// refused) are skipped, so that GC never sees, and never deletes, what
+// another program left there. If fn returns an error, List stops and
+// returns it unwrapped. See blob.Store.
+func (s *Store) List(ctx context.Context, prefix string, fn func(key string) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix + prefix),
+	})
+	for p.HasMorePages() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("list %q: %w", prefix, err)
+		}
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list %q: %w", prefix, err)
+		}
+		for _, obj := range page.Contents {
+			key, ok := strings.CutPrefix(aws.ToString(obj.Key), s.prefix)
+			if !ok || checkKey(key) != nil {
+				continue
+			}
+			if err := fn(key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"log/slog"
+	"net"
+	"path/filepath"
+
+	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/metrics"
+	"github.com/coffer-s3/coffer/internal/s3api"
+)
+
+// auditFile is the audit log's file under the storage path, unless
+// audit.path names another.
+const auditFile = "audit.db"
+
+// openAudit opens the audit log cfg asks for, or returns nil when it is
+// off.
+func openAudit(cfg config.Config, log *slog.Logger) (*audit.Log, error) {
+	if !cfg.Audit.Enabled {
+		return nil, nil
+	}
+	path := cfg.Audit.Path
+	if path == "" {
+		path = filepath.Join(cfg.StoragePath, auditFile)
+	}
+	return audit.Open(audit.Config{Path: path, Retention: cfg.Audit.Retention, Logger: log})
+}
+
+// registerAuditMetrics exports how complete the audit log is: events
+// recorded, dropped (queue full), written, failed writes and pruned, and
+// the queue's length.
+func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
+	counters := []struct {
+		name, help string
+		v          func(audit.Stats) uint64
+	}{
+		{"coffer_audit_events_recorded_total", "Audit events handed to the audit log.", func(s audit.Stats) uint64 { return s.Recorded }},
+		{"coffer_audit_events_dropped_total", "Audit events dropped because the writer was a whole queue behind, or the log was closed.", func(s audit.Stats) uint64 { return s.Dropped }},
+		{"coffer_audit_events_written_total", "Audit events stored in the audit file.", func(s audit.Stats) uint64 { return s.Written }},
+		{"coffer_audit_write_errors_total", "Failed writes of a batch of audit events (the batch is lost).", func(s audit.Stats) uint64 { return s.WriteErrors }},
+		{"coffer_audit_events_pruned_total", "Audit events deleted by retention.", func(s audit.Stats) uint64 { return s.Pruned }},
+	}
+	for _, c := range counters {
+		if err := m.CounterFunc(c.name, c.help, func() float64 { return float64(c.v(l.Stats())) }); err != nil {
+			return err
+		}
+	}
+	return m.GaugeFunc("coffer_audit_events_queued", "Audit events recorded and not yet stored.", func() float64 { return float64(l.Stats().Queued) })
+}
+
+// adminAuditor records admin requests in the audit log: every change
+// (anything but GET) and every refused or failed request.
+type adminAuditor struct{ log *audit.Log }
+
+var _ adminapi.Observer = adminAuditor{}
+
+// ObserveAdmin implements adminapi.Observer.
+func (a adminAuditor) ObserveAdmin(rec *adminapi.Record) {
+	if rec.Method == "GET" && rec.Status != 401 && rec.Status != 403 && rec.Status < 500 {
+		return
+	}
+	e := audit.Event{
+		Time:      rec.Start,
+		Source:    audit.SourceAdmin,
+		Op:        rec.Op,
+		Status:    rec.Status,
+		Code:      rec.Code,
+		Target:    rec.Target,
+		User:      rec.User,
+		AccessKey: rec.AccessKeyID,
+		SourceIP:  hostOf(rec.RemoteAddr),
+		RequestID: rec.RequestID,
+		BytesIn:   rec.BytesIn,
+		BytesOut:  rec.BytesOut,
+		Duration:  rec.Duration,
+	}
+	if rec.Root {
+		e.User = "root"
+	}
+	if e.AccessKey == "" {
+		e.AccessKey = rec.ClaimedAccessKeyID
+	}
+	if e.Op == "" {
+		e.Op = rec.Method + " (no such endpoint)"
+	}
+	a.log.Record(e)
+}
+
+// hostOf returns the host of a host:port address, or addr itself.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
+// observers tells every one of its observers about each request.
+type observers []s3api.Observer
+
+// ObserveRequest implements s3api.Observer.
+func (o observers) ObserveRequest(rec *s3api.RequestRecord) {
+	for _, ob := range o {
+		ob.ObserveRequest(rec)
+	}
+}
