@@ -8,7 +8,9 @@ package blob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 )
 
 // ErrNotFound is returned by Get when the key does not exist.
@@ -45,4 +47,34 @@ type Store interface {
 	// order. If fn returns an error, List stops and returns it. Keys written
 	// or deleted during List may or may not be seen. Used by GC and repair.
 	List(ctx context.Context, prefix string, fn func(key string) error) error
+}
+
+// MaxKeyLen is the longest key a Store accepts.
+const MaxKeyLen = 200
+
+// CheckKey reports whether key has the syntax every Store accepts (see
+// Store): 1 to MaxKeyLen bytes of [0-9a-z/._-], no leading or trailing
+// slash, no "..", no empty or "." segment. Stores may refuse more.
+func CheckKey(key string) error {
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		return fmt.Errorf("invalid key: length %d not in 1 to %d", len(key), MaxKeyLen)
+	}
+	for i := range len(key) {
+		c := key[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '/' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("invalid key: byte %#02x not in [0-9a-z/._-]", c)
+		}
+	}
+	if key[0] == '/' || key[len(key)-1] == '/' {
+		return errors.New("invalid key: leading or trailing slash")
+	}
+	if strings.Contains(key, "..") {
+		return errors.New(`invalid key: contains ".."`)
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		if seg == "" || seg == "." {
+			return errors.New(`invalid key: empty or "." path segment`)
+		}
+	}
+	return nil
 }
