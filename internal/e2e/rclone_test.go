@@ -109,7 +109,7 @@ func TestRclone(t *testing.T) {
 
 // TestVersionIDNull checks what rclone relies on in an unversioned bucket:
 // versionId=null names the current object for GET, HEAD and DELETE, and any
-// other version ID is NoSuchVersion.
+// other version ID is InvalidArgument or NoSuchVersion.
 func TestVersionIDNull(t *testing.T) {
 	srv := startChild(t, t.TempDir())
 	hc := newHTTPClient()
@@ -137,16 +137,29 @@ func TestVersionIDNull(t *testing.T) {
 			resp.StatusCode, resp.ContentLength, resp.Header.Get("ETag"), len(content), quoted(md5Hex(content)))
 	}
 
-	const other = "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY"
+	// A version ID Coffer could not have made is InvalidArgument, as S3
+	// answers one it cannot parse; a well-formed unknown one is
+	// NoSuchVersion, and deleting it succeeds without touching anything.
+	const malformed = "3HL4kqtJlcpXroDTDmJ.rmSpXd3dIbrHY"
+	resp, body = send(rawReq{method: "GET", target: "/" + b + "/k?versionId=" + malformed})
+	checkError(t, "GET ?versionId=malformed", resp, body, "InvalidArgument", http.StatusBadRequest, "-")
+	resp, body = send(rawReq{method: "HEAD", target: "/" + b + "/k?versionId=" + malformed})
+	if resp.StatusCode != http.StatusBadRequest || len(body) != 0 {
+		t.Errorf("HEAD ?versionId=malformed: status %d, %d body bytes; want 400 without a body", resp.StatusCode, len(body))
+	}
+	resp, body = send(rawReq{method: "DELETE", target: "/" + b + "/k?versionId=" + malformed})
+	checkError(t, "DELETE ?versionId=malformed", resp, body, "InvalidArgument", http.StatusBadRequest, "-")
+	other := strings.Repeat("0", 32)
 	resp, body = send(rawReq{method: "GET", target: "/" + b + "/k?versionId=" + other})
 	checkError(t, "GET ?versionId=other", resp, body, "NoSuchVersion", http.StatusNotFound, "-")
 	resp, body = send(rawReq{method: "HEAD", target: "/" + b + "/k?versionId=" + other})
 	if resp.StatusCode != http.StatusNotFound || len(body) != 0 {
 		t.Errorf("HEAD ?versionId=other: status %d, %d body bytes; want 404 without a body", resp.StatusCode, len(body))
 	}
-	resp, body = send(rawReq{method: "DELETE", target: "/" + b + "/k?versionId=" + other})
-	checkError(t, "DELETE ?versionId=other", resp, body, "NoSuchVersion", http.StatusNotFound, "-")
-	// The failed DELETE left the object alone.
+	if resp, body = send(rawReq{method: "DELETE", target: "/" + b + "/k?versionId=" + other}); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DELETE ?versionId=other: status %d, want 204; body %.300s", resp.StatusCode, body)
+	}
+	// Neither DELETE touched the object.
 	if resp, _ := send(rawReq{method: "HEAD", target: "/" + b + "/k"}); resp.StatusCode != http.StatusOK {
 		t.Errorf("HEAD after DELETE ?versionId=other: status %d, want 200", resp.StatusCode)
 	}

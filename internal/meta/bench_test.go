@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // BenchmarkCommitObject commits small inline object records with Sync on.
@@ -90,34 +91,49 @@ func BenchmarkCommitObjectNoSync(b *testing.B) {
 
 // BenchmarkList100k lists a bucket of 100,000 keys (100 "directories" of
 // 1,000 keys) in pages of 1,000: a full walk without a delimiter, and with
-// "/" (100 common prefixes, each skipped with one seek).
+// "/" (100 common prefixes, each skipped with one seek). With versions=10
+// every key also has 9 noncurrent versions (a million records): listing
+// current objects must not be slowed by them, since they live in the
+// history table (docs/design/0005-versioning.md); ListVersions walks all
+// of them.
 func BenchmarkList100k(b *testing.B) {
 	ctx := context.Background()
-	db := openAt(b, b.TempDir())
-	db.sync = false // loading only
-	mustCreateBucket(b, db, "bkt")
-	w := db.newWriter(testTime)
-	for d := range 100 {
-		for f := range 1000 {
-			w.putObject("bkt", fmt.Sprintf("dir%03d/file%05d", d, f), nil, &Object{VersionID: "v", Size: 100, ETag: "e", Modified: testTime})
+	for _, versions := range []int{1, 10} {
+		db := loadList100k(b, versions)
+		for _, tc := range []struct {
+			name  string
+			delim string
+			want  int
+		}{{"delimiter=none", "", 100000}, {"delimiter=slash", "/", 100}} {
+			b.Run(fmt.Sprintf("versions=%d/%s", versions, tc.name), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					n := 0
+					opt := ListOptions{Delimiter: tc.delim, Limit: 1000}
+					for {
+						es, trunc, err := db.ListObjects(ctx, "bkt", opt)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n += len(es)
+						if !trunc {
+							break
+						}
+						opt.StartAfter = es[len(es)-1].Key
+					}
+					if n != tc.want {
+						b.Fatalf("listed %d entries, want %d", n, tc.want)
+					}
+				}
+			})
 		}
-	}
-	if err := w.commit(); err != nil {
-		b.Fatal(err)
-	}
-	w.close()
-	for _, tc := range []struct {
-		name  string
-		delim string
-		want  int
-	}{{"delimiter=none", "", 100000}, {"delimiter=slash", "/", 100}} {
-		b.Run(tc.name, func(b *testing.B) {
+		b.Run(fmt.Sprintf("versions=%d/ListVersions", versions), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				opt := ListOptions{Delimiter: tc.delim, Limit: 1000}
+				opt := VersionListOptions{Limit: 1000}
 				for {
-					es, trunc, err := db.ListObjects(ctx, "bkt", opt)
+					es, trunc, err := db.ListVersions(ctx, "bkt", opt)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -125,14 +141,45 @@ func BenchmarkList100k(b *testing.B) {
 					if !trunc {
 						break
 					}
-					opt.StartAfter = es[len(es)-1].Key
+					last := es[len(es)-1]
+					opt.KeyMarker, opt.VersionIDMarker = last.Key, last.Version.VersionID
 				}
-				if n != tc.want {
-					b.Fatalf("listed %d entries, want %d", n, tc.want)
+				if n != 100000*versions {
+					b.Fatalf("listed %d versions, want %d", n, 100000*versions)
 				}
 			}
 		})
+		db.Close()
 	}
+}
+
+// loadList100k writes BenchmarkList100k's bucket, each key with the given
+// number of versions, and compacts it, so that reads come from sstables as
+// they would on a server that has run for a while.
+func loadList100k(b *testing.B, versions int) *DB {
+	b.Helper()
+	db := openAt(b, b.TempDir())
+	db.sync = false // loading only
+	mustCreateBucket(b, db, "bkt")
+	for d := range 100 {
+		w := db.newWriter(testTime)
+		for f := range 1000 {
+			key := fmt.Sprintf("dir%03d/file%05d", d, f)
+			for v := versions - 1; v >= 1; v-- {
+				o := &Object{VersionID: newVersionID(testTime.Add(time.Duration(v) * time.Second)), orderedID: true,
+					Versioning: VersioningEnabled, Size: 100, ETag: "e", Modified: testTime}
+				w.putHistory("bkt", key, o)
+			}
+			w.putObject("bkt", key, nil, &Object{VersionID: newVersionID(testTime.Add(time.Duration(versions) * time.Second)), orderedID: true,
+				Versioning: VersioningEnabled, Size: 100, ETag: "e", Modified: testTime})
+		}
+		if err := w.commit(); err != nil {
+			b.Fatal(err)
+		}
+		w.close()
+	}
+	compactAll(b, db)
+	return db
 }
 
 // BenchmarkInlineObject measures what HEAD and an overwrite cost against a

@@ -83,7 +83,8 @@ func (db *DB) Buckets(ctx context.Context) ([]Bucket, error) {
 	return out, nil
 }
 
-// DeleteBucket removes bucket name if it holds no object. Multipart
+// DeleteBucket removes bucket name if it holds no object version and no
+// delete marker. Multipart
 // uploads in progress do not keep a bucket alive, as in S3: they are
 // aborted in the same batch and their parts' blocks queued as garbage
 // (timestamped now). It returns ErrNotFound or ErrBucketNotEmpty.
@@ -101,12 +102,16 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 		}
 		return fmt.Errorf("meta: read bucket %s: %w", name, err)
 	}
-	empty, err := db.emptyRange(bucketPrefix(tableObject, name))
-	if err != nil {
-		return fmt.Errorf("meta: check bucket %s: %w", name, err)
-	}
-	if !empty {
-		return ErrBucketNotEmpty
+	// Noncurrent versions and delete markers keep a bucket as its objects
+	// do, as in S3.
+	for _, t := range []byte{tableObject, tableHistory} {
+		empty, err := db.emptyRange(bucketPrefix(t, name))
+		if err != nil {
+			return fmt.Errorf("meta: check bucket %s: %w", name, err)
+		}
+		if !empty {
+			return ErrBucketNotEmpty
+		}
 	}
 	uploads, err := db.bucketUploads(ctx, name)
 	if err != nil {

@@ -38,6 +38,9 @@ const (
 	// objectSummary stops after the checksum and skips the version ID:
 	// what a listing needs.
 	objectSummary objectDetail = iota
+	// objectVersionSummary is objectSummary with the version ID: what a
+	// listing of versions needs.
+	objectVersionSummary
 	// objectLayout reads everything but the inline data of a version 1
 	// record: what GC and a replacing write need.
 	objectLayout
@@ -94,11 +97,31 @@ func appendBlocks(b []byte, bs []Block) []byte {
 	return b
 }
 
+// Object record flags. Records written before versioning have none: an
+// unversioned null version with a random version ID.
+const (
+	flagVersioning   = 0b0011 // the Versioning state the record was written under
+	flagDeleteMarker = 0b0100
+	flagOrderedID    = 0b1000 // VersionID sorts the record (NewVersionID)
+	knownFlags       = flagVersioning | flagDeleteMarker | flagOrderedID
+)
+
+func objectFlags(o *Object) uint64 {
+	f := uint64(o.Versioning) & flagVersioning
+	if o.DeleteMarker {
+		f |= flagDeleteMarker
+	}
+	if o.orderedID {
+		f |= flagOrderedID
+	}
+	return f
+}
+
 // appendObject appends the encoding of o to b. o.Inline is not part of the
 // record: it is stored under the data key (appendData).
 func appendObject(b []byte, o *Object) []byte {
 	b = append(b, objectVersion)
-	b = binary.AppendUvarint(b, 0) // flags, reserved
+	b = binary.AppendUvarint(b, objectFlags(o))
 	b = appendString(b, o.VersionID)
 	b = binary.AppendVarint(b, o.Size)
 	b = appendString(b, o.ETag)
@@ -126,7 +149,13 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	var o Object
 	d := decoder{b: b}
 	v := d.version(objectV1, objectVersion)
-	d.uvarint() // flags
+	if f := d.uvarint(); f&^knownFlags != 0 || Versioning(f&flagVersioning) > VersioningSuspended {
+		d.fail("unknown flags %#x", f)
+	} else {
+		o.Versioning = Versioning(f & flagVersioning)
+		o.DeleteMarker = f&flagDeleteMarker != 0
+		o.orderedID = f&flagOrderedID != 0
+	}
 	if detail == objectSummary {
 		d.bytes() // listings do not need the version ID: skip the copy
 	} else {
@@ -136,7 +165,7 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	o.ETag = d.string()
 	o.Modified = d.time()
 	d.checksum(&o.Checksum)
-	if detail == objectSummary {
+	if detail <= objectVersionSummary {
 		return o, v, d.err
 	}
 	d.metadata(&o.Meta)
@@ -180,18 +209,31 @@ func decodeData(v []byte) (versionID, data []byte, err error) {
 	return id, d.b, nil
 }
 
+// Bucket records: version 1 held the region and creation time; version 2
+// adds the versioning state. Version 1 records are still read (as
+// unversioned buckets).
+const bucketVersion = 2
+
 func appendBucket(b []byte, x *Bucket) []byte {
-	b = append(b, recordVersion)
+	b = append(b, bucketVersion)
 	b = appendString(b, x.Region)
-	return appendTime(b, x.Created)
+	b = appendTime(b, x.Created)
+	return binary.AppendUvarint(b, uint64(x.Versioning))
 }
 
 func decodeBucket(name string, b []byte) (Bucket, error) {
 	x := Bucket{Name: name}
 	d := decoder{b: b}
-	d.version()
+	v := d.version(recordVersion, bucketVersion)
 	x.Region = d.string()
 	x.Created = d.time()
+	if v >= 2 {
+		if s := d.uvarint(); s > uint64(VersioningSuspended) {
+			d.fail("unknown versioning state %d", s)
+		} else {
+			x.Versioning = Versioning(s)
+		}
+	}
 	return x, d.end()
 }
 

@@ -149,6 +149,7 @@ func (db *DB) putBuf(b *[]byte) {
 type writer struct {
 	db  *DB
 	b   kvBatch
+	r   kvReader // reads the store; through b if the batch is indexed
 	buf *[]byte
 	now time.Time
 
@@ -157,7 +158,17 @@ type writer struct {
 }
 
 func (db *DB) newWriter(now time.Time) *writer {
-	w := &writer{db: db, b: db.kv.newBatch(), buf: db.getBuf(), now: now}
+	w := &writer{db: db, b: db.kv.newBatch(), r: db.kv, buf: db.getBuf(), now: now}
+	w.usage = w.usageBuf[:0]
+	return w
+}
+
+// newIndexedWriter returns a writer whose reads (w.r) see its own writes.
+// Versioned writes use one: they move records between tables and decide
+// from what the batch already holds.
+func (db *DB) newIndexedWriter(now time.Time) *writer {
+	b := db.kv.newIndexedBatch()
+	w := &writer{db: db, b: b, r: b, buf: db.getBuf(), now: now}
 	w.usage = w.usageBuf[:0]
 	return w
 }
@@ -237,12 +248,27 @@ func blockSet(o *Object) map[string]bool {
 // checkBucket returns ErrNoBucket if bucket does not exist. The caller holds
 // the bucket's stripe.
 func (db *DB) checkBucket(bucket string) error {
-	_, err := db.kv.get(bucketKey(bucket), nil)
+	_, err := db.bucketVersioning(bucket)
+	return err
+}
+
+// bucketVersioning returns bucket's versioning state, or ErrNoBucket. The
+// caller holds the bucket's stripe, so the state holds until it lets go:
+// SetVersioning takes the stripe exclusively.
+func (db *DB) bucketVersioning(bucket string) (Versioning, error) {
+	bp := db.getBuf()
+	defer db.putBuf(bp)
+	v, err := db.kv.get(bucketKey(bucket), *bp)
+	*bp = v
 	if errors.Is(err, ErrNotFound) {
-		return ErrNoBucket
+		return 0, ErrNoBucket
 	}
 	if err != nil {
-		return fmt.Errorf("meta: read bucket %s: %w", bucket, err)
+		return 0, fmt.Errorf("meta: read bucket %s: %w", bucket, err)
 	}
-	return nil
+	b, err := decodeBucket(bucket, v)
+	if err != nil {
+		return 0, fmt.Errorf("meta: bucket %s: %w", bucket, err)
+	}
+	return b.Versioning, nil
 }

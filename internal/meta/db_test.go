@@ -228,7 +228,7 @@ func TestUpdateObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(v1, got, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(v1, got, cmpopts.EquateEmpty(), cmp.AllowUnexported(Object{})); diff != "" {
 		t.Errorf("Object mismatch (-want +got):\n%s", diff)
 	}
 

@@ -71,14 +71,15 @@ func (db *DB) DeleteGarbage(ctx context.Context, gs []Garbage) error {
 }
 
 // ReferencedBlocks calls fn with the key of every blob that an object
-// record, a part record or a garbage entry references. It reads one
+// record (current or noncurrent), a part record or a garbage entry
+// references. It reads one
 // consistent snapshot taken when it starts, so a blob that moves between
 // records while it runs (a part becoming an object's block, an object's
 // block becoming garbage) is seen exactly where the snapshot has it. Records
 // are decoded without their inline data.
 func (db *DB) ReferencedBlocks(ctx context.Context, fn func(key string) error) error {
-	// g, o and p are the only tables that reference blobs, and they sort
-	// together: one iterator over ['g', 'q') is one snapshot of all three.
+	// g, h, o and p are the only tables that reference blobs, and they
+	// sort together: one iterator over ['g', 'q') is one snapshot of all.
 	it, err := db.kv.newIter([]byte{tableGarbage}, []byte{tablePart + 1})
 	if err != nil {
 		return fmt.Errorf("meta: scan references: %w", err)
@@ -110,7 +111,7 @@ func referencedBy(it kvIter, fn func(string) error) error {
 			return err
 		}
 		return fn(blobKey)
-	case tableObject:
+	case tableObject, tableHistory:
 		v, err := it.value()
 		if err != nil {
 			return err

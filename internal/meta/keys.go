@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -14,8 +15,10 @@ import (
 const (
 	tableBucket  = 'b' // b bucket                              → bucket record
 	tableData    = 'd' // d bucket 0x00 key                     → inline data of an object
+	tableOldData = 'e' // e bucket 0x00 esc(key) 0x00 0x01 vid  → inline data of a noncurrent version
 	tableGarbage = 'g' // g time(8, BE) blobkey                 → garbage record
-	tableObject  = 'o' // o bucket 0x00 key                     → object record
+	tableHistory = 'h' // h bucket 0x00 esc(key) 0x00 0x01 vid  → noncurrent version or delete marker
+	tableObject  = 'o' // o bucket 0x00 key                     → object record (the current version)
 	tablePart    = 'p' // p uploadID partnumber(4, BE)          → part record
 	tableUpload  = 'u' // u bucket 0x00 key 0x00 uploadID       → upload record
 	// tableIAM 'i' and tablePolicy 'y' are declared in policy.go.
@@ -119,6 +122,81 @@ func decodePartKey(k []byte) (id string, n int, err error) {
 		return "", 0, errBadKey
 	}
 	return string(k[1 : len(k)-4]), int(binary.BigEndian.Uint32(k[len(k)-4:])), nil
+}
+
+// VersionIDLen is the length of every version ID a version key holds (see
+// NewVersionID).
+const VersionIDLen = 32
+
+// historyKey appends to dst the key of version vid of bucket/key in table
+// t (tableHistory or tableOldData). The object key is escaped (escapeKey)
+// and terminated by 0x00 0x01, so that the versions of a key sort together
+// and keys sort in byte order even when they hold 0x00; vid (VersionIDLen
+// bytes, newest first) sorts the versions of one key.
+func historyKey(dst []byte, t byte, bucket, key, vid string) []byte {
+	dst = historyNamePrefix(dst, t, bucket, key)
+	return append(dst, vid...)
+}
+
+// historyNamePrefix appends the common prefix of the keys of every version
+// of bucket/key in table t: everything but the version ID.
+func historyNamePrefix(dst []byte, t byte, bucket, key string) []byte {
+	dst = append(dst, t)
+	dst = append(dst, bucket...)
+	dst = append(dst, 0)
+	dst = escapeKey(dst, key)
+	return append(dst, 0, 1)
+}
+
+// decodeHistoryName splits a key of tableHistory or tableOldData after its
+// bucket prefix (rest = esc(key) 0x00 0x01 vid) into the object key and the
+// version ID.
+func decodeHistoryName(rest []byte) (key, vid string, err error) {
+	n := len(rest) - VersionIDLen - 2
+	if n < 0 || rest[n] != 0 || rest[n+1] != 1 {
+		return "", "", errBadKey
+	}
+	k, ok := unescapeKey(rest[:n])
+	if !ok {
+		return "", "", errBadKey
+	}
+	return k, string(rest[n+2:]), nil
+}
+
+// escapeKey appends key to dst with every 0x00 byte written as 0x00 0xFF.
+// Escaped keys compare as the keys do, and no escaped key contains
+// 0x00 0x01, which therefore ends one: "a" 0x00 0x01 sorts before
+// "a\x00" escaped (0x00 0xFF), as "a" sorts before "a\x00". The mapping is
+// a homomorphism, so an escaped prefix is a prefix of the escaped key.
+func escapeKey(dst []byte, key string) []byte {
+	for {
+		i := strings.IndexByte(key, 0)
+		if i < 0 {
+			return append(dst, key...)
+		}
+		dst = append(dst, key[:i]...)
+		dst = append(dst, 0, 0xFF)
+		key = key[i+1:]
+	}
+}
+
+// unescapeKey is the inverse of escapeKey; it reports false for bytes
+// escapeKey cannot produce.
+func unescapeKey(b []byte) (string, bool) {
+	if bytes.IndexByte(b, 0) < 0 {
+		return string(b), true
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		out = append(out, b[i])
+		if b[i] == 0 {
+			if i+1 >= len(b) || b[i+1] != 0xFF {
+				return "", false
+			}
+			i++
+		}
+	}
+	return string(out), true
 }
 
 // garbageKey returns the key of a garbage entry: the time the blob became

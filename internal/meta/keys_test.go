@@ -120,5 +120,24 @@ func FuzzMetaKey(f *testing.F) {
 				t.Fatalf("successor(%q) = %q does not bound %q", e1, s, e2)
 			}
 		}
+		// History keys: the same order over (bucket, key), whatever the
+		// version IDs, and the escaped key round-trips.
+		v1, v2 := strings.Repeat("f", VersionIDLen), strings.Repeat("0", VersionIDLen)
+		h1, h2 := historyKey(nil, tableHistory, b1, k1, v1), historyKey(nil, tableHistory, b2, k2, v2)
+		base := len(bucketPrefix(tableHistory, b1))
+		if k, vid, err := decodeHistoryName(h1[base:]); err != nil || k != k1 || vid != v1 {
+			t.Fatalf("decodeHistoryName(historyKey(%q, %q)) = %q, %q, %v", b1, k1, k, vid, err)
+		}
+		if want != 0 {
+			if got := bytes.Compare(h1, h2); got != want {
+				t.Fatalf("history order of (%q,%q) vs (%q,%q): %d, want %d", b1, k1, b2, k2, got, want)
+			}
+		}
+		if b1 == b2 && strings.HasPrefix(k2, k1) {
+			p := escapeKey(bucketPrefix(tableHistory, b1), k1)
+			if !bytes.HasPrefix(h2, p) {
+				t.Fatalf("escaped prefix %q is not a prefix of %q", p, h2)
+			}
+		}
 	})
 }

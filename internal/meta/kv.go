@@ -7,20 +7,37 @@ package meta
 // Implementations must be safe for concurrent use. Keys and values passed in
 // are not retained after the call returns.
 type kv interface {
-	// get appends the value stored under key to dst[:0] and returns the
-	// result, owned by the caller, or ErrNotFound.
-	get(key, dst []byte) ([]byte, error)
+	kvReader
 
 	// newBatch returns an empty write batch.
 	newBatch() kvBatch
+
+	// newIndexedBatch returns an empty write batch whose reads see the
+	// store with the batch's own writes applied: an operation that writes
+	// several records of one key, each decided from what the previous one
+	// left (DeleteObjects on a versioned bucket), reads through it.
+	newIndexedBatch() kvIndexedBatch
+
+	// close releases the engine.
+	close() error
+}
+
+// kvReader reads the store, or the store through an indexed batch.
+type kvReader interface {
+	// get appends the value stored under key to dst[:0] and returns the
+	// result, owned by the caller, or ErrNotFound.
+	get(key, dst []byte) ([]byte, error)
 
 	// newIter returns an iterator over keys in [lower, upper). The iterator
 	// sees a consistent snapshot of the store as of its creation: writes
 	// committed later are invisible to it. GC relies on this.
 	newIter(lower, upper []byte) (kvIter, error)
+}
 
-	// close releases the engine.
-	close() error
+// kvIndexedBatch is a batch that can be read.
+type kvIndexedBatch interface {
+	kvBatch
+	kvReader
 }
 
 // kvBatch is an atomic group of writes. Set and delete copy their arguments.

@@ -108,19 +108,31 @@ func (db *DB) readObject(bucket, key string, o *Object) (found bool, err error) 
 }
 
 // UpdateFunc decides the new record of an object from the current one (nil
-// if absent; its Inline data is not read). It returns the record to store
-// (its Inline data, if any, is stored under the data key in the same
-// batch), or nil to delete the object, or an error to abort without
-// writing. It runs under the object's lock, so
-// it must be quick and do no I/O; it must not retain or modify old.
+// if absent, or if the latest version is a delete marker; its Inline data
+// is not read). It returns the record to store (its Inline data, if any,
+// is stored under the data key in the same batch), nil or a record with
+// DeleteMarker set to delete the object, or an error to abort without
+// writing. It runs under the object's lock, so it must be quick and do no
+// I/O; it must not retain or modify old.
 type UpdateFunc func(old *Object) (*Object, error)
 
-// UpdateObject atomically replaces the record of bucket/key with what fn
-// returns: the read of the current record, fn's decision and the commit are
-// one step with respect to every other write of the key. The blocks of the
-// replaced record go to the garbage queue (time now, its version ID) in the
-// same batch. It returns ErrNoBucket if the bucket does not exist and fn's
-// error unchanged. Deleting an absent object writes nothing.
+// UpdateObject atomically replaces the current version of bucket/key with
+// what fn returns: the read of the current record, fn's decision and the
+// commit are one step with respect to every other write of the key. It
+// returns ErrNoBucket if the bucket does not exist and fn's error
+// unchanged.
+//
+// What happens to the version replaced depends on the bucket's versioning
+// (read atomically with the commit; see putVersion): unversioned, it is
+// replaced and its blocks go to the garbage queue (time now, its version
+// ID) in the same batch; with versioning enabled it becomes a noncurrent
+// version; suspended, it is kept if it has an ID of its own and replaced if
+// it is the null version. A delete (nil, or a record with DeleteMarker)
+// removes the object of an unversioned bucket (deleting an absent one
+// writes nothing) and writes a delete marker in a versioned one.
+//
+// UpdateObject sets the Versioning, and the VersionID if empty, of the
+// record fn returns, so the caller learns the version it wrote.
 func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Time, fn UpdateFunc) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -128,7 +140,8 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	v, err := db.bucketVersioning(bucket)
+	if err != nil {
 		return err
 	}
 	kmu := db.keyLock(bucket, key)
@@ -143,18 +156,16 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	if err != nil {
 		return err
 	}
-	if nw == nil && old == nil {
+	if nw == nil {
+		nw = &Object{DeleteMarker: true}
+	}
+	if v == Unversioned && nw.DeleteMarker && old == nil {
 		return nil
 	}
-	w := db.newWriter(now)
+	w := db.newWriterFor(v, now)
 	defer w.close()
-	if nw != nil {
-		w.putObject(bucket, key, old, nw)
-	} else {
-		w.deleteObject(bucket, key, old)
-	}
-	if old != nil {
-		w.garbage(old.VersionID, old.Blocks, blockSet(nw))
+	if err := w.putVersion(bucket, key, v, old, nw); err != nil {
+		return err
 	}
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: commit object %s/%s: %w", bucket, key, err)
@@ -162,21 +173,22 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	return nil
 }
 
-// DeleteObjects deletes the given keys of bucket in one batch (one fsync),
-// moving their blocks to the garbage queue. Absent keys are skipped. It
-// returns ErrNoBucket if the bucket does not exist.
+// DeleteObjects deletes the current versions of the given keys of bucket in
+// one batch (one fsync), as DeleteVersions does with refs without version
+// IDs. It returns ErrNoBucket if the bucket does not exist.
 func (db *DB) DeleteObjects(ctx context.Context, bucket string, keys []string, now time.Time) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	refs := make([]VersionRef, len(keys))
+	for i, k := range keys {
+		refs[i].Key = k
 	}
-	bmu := db.bucketLock(bucket)
-	bmu.RLock()
-	defer bmu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
-		return err
-	}
-	// Lock every stripe involved, in ascending order so that two
-	// multi-key deletes cannot deadlock.
+	_, err := db.DeleteVersions(ctx, bucket, refs, now)
+	return err
+}
+
+// lockKeys locks the stripes of the given keys of bucket, each once and in
+// ascending order so that two multi-key writes cannot deadlock, and returns
+// the function that unlocks them.
+func (db *DB) lockKeys(bucket string, keys []string) func() {
 	stripes := make([]int, 0, len(keys))
 	for _, k := range keys {
 		stripes = append(stripes, db.keyStripe(bucket, k))
@@ -186,12 +198,17 @@ func (db *DB) DeleteObjects(ctx context.Context, bucket string, keys []string, n
 	for _, s := range stripes {
 		db.keyMu[s].Lock()
 	}
-	defer func() {
+	return func() {
 		for _, s := range stripes {
 			db.keyMu[s].Unlock()
 		}
-	}()
+	}
+}
 
+// deleteCurrent deletes the objects of keys (absent ones are skipped) from
+// an unversioned bucket in one batch, moving their blocks to the garbage
+// queue. The caller holds the bucket's and the keys' stripes.
+func (db *DB) deleteCurrent(bucket string, keys []string, now time.Time) error {
 	w := db.newWriter(now)
 	defer w.close()
 	seen := make(map[string]bool, len(keys))

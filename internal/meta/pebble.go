@@ -146,6 +146,10 @@ func (p *pebbleKV) get(key, dst []byte) ([]byte, error) {
 
 func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch()} }
 
+func (p *pebbleKV) newIndexedBatch() kvIndexedBatch {
+	return &pebbleIndexedBatch{pebbleBatch{b: p.db.NewIndexedBatch()}}
+}
+
 func (p *pebbleKV) newIter(lower, upper []byte) (kvIter, error) {
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
@@ -205,6 +209,30 @@ func (b *pebbleBatch) commit(sync bool) error {
 }
 
 func (b *pebbleBatch) close() { _ = b.b.Close() }
+
+// pebbleIndexedBatch adapts an indexed *pebble.Batch, which reads the
+// database with the batch's writes applied.
+type pebbleIndexedBatch struct{ pebbleBatch }
+
+func (b *pebbleIndexedBatch) get(key, dst []byte) ([]byte, error) {
+	v, closer, err := b.b.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst[:0], ErrNotFound
+	}
+	if err != nil {
+		return dst[:0], err
+	}
+	out := append(dst[:0], v...)
+	return out, closer.Close()
+}
+
+func (b *pebbleIndexedBatch) newIter(lower, upper []byte) (kvIter, error) {
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return pebbleIter{it}, nil
+}
 
 // pebbleIter adapts *pebble.Iterator.
 type pebbleIter struct{ it *pebble.Iterator }

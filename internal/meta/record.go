@@ -4,9 +4,39 @@ import "time"
 
 // Bucket is a bucket record.
 type Bucket struct {
-	Name    string
-	Region  string
-	Created time.Time
+	Name       string
+	Region     string
+	Created    time.Time
+	Versioning Versioning
+}
+
+// Versioning is a bucket's versioning state. A bucket starts Unversioned;
+// once versioning is enabled it can be suspended but never turned off, as in
+// S3. See https://docs.aws.amazon.com/AmazonS3/latest/userguide/Versioning.html
+type Versioning uint8
+
+const (
+	// Unversioned: every write replaces the key's only version, the null
+	// version, and a delete removes it.
+	Unversioned Versioning = iota
+	// VersioningEnabled: every write adds a version with its own ID; a
+	// delete without a version ID adds a delete marker.
+	VersioningEnabled
+	// VersioningSuspended: writes replace the null version (a delete
+	// makes it a delete marker); versions with IDs are kept.
+	VersioningSuspended
+)
+
+// String returns the state as GetBucketVersioning spells it ("" when
+// unversioned, which has no Status element).
+func (v Versioning) String() string {
+	switch v {
+	case VersioningEnabled:
+		return "Enabled"
+	case VersioningSuspended:
+		return "Suspended"
+	}
+	return ""
 }
 
 // Metadata is what a client stores with an object besides its bytes. It
@@ -40,20 +70,47 @@ type Block struct {
 // under its data key, beside the record) or the concatenation of Blocks; an
 // empty object has neither.
 type Object struct {
-	// VersionID identifies this write of the object; it is new on every
-	// write. Garbage entries carry it so that GC can tell whether a reader
-	// still streams the blocks.
+	// VersionID identifies this write of the object; meta assigns a new
+	// one on every write (NewVersionID: it sorts newest first). Garbage
+	// entries carry it so that GC can tell whether a reader still streams
+	// the blocks. It is the version's S3 version ID only when Versioning
+	// is VersioningEnabled (see S3VersionID).
 	VersionID string
-	Size      int64
-	ETag      string
-	Modified  time.Time
-	Checksum  Checksum
-	Meta      Metadata
-	PartSizes []int64 // sizes of the parts of a multipart object; nil otherwise
-	Blocks    []Block
+	// Versioning is the bucket's versioning state when the version was
+	// written: Enabled gives it an ID of its own; otherwise it is the null
+	// version. meta sets it on every write.
+	Versioning Versioning
+	// DeleteMarker marks a delete marker: a version without data that
+	// hides the versions below it from GET and ListObjects.
+	DeleteMarker bool
+	Size         int64
+	ETag         string
+	Modified     time.Time
+	Checksum     Checksum
+	Meta         Metadata
+	PartSizes    []int64 // sizes of the parts of a multipart object; nil otherwise
+	Blocks       []Block
 	// Inline is the data of an inline object when writing it. Reads of the
 	// record leave it nil: ObjectData reads the data.
 	Inline []byte
+
+	// orderedID records that VersionID came from NewVersionID, so that it
+	// sorts the record among the key's versions. Records written before
+	// versioning have random IDs; historyID derives their place from
+	// Modified.
+	orderedID bool
+}
+
+// NullVersionID is the S3 version ID of the null version.
+const NullVersionID = "null"
+
+// S3VersionID returns the version ID S3 clients see: VersionID for a
+// version written with versioning enabled, NullVersionID otherwise.
+func (o *Object) S3VersionID() string {
+	if o.Versioning == VersioningEnabled {
+		return o.VersionID
+	}
+	return NullVersionID
 }
 
 // Upload is a multipart upload in progress.

@@ -178,9 +178,11 @@ func decodePartEntry(it kvIter) (Part, error) {
 type CompleteFunc func(u *Upload, parts []Part, old *Object) (*Object, error)
 
 // CompleteUpload atomically turns upload id into the object bucket/key: in
-// one batch it stores the record fn returns, deletes the upload and all its
-// parts, and moves to the garbage queue the blocks of the replaced object
-// and of every part block the new record does not use. It returns
+// one batch it stores the record fn returns as the latest version (as
+// UpdateObject does: the version it replaces becomes noncurrent, or its
+// blocks garbage, by the bucket's versioning), deletes the upload and all
+// its parts, and moves to the garbage queue every part block the new
+// record does not use. It returns
 // ErrNotFound if the upload does not exist, ErrNoBucket if the bucket does
 // not, and fn's error unchanged.
 func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now time.Time, fn CompleteFunc) error {
@@ -190,7 +192,8 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	v, err := db.bucketVersioning(bucket)
+	if err != nil {
 		return err
 	}
 	kmu := db.keyLock(bucket, key)
@@ -216,17 +219,15 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	if err != nil {
 		return err
 	}
-	if nw == nil {
+	if nw == nil || nw.DeleteMarker {
 		return fmt.Errorf("meta: complete upload %s: no object record", id)
 	}
-	w := db.newWriter(now)
+	w := db.newWriterFor(v, now)
 	defer w.close()
-	w.putObject(bucket, key, old, nw)
-	keep := blockSet(nw)
-	if old != nil {
-		w.garbage(old.VersionID, old.Blocks, keep)
+	if err := w.putVersion(bucket, key, v, old, nw); err != nil {
+		return err
 	}
-	w.deleteUpload(u, parts, keep)
+	w.deleteUpload(u, parts, blockSet(nw))
 	if err := w.commit(); err != nil {
 		return fmt.Errorf("meta: commit completion of upload %s: %w", id, err)
 	}

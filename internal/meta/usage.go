@@ -224,9 +224,10 @@ func (w *writer) flushUsage() {
 	w.usage = w.usage[:0]
 }
 
-// objectUsage is what object o (nil if absent) counts for.
+// objectUsage is what object o (nil if absent) counts for: every stored
+// version counts, current or not; a delete marker counts nothing.
 func objectUsage(o *Object) Usage {
-	if o == nil {
+	if o == nil || o.DeleteMarker {
 		return Usage{}
 	}
 	return Usage{Objects: 1, Bytes: o.Size}

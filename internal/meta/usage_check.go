@@ -81,10 +81,10 @@ type usageCount struct {
 	orphans map[string]Usage
 }
 
-// countAll scans buckets, usage, object records, part records and uploads
-// from one snapshot: the tables b, c, o, p and u lie in [b, v), and the
-// scan seeks over the others (inline data, garbage, IAM) without reading
-// them.
+// countAll scans buckets, usage, object records (current and noncurrent),
+// part records and uploads from one snapshot: the tables b, c, h, o, p and
+// u lie in [b, v), and the scan seeks over the others (inline data,
+// garbage, IAM) without reading them.
 func (db *DB) countAll(ctx context.Context) (*usageCount, error) {
 	it, err := db.kv.newIter([]byte{tableBucket}, []byte{tableFormat})
 	if err != nil {
@@ -125,30 +125,34 @@ func countTables(ctx context.Context, it kvIter) (*usageCount, error) {
 		}
 		return nil
 	}
-	for ok := it.seekGE([]byte{tableObject}); ok && it.key()[0] == tableObject; ok = it.next() {
-		if err := check(); err != nil {
-			return nil, err
+	// Current versions (o) and noncurrent ones (h) count alike.
+	for _, t := range []byte{tableHistory, tableObject} {
+		for ok := it.seekGE([]byte{t}); ok && it.key()[0] == t; ok = it.next() {
+			if err := check(); err != nil {
+				return nil, err
+			}
+			k := it.key()
+			end := bytes.IndexByte(k, 0)
+			if end < 0 {
+				return nil, fmt.Errorf("object key %q: %w", k, errBadKey)
+			}
+			if bucket := k[1:end]; string(bucket) != curName { // no allocation to compare
+				flush()
+				cur, curName = Usage{}, string(bucket)
+			}
+			v, err := it.value()
+			if err != nil {
+				return nil, err
+			}
+			o, err := decodeObject(v, objectSummary)
+			if err != nil {
+				return nil, fmt.Errorf("object %q: %w", k, err)
+			}
+			cur = cur.add(objectUsage(&o))
 		}
-		k := it.key()
-		end := bytes.IndexByte(k, 0)
-		if end < 0 {
-			return nil, fmt.Errorf("object key %q: %w", k, errBadKey)
-		}
-		if bucket := k[1:end]; string(bucket) != curName { // no allocation to compare
-			flush()
-			cur, curName = Usage{}, string(bucket)
-		}
-		v, err := it.value()
-		if err != nil {
-			return nil, err
-		}
-		o, err := decodeObject(v, objectSummary)
-		if err != nil {
-			return nil, fmt.Errorf("object %q: %w", k, err)
-		}
-		cur = cur.add(objectUsage(&o))
+		flush()
+		cur, curName = Usage{}, ""
 	}
-	flush()
 	// Parts are keyed by upload ID alone; their uploads come later (u
 	// sorts after p), so sum them by ID first.
 	parts := map[string]int64{}
@@ -329,27 +333,29 @@ func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
 // countBucket sums bucket's objects and the given uploads with their parts.
 func (db *DB) countBucket(ctx context.Context, bucket string, uploads []*Upload) (Usage, error) {
 	var u Usage
-	p := bucketPrefix(tableObject, bucket)
-	it, err := db.kv.newIter(p, successor(p))
-	if err != nil {
-		return Usage{}, err
-	}
-	for ok := it.first(); ok; ok = it.next() {
-		if err := ctx.Err(); err != nil {
-			return Usage{}, errors.Join(err, it.close())
-		}
-		v, err := it.value()
+	for _, t := range []byte{tableHistory, tableObject} {
+		p := bucketPrefix(t, bucket)
+		it, err := db.kv.newIter(p, successor(p))
 		if err != nil {
-			return Usage{}, errors.Join(err, it.close())
+			return Usage{}, err
 		}
-		o, err := decodeObject(v, objectSummary)
-		if err != nil {
-			return Usage{}, errors.Join(fmt.Errorf("meta: object %q: %w", it.key(), err), it.close())
+		for ok := it.first(); ok; ok = it.next() {
+			if err := ctx.Err(); err != nil {
+				return Usage{}, errors.Join(err, it.close())
+			}
+			v, err := it.value()
+			if err != nil {
+				return Usage{}, errors.Join(err, it.close())
+			}
+			o, err := decodeObject(v, objectSummary)
+			if err != nil {
+				return Usage{}, errors.Join(fmt.Errorf("meta: object %q: %w", it.key(), err), it.close())
+			}
+			u = u.add(objectUsage(&o))
 		}
-		u = u.add(objectUsage(&o))
-	}
-	if err := it.close(); err != nil {
-		return Usage{}, err
+		if err := it.close(); err != nil {
+			return Usage{}, err
+		}
 	}
 	for _, up := range uploads {
 		parts, err := db.allParts(ctx, up.ID)

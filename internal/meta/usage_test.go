@@ -84,7 +84,7 @@ func checkClean(t *testing.T, db *DB) {
 
 // compactAll flushes the memtable and compacts everything, so that usage
 // operands are merged by the merger in a compaction, not only by reads.
-func compactAll(t *testing.T, db *DB) {
+func compactAll(t testing.TB, db *DB) {
 	t.Helper()
 	p := db.kv.(*pebbleKV).db
 	if err := p.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {

@@ -17,7 +17,7 @@ func (s *Service) ListBuckets(ctx context.Context) ([]Bucket, error) {
 	}
 	out := make([]Bucket, len(bs))
 	for i, b := range bs {
-		out[i] = Bucket{Name: b.Name, Region: b.Region, Created: b.Created}
+		out[i] = bucketInfo(b)
 	}
 	return out, nil
 }
@@ -49,10 +49,48 @@ func (s *Service) HeadBucket(ctx context.Context, name string) (Bucket, error) {
 	if err != nil {
 		return Bucket{}, fmt.Errorf("read bucket %s: %w", name, err)
 	}
-	return Bucket{Name: b.Name, Region: b.Region, Created: b.Created}, nil
+	return bucketInfo(b), nil
 }
 
-// DeleteBucket removes a bucket that holds no object. Multipart uploads in
+func bucketInfo(b meta.Bucket) Bucket {
+	return Bucket{Name: b.Name, Region: b.Region, Created: b.Created, Versioning: b.Versioning.String()}
+}
+
+// PutBucketVersioning sets a bucket's versioning to status "Enabled" or
+// "Suspended". Versioning once enabled can be suspended but not turned
+// off, as in S3. MFA delete is not supported: mfaDelete "Enabled" is
+// NotImplemented. Errors: NoSuchBucket, MalformedXML (another status).
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketVersioning.html
+func (s *Service) PutBucketVersioning(ctx context.Context, bucket, status, mfaDelete string) error {
+	ctx = writeContext(ctx)
+	var v meta.Versioning
+	switch status {
+	case "Enabled":
+		v = meta.VersioningEnabled
+	case "Suspended":
+		v = meta.VersioningSuspended
+	default:
+		return s3err.Newf(s3err.MalformedXML, bucket, "The XML you provided was not well-formed or did not validate against our published schema: Status must be Enabled or Suspended.")
+	}
+	switch mfaDelete {
+	case "", "Disabled":
+	case "Enabled":
+		return s3err.Newf(s3err.NotImplemented, bucket, "MFA delete is not implemented.")
+	default:
+		return s3err.New(s3err.MalformedXML, bucket)
+	}
+	err := s.db.SetVersioning(ctx, bucket, v)
+	if errors.Is(err, meta.ErrNotFound) {
+		return noSuchBucket(bucket)
+	}
+	if err != nil {
+		return fmt.Errorf("set versioning of %s: %w", bucket, err)
+	}
+	return nil
+}
+
+// DeleteBucket removes a bucket that holds no object version and no
+// delete marker. Multipart uploads in
 // progress are aborted with it, as S3 does. Errors: NoSuchBucket,
 // BucketNotEmpty. The check and the delete are atomic with respect to
 // writes into the bucket.

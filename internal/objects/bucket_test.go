@@ -80,7 +80,7 @@ func TestBuckets(t *testing.T) {
 	// An object keeps a bucket.
 	e.put(t, "k", []byte("x"))
 	wantCode(t, "DeleteBucket(object)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
-	if err := e.s.DeleteObject(ctx, "bkt", "k"); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
 		t.Fatal(err)
 	}
 	u, err := e.s.CreateMultipartUpload(ctx, "bkt", "k", CreateUploadInput{})
@@ -114,11 +114,13 @@ func TestDeleteObjects(t *testing.T) {
 	e := newEnv(t)
 	e.put(t, "a", []byte("1"))
 	e.put(t, "b", randBytes(2*testBlock, 1))
-	wantCode(t, "DeleteObject(missing bucket)", e.s.DeleteObject(ctx, "nope", "a"), s3err.NoSuchBucket)
-	if err := e.s.DeleteObject(ctx, "bkt", "absent"); err != nil {
+	var res []DeleteResult
+	_, err := e.s.DeleteObject(ctx, "nope", "a", "")
+	wantCode(t, "DeleteObject(missing bucket)", err, s3err.NoSuchBucket)
+	if _, err := e.s.DeleteObject(ctx, "bkt", "absent", ""); err != nil {
 		t.Errorf("DeleteObject(absent) = %v", err)
 	}
-	res, err := e.s.DeleteObjects(ctx, "bkt", []string{"a", "absent", "b", "a"})
+	res, err = e.s.DeleteObjects(ctx, "bkt", refs("a", "absent", "b", "a"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +132,8 @@ func TestDeleteObjects(t *testing.T) {
 			t.Errorf("HeadObject(%s) after delete = %v", k, err)
 		}
 	}
-	_, err = e.s.DeleteObjects(ctx, "nope", []string{"a"})
+	_, err = e.s.DeleteObjects(ctx, "nope", refs("a"))
 	wantCode(t, "DeleteObjects(missing bucket)", err, s3err.NoSuchBucket)
-	_, err = e.s.DeleteObjects(ctx, "bkt", make([]string, 1001))
+	_, err = e.s.DeleteObjects(ctx, "bkt", make([]ObjectRef, 1001))
 	wantCode(t, "DeleteObjects(1001 keys)", err, s3err.MalformedXML)
 }

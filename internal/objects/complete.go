@@ -90,7 +90,6 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		}
 	}
 	rec := &meta.Object{
-		VersionID: newVersionID(),
 		Modified:  now,
 		Meta:      u.Meta,
 		PartSizes: make([]int64, len(chosen)),

@@ -14,43 +14,47 @@ import (
 // in memory; the new ETag is the MD5 of the data, as S3 gives a copied
 // object, and the checksum is computed afresh (FULL_OBJECT) with
 // in.ChecksumAlgorithm or the source's algorithm. Errors: NoSuchBucket,
-// NoSuchKey (source), PreconditionFailed (source conditions, destination
-// If-None-Match/If-Match), InvalidRequest, KeyTooLongError,
+// NoSuchKey (source), NoSuchVersion (in.SrcVersionID), MethodNotAllowed (a
+// source that is a delete marker), PreconditionFailed (source conditions,
+// destination If-None-Match/If-Match), InvalidRequest, KeyTooLongError,
 // MetadataTooLarge.
-func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInput) (ObjectInfo, error) {
+func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInput) (CopyResult, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkKey(bucket, key); err != nil {
-		return ObjectInfo{}, err
+		return CopyResult{}, err
 	}
 	if in.ReplaceMeta {
 		if err := checkMetadata(res, in.Meta); err != nil {
-			return ObjectInfo{}, err
+			return CopyResult{}, err
 		}
 	}
 	if err := checkWriteSyntax(in.Cond, res); err != nil {
-		return ObjectInfo{}, err
+		return CopyResult{}, err
 	}
 	if in.ChecksumAlgorithm != "" {
 		if err := checkAlgorithm(in.ChecksumAlgorithm, res); err != nil {
-			return ObjectInfo{}, err
+			return CopyResult{}, err
 		}
 	}
-	src, err := s.open(ctx, in.SrcBucket, in.SrcKey, openOptions{get: GetOptions{Cond: in.SrcCond}, copySource: true, body: true})
+	src, err := s.open(ctx, in.SrcBucket, in.SrcKey, openOptions{
+		get: GetOptions{VersionID: in.SrcVersionID, Cond: in.SrcCond}, copySource: true, body: true,
+	})
 	if err != nil {
-		return ObjectInfo{}, err
+		return CopyResult{}, err
 	}
 	defer src.Body.Close()
-	if in.SrcBucket == bucket && in.SrcKey == key && !in.ReplaceMeta {
-		return ObjectInfo{}, s3err.Newf(s3err.InvalidRequest, res,
+	// Copying an older version over its key restores it, as S3 allows.
+	if in.SrcBucket == bucket && in.SrcKey == key && in.SrcVersionID == "" && !in.ReplaceMeta {
+		return CopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
 			"This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	if src.Info.Size > s.cfg.MaxObjectSize {
-		return ObjectInfo{}, s3err.Newf(s3err.InvalidRequest, res,
+		return CopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
 			"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.FormatInt(s.cfg.MaxObjectSize, 10))
 	}
 	if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
-		return ObjectInfo{}, err
+		return CopyResult{}, err
 	}
 	alg := in.ChecksumAlgorithm
 	if alg == "" {
@@ -58,11 +62,22 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 	}
 	data, err := s.ingest(ctx, src.Body, src.Length, alg, false, res)
 	if err != nil {
-		return ObjectInfo{}, err
+		return CopyResult{}, err
 	}
 	m := src.Info.Meta
 	if in.ReplaceMeta {
 		m = in.Meta
 	}
-	return s.commit(ctx, bucket, key, in.Cond, s.newRecord(src.Length, m, alg, data), data)
+	info, err := s.commit(ctx, bucket, key, in.Cond, s.newRecord(src.Length, m, alg, data), data)
+	if err != nil {
+		return CopyResult{}, err
+	}
+	return CopyResult{ObjectInfo: info, SourceVersionID: src.Info.VersionID}, nil
+}
+
+// CopyResult is what CopyObject made: the new object, and the version ID
+// of the source version it copied ("" if the source has none to report).
+type CopyResult struct {
+	ObjectInfo
+	SourceVersionID string
 }

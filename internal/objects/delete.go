@@ -7,32 +7,60 @@ import (
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
-// DeleteObject removes bucket/key. Deleting an absent key succeeds.
-// Errors: NoSuchBucket. The object's blocks go to the garbage queue in the
-// same commit; a reader streaming them finishes first.
-func (s *Service) DeleteObject(ctx context.Context, bucket, key string) error {
+// DeleteObject deletes a version of bucket/key: with versionID "", the
+// latest (an unversioned bucket's object is removed, a versioned bucket
+// gets a delete marker); with a version ID ("null" included), that version,
+// for good; if it was the latest, the version below becomes the latest.
+// Deleting an absent key or version succeeds. Errors: NoSuchBucket,
+// InvalidArgument (a malformed version ID). Removed blocks go to the
+// garbage queue in the same commit; a reader streaming them finishes first.
+// See https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html
+func (s *Service) DeleteObject(ctx context.Context, bucket, key, versionID string) (DeleteResult, error) {
 	ctx = writeContext(ctx)
-	err := s.db.UpdateObject(ctx, bucket, key, s.clock(), func(*meta.Object) (*meta.Object, error) { return nil, nil })
-	if err != nil {
-		return s.writeErr(err, bucket, key)
+	if err := checkVersionID(versionID, bucket+"/"+key); err != nil {
+		return DeleteResult{}, err
 	}
-	return nil
+	res, err := s.DeleteObjects(ctx, bucket, []ObjectRef{{Key: key, VersionID: versionID}})
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	return res[0], res[0].Err
 }
 
-// DeleteObjects removes up to 1000 keys in one commit, returning one result
-// per key in order (an absent key succeeds). The error is for the whole
-// request: NoSuchBucket, or MalformedXML for more than 1000 keys.
-func (s *Service) DeleteObjects(ctx context.Context, bucket string, keys []string) ([]DeleteResult, error) {
+// DeleteObjects deletes up to 1000 object versions in one commit, each as
+// DeleteObject would, returning one result per ref in order. A malformed
+// version ID fails that ref alone (NoSuchVersion, as S3 answers in a
+// DeleteObjects result). The error is for the whole request: NoSuchBucket,
+// or MalformedXML for more than 1000 refs.
+func (s *Service) DeleteObjects(ctx context.Context, bucket string, refs []ObjectRef) ([]DeleteResult, error) {
 	ctx = writeContext(ctx)
-	if len(keys) > maxDeleteKeys {
+	if len(refs) > maxDeleteKeys {
 		return nil, s3err.Newf(s3err.MalformedXML, bucket, "The request must contain at most 1000 keys.")
 	}
-	if err := s.db.DeleteObjects(ctx, bucket, keys, s.clock()); err != nil {
+	out := make([]DeleteResult, len(refs))
+	todo := make([]meta.VersionRef, 0, len(refs))
+	at := make([]int, 0, len(refs))
+	for i, r := range refs {
+		out[i] = DeleteResult{Key: r.Key, VersionID: r.VersionID}
+		if r.VersionID != "" && !meta.ValidVersionID(r.VersionID) {
+			out[i].Err = noSuchVersion(bucket, r.Key, r.VersionID)
+			continue
+		}
+		todo = append(todo, meta.VersionRef{Key: r.Key, VersionID: r.VersionID})
+		at = append(at, i)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	ds, err := s.db.DeleteVersions(ctx, bucket, todo, s.clock())
+	if err != nil {
 		return nil, s.writeErr(err, bucket, "")
 	}
-	out := make([]DeleteResult, len(keys))
-	for i, k := range keys {
-		out[i] = DeleteResult{Key: k}
+	for j, d := range ds {
+		r := &out[at[j]]
+		if d.DeleteMarker {
+			r.DeleteMarker, r.DeleteMarkerVersionID = true, d.VersionID
+		}
 	}
 	return out, nil
 }

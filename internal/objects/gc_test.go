@@ -28,12 +28,12 @@ func TestGCCollectsExactlyGarbage(t *testing.T) {
 	e.put(t, "overwritten", big(2))
 	e.put(t, "overwritten", []byte("inline now"))
 	e.put(t, "deleted", big(3))
-	if err := e.s.DeleteObject(ctx, "bkt", "deleted"); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", "deleted", ""); err != nil {
 		t.Fatal(err)
 	}
 	e.put(t, "multi1", big(4))
 	e.put(t, "multi2", big(5))
-	if _, err := e.s.DeleteObjects(ctx, "bkt", []string{"multi1", "multi2"}); err != nil {
+	if _, err := e.s.DeleteObjects(ctx, "bkt", refs("multi1", "multi2")); err != nil {
 		t.Fatal(err)
 	}
 	e.put(t, "kept", big(6))

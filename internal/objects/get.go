@@ -58,17 +58,15 @@ func (s *Service) open(ctx context.Context, bucket, key string, o openOptions) (
 // openOnce is one attempt of open; retry reports that the object changed
 // before its data could be read or its reader could register.
 func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOptions, res string) (obj *Object, retry bool, err error) {
-	rec, err := s.db.Object(ctx, bucket, key)
+	vid := o.get.VersionID
+	rec, current, err := s.lookup(ctx, bucket, key, vid)
 	if err != nil {
-		if !errors.Is(err, meta.ErrNotFound) {
-			return nil, false, fmt.Errorf("read object %s: %w", res, err)
-		}
-		if err := s.checkBucket(ctx, bucket); err != nil {
-			return nil, false, err
-		}
-		return nil, false, noSuchKey(bucket, key)
+		return nil, false, err
 	}
 	obj = &Object{Info: objectInfo(bucket, key, &rec), Body: emptyBody{}}
+	if vid != "" {
+		obj.Info.VersionID = rec.S3VersionID() // asked for by ID: always named
+	}
 	if err := checkRead(o.get.Cond, res, rec.ETag, rec.Modified, o.copySource); err != nil {
 		if s3err.Is(err, s3err.NotModified) {
 			return obj, false, err
@@ -84,7 +82,7 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		return obj, false, nil
 	}
 	if len(rec.Blocks) == 0 {
-		body, err := s.inlineBody(ctx, bucket, key, &rec, sp)
+		body, err := s.inlineBody(ctx, bucket, key, &rec, current, sp)
 		switch {
 		case err != nil:
 			return nil, false, err
@@ -95,12 +93,17 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		return obj, false, nil
 	}
 	// Register as a reader of this version, then make sure it is still
-	// current: once it is, any overwrite commits after the registration, so
-	// GC sees the reader before it may delete the version's blocks. If it
-	// changed, the caller starts over with the new version.
+	// there: once it is, any commit that makes it garbage comes after the
+	// registration, so GC sees the reader before it may delete the
+	// version's blocks. If it changed, the caller starts over.
 	release := s.readers.acquire(rec.VersionID)
-	cur, err := s.db.Object(ctx, bucket, key)
-	if err == nil && cur.VersionID == rec.VersionID {
+	var again meta.Object
+	if vid == "" {
+		again, err = s.db.Object(ctx, bucket, key)
+	} else {
+		again, _, err = s.db.ObjectVersion(ctx, bucket, key, vid)
+	}
+	if err == nil && again.VersionID == rec.VersionID {
 		obj.Body = s.newBlockReader(ctx, rec.Blocks, sp.start, sp.length, release)
 		return obj, false, nil
 	}
@@ -111,12 +114,72 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 	return nil, true, nil
 }
 
-// inlineBody reads the data of inline record rec into a pooled buffer and
-// returns a Body serving span sp of it, which returns the buffer on Close.
-// It returns nil and no error if the object changed since rec was read.
-func (s *Service) inlineBody(ctx context.Context, bucket, key string, rec *meta.Object, sp span) (*inlineBody, error) {
+// lookup reads the record of version vid of bucket/key ("" for the
+// current one) and reports whether it is the current version. A missing
+// key is NoSuchKey, carrying x-amz-delete-marker and the marker's version
+// ID when the latest version is a delete marker; a missing version is
+// NoSuchVersion; a delete marker asked for by ID is MethodNotAllowed, as in
+// S3. See https://docs.aws.amazon.com/AmazonS3/latest/userguide/DeleteMarker.html
+func (s *Service) lookup(ctx context.Context, bucket, key, vid string) (meta.Object, bool, error) {
+	res := bucket + "/" + key
+	var rec meta.Object
+	current := true
+	var err error
+	if vid == "" {
+		rec, err = s.db.Object(ctx, bucket, key)
+	} else {
+		if err := checkVersionID(vid, res); err != nil {
+			return meta.Object{}, false, err
+		}
+		rec, current, err = s.db.ObjectVersion(ctx, bucket, key, vid)
+	}
+	switch {
+	case err == nil && rec.DeleteMarker:
+		return meta.Object{}, false, s3err.New(s3err.MethodNotAllowed, res).
+			With("Method", "GET").With("ResourceType", "DeleteMarker").
+			WithHeader("x-amz-delete-marker", "true").
+			WithHeader("x-amz-version-id", rec.S3VersionID()).
+			WithHeader("Allow", "DELETE").
+			WithHeader("Last-Modified", rec.Modified.UTC().Format(http1123))
+	case err == nil:
+		return rec, current, nil
+	case !errors.Is(err, meta.ErrNotFound):
+		return meta.Object{}, false, fmt.Errorf("read object %s: %w", res, err)
+	}
+	if err := s.checkBucket(ctx, bucket); err != nil {
+		return meta.Object{}, false, err
+	}
+	if vid != "" {
+		return meta.Object{}, false, noSuchVersion(bucket, key, vid)
+	}
+	e := noSuchKey(bucket, key).(*s3err.Error)
+	dm, err := s.db.LatestDeleteMarker(ctx, bucket, key)
+	switch {
+	case err == nil:
+		e.WithHeader("x-amz-delete-marker", "true").WithHeader("x-amz-version-id", dm.S3VersionID())
+	case !errors.Is(err, meta.ErrNotFound):
+		return meta.Object{}, false, fmt.Errorf("read versions of %s: %w", res, err)
+	}
+	return meta.Object{}, false, e
+}
+
+// http1123 is the HTTP date format (net/http's TimeFormat; objects does
+// not import net/http).
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// inlineBody reads the data of inline record rec (the current version, or
+// a noncurrent one) into a pooled buffer and returns a Body serving span sp
+// of it, which returns the buffer on Close. It returns nil and no error if
+// the version moved or went since rec was read.
+func (s *Service) inlineBody(ctx context.Context, bucket, key string, rec *meta.Object, current bool, sp span) (*inlineBody, error) {
 	bufp := s.inlineBufs.Get().(*[]byte)
-	data, buf, err := s.db.ObjectData(ctx, bucket, key, rec.VersionID, *bufp)
+	var data, buf []byte
+	var err error
+	if current {
+		data, buf, err = s.db.ObjectData(ctx, bucket, key, rec.VersionID, *bufp)
+	} else {
+		data, buf, err = s.db.VersionData(ctx, bucket, key, rec, *bufp)
+	}
 	*bufp = buf
 	switch {
 	case errors.Is(err, meta.ErrNotFound):

@@ -185,3 +185,12 @@ func (t *readerTable) count() int {
 	defer t.mu.Unlock()
 	return len(t.n)
 }
+
+// refs returns refs to the latest versions of keys.
+func refs(keys ...string) []ObjectRef {
+	out := make([]ObjectRef, len(keys))
+	for i, k := range keys {
+		out[i].Key = k
+	}
+	return out
+}

@@ -51,13 +51,6 @@ func blobKeyTime(k string) (time.Time, bool) {
 	return time.Unix(0, int64(ns)), true
 }
 
-// newVersionID returns a random object version ID.
-func newVersionID() string {
-	var r [16]byte
-	_, _ = rand.Read(r[:])
-	return hex.EncodeToString(r[:])
-}
-
 // newUploadID returns an upload ID: 16 hex digits of the creation time then
 // 16 random ones, so IDs of one key sort by initiation time, as S3 lists
 // them. Its length is meta.UploadIDLen.

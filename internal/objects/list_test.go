@@ -35,7 +35,7 @@ func TestListObjects(t *testing.T) {
 		{"last page", ListInput{Delimiter: "/", MaxKeys: 3, StartAfter: "b"}, page{Keys: []string{"\U0010FFFF"}, Prefixes: []string{"z\xef\xbf\xbf/", "日本/"}}},
 		{"multibyte delimiter", ListInput{Prefix: "a", Delimiter: "::", MaxKeys: 100}, page{Keys: []string{"a\x01b", "a/b", "a/c/d"}, Prefixes: []string{"a::"}}},
 		{"unicode prefix", ListInput{Prefix: "日本/", MaxKeys: 100}, page{Keys: []string{"日本/1", "日本/2"}}},
-		{"max keys zero", ListInput{MaxKeys: 0}, page{Truncated: true}},
+		{"max keys zero", ListInput{MaxKeys: 0}, page{}}, // as S3 (and ceph/s3-tests) answer
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := e.s.ListObjects(ctx, "bkt", tc.in)

@@ -164,34 +164,48 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 // UploadPartCopy stores part n from a range of an existing object (the
 // whole object without in.SrcRange), copying the data. Errors: as
 // UploadPart, plus NoSuchKey (source), PreconditionFailed (source
-// conditions) and InvalidArgument (range outside the source).
-func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID string, n int, in PartCopyInput) (Part, error) {
+// conditions), NoSuchVersion, MethodNotAllowed (a source that is a delete
+// marker) and InvalidArgument (range outside the source).
+func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID string, n int, in PartCopyInput) (PartCopyResult, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if err := checkPartNumber(n, res); err != nil {
-		return Part{}, err
+		return PartCopyResult{}, err
 	}
 	u, err := s.upload(ctx, bucket, key, uploadID)
 	if err != nil {
-		return Part{}, err
+		return PartCopyResult{}, err
 	}
 	src, err := s.open(ctx, in.SrcBucket, in.SrcKey, openOptions{
-		get: GetOptions{Cond: in.SrcCond}, copyRange: in.SrcRange, copySource: true, body: true,
+		get:       GetOptions{VersionID: in.SrcVersionID, Cond: in.SrcCond},
+		copyRange: in.SrcRange, copySource: true, body: true,
 	})
 	if err != nil {
-		return Part{}, err
+		return PartCopyResult{}, err
 	}
 	defer src.Body.Close()
 	if src.Length > maxPartSize {
-		return Part{}, s3err.New(s3err.EntityTooLarge, res).
+		return PartCopyResult{}, s3err.New(s3err.EntityTooLarge, res).
 			With("ProposedSize", strconv.FormatInt(src.Length, 10)).With("MaxSizeAllowed", strconv.Itoa(maxPartSize))
 	}
 	alg := checksum.Algorithm(u.ChecksumAlgorithm)
 	data, err := s.ingest(ctx, src.Body, src.Length, alg, true, res)
 	if err != nil {
-		return Part{}, err
+		return PartCopyResult{}, err
 	}
-	return s.commitPart(ctx, u, n, src.Length, alg, data)
+	p, err := s.commitPart(ctx, u, n, src.Length, alg, data)
+	if err != nil {
+		return PartCopyResult{}, err
+	}
+	return PartCopyResult{Part: p, SourceVersionID: src.Info.VersionID}, nil
+}
+
+// PartCopyResult is what UploadPartCopy stored: the part, and the version
+// ID of the source version it copied ("" if the source has none to
+// report).
+type PartCopyResult struct {
+	Part
+	SourceVersionID string
 }
 
 // AbortMultipartUpload discards an upload and its parts (their blocks go to

@@ -108,13 +108,12 @@ func (s *Service) precheck(ctx context.Context, bucket, key string, c WriteCondi
 // newRecord builds the record of a single-part object from ingested data.
 func (s *Service) newRecord(size int64, m Metadata, alg checksum.Algorithm, data *ingested) *meta.Object {
 	rec := &meta.Object{
-		VersionID: newVersionID(),
-		Size:      size,
-		ETag:      hex.EncodeToString(data.md5[:]),
-		Modified:  s.clock(),
-		Meta:      toMetaMetadata(m),
-		Blocks:    data.blocks,
-		Inline:    data.inline,
+		Size:     size,
+		ETag:     hex.EncodeToString(data.md5[:]),
+		Modified: s.clock(),
+		Meta:     toMetaMetadata(m),
+		Blocks:   data.blocks,
+		Inline:   data.inline,
 	}
 	if alg != "" {
 		rec.Checksum = meta.Checksum{Algorithm: string(alg), Value: checksum.Encode(data.sum), Type: checksumFullObject}

@@ -36,7 +36,21 @@ func objectInfo(bucket, key string, o *meta.Object) ObjectInfo {
 	return ObjectInfo{
 		Bucket: bucket, Key: key, Size: o.Size, ETag: o.ETag, LastModified: o.Modified,
 		Meta: fromMetaMetadata(o.Meta), Checksum: fromMetaChecksum(o.Checksum), PartSizes: o.PartSizes,
+		VersionID: reportedVersionID(o),
 	}
+}
+
+// reportedVersionID is the version ID S3 reports for o in x-amz-version-id:
+// none for an object written to a bucket that had never had versioning
+// configured. (S3 would report "null" for such an object once versioning is
+// configured; Coffer tells from the record alone, without reading the
+// bucket, and reports "null" in ListObjectVersions and when asked for the
+// version by ID.)
+func reportedVersionID(o *meta.Object) string {
+	if o.Versioning == meta.Unversioned {
+		return ""
+	}
+	return o.S3VersionID()
 }
 
 func partInfo(p *meta.Part) Part {
@@ -57,6 +71,20 @@ func noSuchBucket(bucket string) error {
 
 func noSuchKey(bucket, key string) error {
 	return s3err.New(s3err.NoSuchKey, bucket+"/"+key).With("Key", key)
+}
+
+func noSuchVersion(bucket, key, id string) error {
+	return s3err.New(s3err.NoSuchVersion, bucket+"/"+key).With("Key", key).With("VersionId", id)
+}
+
+// checkVersionID rejects a version ID Coffer cannot have made, as S3
+// rejects one it cannot parse.
+func checkVersionID(id string, res string) error {
+	if id != "" && !meta.ValidVersionID(id) {
+		return s3err.Newf(s3err.InvalidArgument, res, "Invalid version id specified").
+			With("ArgumentName", "versionId").With("ArgumentValue", id)
+	}
+	return nil
 }
 
 func noSuchUpload(id string) error {

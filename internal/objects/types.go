@@ -8,9 +8,10 @@ import (
 
 // Bucket describes one bucket.
 type Bucket struct {
-	Name    string
-	Region  string // LocationConstraint given at creation; "" for the default region
-	Created time.Time
+	Name       string
+	Region     string // LocationConstraint given at creation; "" for the default region
+	Created    time.Time
+	Versioning string // "", "Enabled" or "Suspended", as GetBucketVersioning reports it
 }
 
 // Metadata is what a client stores with an object besides its bytes: the
@@ -42,6 +43,11 @@ type ObjectInfo struct {
 	Meta         Metadata
 	Checksum     ChecksumValue
 	PartSizes    []int64 // sizes of the parts of a multipart object, in order; nil otherwise
+	// VersionID is the S3 version ID to report in x-amz-version-id: the
+	// version's own ID, "null" for a null version of a bucket that has
+	// versioning configured, "" for an object of a bucket that had none
+	// when it was written (S3 reports no version then).
+	VersionID string
 }
 
 // PartCount returns the number of parts (0 for an object not made by
@@ -76,6 +82,7 @@ type Range struct {
 
 // GetOptions selects what GetObject and HeadObject return.
 type GetOptions struct {
+	VersionID  string // "" for the current version; "null" or a version ID
 	Range      *Range // nil for the whole object
 	PartNumber int    // > 0 selects one part (whole object part 1 for a non-multipart object)
 	Cond       ReadConditions
@@ -115,6 +122,7 @@ type PutInput struct {
 // CopyInput describes a CopyObject.
 type CopyInput struct {
 	SrcBucket, SrcKey string
+	SrcVersionID      string // "" for the current version
 	SrcCond           ReadConditions
 	ReplaceMeta       bool     // x-amz-metadata-directive: REPLACE
 	Meta              Metadata // used when ReplaceMeta
@@ -149,6 +157,7 @@ type PartInput struct {
 // PartCopyInput describes an UploadPartCopy.
 type PartCopyInput struct {
 	SrcBucket, SrcKey string
+	SrcVersionID      string // "" for the current version
 	SrcRange          *Range // bytes=first-last, both required by S3 when present
 	SrcCond           ReadConditions
 }
@@ -226,10 +235,54 @@ type ListPartsResult struct {
 	NextPartNumberMarker int
 }
 
-// DeleteResult is the outcome for one key of DeleteObjects.
+// ObjectRef names an object version for DeleteObjects: VersionID "" is the
+// latest version (a delete marker is written in a versioned bucket).
+type ObjectRef struct {
+	Key, VersionID string
+}
+
+// DeleteResult is the outcome of one delete: of DeleteObject, or of one
+// ObjectRef of DeleteObjects.
 type DeleteResult struct {
-	Key string
-	Err error // nil on success (deleting an absent key succeeds)
+	Key       string
+	VersionID string // the version deleted, as requested ("" for the latest)
+	// DeleteMarker reports that a delete marker was written, or that the
+	// version deleted was one; DeleteMarkerVersionID is its version ID.
+	DeleteMarker          bool
+	DeleteMarkerVersionID string
+	Err                   error // nil on success (deleting an absent key or version succeeds)
+}
+
+// ListVersionsInput is a ListObjectVersions query.
+type ListVersionsInput struct {
+	Prefix, Delimiter string
+	KeyMarker         string
+	VersionIDMarker   string // only with KeyMarker
+	MaxKeys           int    // 0 returns nothing; callers clamp to 1000
+}
+
+// ObjectVersion is one entry of ListObjectVersions: an object version or a
+// delete marker.
+type ObjectVersion struct {
+	Key          string
+	VersionID    string // "null" for the null version
+	IsLatest     bool
+	DeleteMarker bool
+	Size         int64
+	ETag         string
+	LastModified time.Time
+	Checksum     ChecksumValue
+}
+
+// ListVersionsResult is one page of ListObjectVersions: versions (objects
+// and delete markers) in key order, each key's newest first, and common
+// prefixes.
+type ListVersionsResult struct {
+	Versions            []ObjectVersion
+	CommonPrefixes      []string
+	IsTruncated         bool
+	NextKeyMarker       string
+	NextVersionIDMarker string
 }
 
 // GCStats reports one garbage-collection pass.

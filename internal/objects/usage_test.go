@@ -86,10 +86,10 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	usage("aborted, copied", Usage{Objects: 4, Bytes: 10 + 3*testBlock + 1 + 2*mpSize})
-	if err := e.s.DeleteObject(ctx, "bkt", "small"); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", "small", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.DeleteObjects(ctx, "bkt", []string{"big", "mp", "absent"}); err != nil {
+	if _, err := e.s.DeleteObjects(ctx, "bkt", refs("big", "mp", "absent")); err != nil {
 		t.Fatal(err)
 	}
 	usage("deleted", Usage{Objects: 1, Bytes: mpSize})

@@ -64,10 +64,11 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 
 // objectExists checks that the object an ACL request names exists.
 func (h *Handler) objectExists(r *http.Request, rq *request) error {
-	if err := parseVersionID(rq.query); err != nil {
+	vid, err := parseVersionID(rq.query)
+	if err != nil {
 		return err
 	}
-	obj, err := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, objects.GetOptions{})
+	obj, err := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, objects.GetOptions{VersionID: vid})
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 			c.SignatureVersion = "AWS"
 		}
 	}
-	if action == iam.ListBucket && rq.op.action == iam.ListBucket && rq.op.name != "HeadBucket" {
+	if (action == iam.ListBucket || action == iam.ListBucketVersions) && rq.op.action == action && rq.op.name != "HeadBucket" {
 		// A listing always has a prefix, "" when none is given, so that
 		// policies can allow the top level with StringEquals s3:prefix "".
 		p := rq.query.Get("prefix")

@@ -165,11 +165,31 @@ func (h *Handler) getBucketLocation(w http.ResponseWriter, r *http.Request, rq *
 	return writeXML(w, http.StatusOK, s3xml.LocationConstraint{Region: region})
 }
 
-// getBucketVersioning serves GetBucketVersioning. Coffer's buckets are
-// never versioned, which S3 reports as an empty configuration.
+// getBucketVersioning serves GetBucketVersioning. A bucket that never had
+// versioning configured has an empty configuration, as in S3.
 func (h *Handler) getBucketVersioning(w http.ResponseWriter, r *http.Request, rq *request) error {
-	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
+	b, err := h.objects.HeadBucket(r.Context(), rq.bucket)
+	if err != nil {
 		return err
 	}
-	return writeXML(w, http.StatusOK, s3xml.VersioningConfiguration{})
+	out := s3xml.VersioningConfiguration{Status: b.Versioning}
+	if b.Versioning != "" {
+		out.MFADelete = "Disabled"
+	}
+	return writeXML(w, http.StatusOK, out)
+}
+
+// putBucketVersioning serves PutBucketVersioning.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketVersioning.html
+func (h *Handler) putBucketVersioning(w http.ResponseWriter, r *http.Request, rq *request) error {
+	var cfg s3xml.VersioningConfiguration
+	if err := s3xml.Decode(rq.body, rq.op.limit, &cfg); err != nil {
+		return err
+	}
+	if err := h.objects.PutBucketVersioning(r.Context(), rq.bucket, cfg.Status, cfg.MFADelete); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
 }

@@ -58,12 +58,25 @@ func TestBucketOps(t *testing.T) {
 	rp = hs.do(call{method: "GET", path: "/photos?versioning"}).mustStatus(t, http.StatusOK)
 	golden(t, "GetBucketVersioning", rp.body)
 	hs.do(call{method: "GET", path: "/nope?versioning"}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
-	goldenError(t, hs.do(call{method: "PUT", path: "/photos?versioning", body: []byte("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>")}),
-		"PutBucketVersioning_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
+	goldenError(t, hs.do(call{method: "PUT", path: "/photos?versioning", body: []byte("<VersioningConfiguration><Status>On</Status></VersioningConfiguration>")}),
+		"PutBucketVersioning_MalformedXML", http.StatusBadRequest, s3err.MalformedXML)
+	hs.do(call{method: "PUT", path: "/photos?versioning", body: []byte("<VersioningConfiguration><Status>Enabled</Status><MfaDelete>Enabled</MfaDelete></VersioningConfiguration>")}).
+		want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	hs.do(call{method: "PUT", path: "/photos?versioning", body: []byte("<VersioningConfiguration><Status>Suspended</Status></VersioningConfiguration>")}).
+		mustStatus(t, http.StatusOK)
+	rp = hs.do(call{method: "GET", path: "/photos?versioning"}).mustStatus(t, http.StatusOK)
+	golden(t, "GetBucketVersioning_Suspended", rp.body)
 
 	hs.put("photos", "a.jpg", []byte("jpeg"))
 	goldenError(t, hs.do(call{method: "DELETE", path: "/photos"}), "DeleteBucket_BucketNotEmpty", http.StatusConflict, s3err.BucketNotEmpty)
-	hs.do(call{method: "DELETE", path: "/photos/a.jpg"}).mustStatus(t, http.StatusNoContent)
+	// In a suspended bucket, a delete leaves a null delete marker, which
+	// keeps the bucket until it is deleted too.
+	rp = hs.do(call{method: "DELETE", path: "/photos/a.jpg"}).mustStatus(t, http.StatusNoContent)
+	if rp.header.Get("x-amz-delete-marker") != "true" || rp.header.Get("x-amz-version-id") != "null" {
+		t.Errorf("DeleteObject in a suspended bucket: headers %v, want a null delete marker", rp.header)
+	}
+	hs.do(call{method: "DELETE", path: "/photos"}).want(t, http.StatusConflict, s3err.BucketNotEmpty)
+	hs.do(call{method: "DELETE", path: "/photos/a.jpg?versionId=null"}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "DELETE", path: "/photos"}).mustStatus(t, http.StatusNoContent)
 	goldenError(t, hs.do(call{method: "DELETE", path: "/photos"}), "DeleteBucket_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
 }

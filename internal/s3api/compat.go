@@ -49,7 +49,7 @@ never with a false success.
 
 These sub-resources are recognised and answered ` + "`NotImplemented`" + ` for every
 method, as are the served sub-resources with a method not listed above (for
-example ` + "`PUT ?versioning`" + `) and any method S3 does not have:
+example ` + "`PUT ?location`" + `) and any method S3 does not have:
 
 `)
 	b.WriteString(strings.Join(missing, ", "))
@@ -72,9 +72,19 @@ example ` + "`PUT ?versioning`" + `) and any method S3 does not have:
 
 ## Behaviour
 
-- Buckets are unversioned. ` + "`versionId=null`" + ` names the current object (rclone
-  sends it); any other version ID is ` + "`NoSuchVersion`" + `.
-  GetBucketVersioning returns an empty configuration.
+- Versioning: PutBucketVersioning (Enabled or Suspended; MFA delete is
+  ` + "`NotImplemented`" + `) and GetBucketVersioning. With versioning enabled every
+  write adds a version with its own ID (32 hex digits, later versions sorting
+  first); suspended, writes replace the ` + "`null`" + ` version. A delete without a
+  version ID writes a delete marker; with one it removes that version, and
+  the version below becomes current again. GET/HEAD of a key whose latest
+  version is a delete marker is ` + "`404 NoSuchKey`" + ` with ` + "`x-amz-delete-marker: true`" + `;
+  GET of a delete marker by ID is ` + "`405 MethodNotAllowed`" + `. A malformed version
+  ID is ` + "`400 InvalidArgument`" + `, an unknown one ` + "`404 NoSuchVersion`" + `.
+  ListObjectVersions works on every bucket (objects of a never-versioned
+  bucket are their ` + "`null`" + ` versions). ` + "`x-amz-version-id`" + ` is returned for versions
+  written while the bucket had versioning configured; an object written
+  before (a ` + "`null`" + ` version) reports none except when asked for by ID.
 - There are no ACLs: every bucket and object belongs to the caller's access
   key. Get*Acl returns the owner's ` + "`FULL_CONTROL`" + ` grant; Put*Acl accepts only
   the private ACL (canned, or a body granting the owner alone

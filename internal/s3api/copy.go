@@ -14,23 +14,32 @@ import (
 // copySource is the object an x-amz-copy-source header names.
 type copySource struct {
 	bucket, key string
+	versionID   string // "" for the current version
+}
+
+// srcAction is what the caller must be allowed on the source.
+func (c copySource) srcAction() iam.Action {
+	if c.versionID != "" {
+		return iam.GetObjectVersion
+	}
+	return iam.GetObject
 }
 
 // parseCopySource parses x-amz-copy-source: "bucket/key", URL-encoded,
-// with an optional leading '/' and an optional "?versionId=…", where only
-// "null" (the current version of an unversioned bucket) is accepted.
+// with an optional leading '/' and an optional "?versionId=…".
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html#API_CopyObject_RequestSyntax
 func parseCopySource(hdr string) (copySource, error) {
 	bad := func() error {
 		return invalidArgument("x-amz-copy-source", hdr, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	}
 	raw, query, hasQuery := strings.Cut(hdr, "?")
+	var vid string
 	if hasQuery {
 		q, err := url.ParseQuery(query)
 		if err != nil {
 			return copySource{}, bad()
 		}
-		if err := parseVersionID(q); err != nil {
+		if vid, err = parseVersionID(q); err != nil {
 			return copySource{}, err
 		}
 	}
@@ -43,7 +52,7 @@ func parseCopySource(hdr string) (copySource, error) {
 	if !ok || bucket == "" || key == "" {
 		return copySource{}, bad()
 	}
-	return copySource{bucket: bucket, key: key}, nil
+	return copySource{bucket: bucket, key: key, versionID: vid}, nil
 }
 
 // parseCopyObject turns the headers of a CopyObject into its input.
@@ -57,7 +66,7 @@ func parseCopyObject(h http.Header) (objects.CopyInput, error) {
 	if err := checkUnsupported(h); err != nil {
 		return objects.CopyInput{}, err
 	}
-	in := objects.CopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcCond: parseCopySourceConditions(h)}
+	in := objects.CopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcVersionID: src.versionID, SrcCond: parseCopySourceConditions(h)}
 	switch d := h.Get("X-Amz-Metadata-Directive"); d {
 	case "", "COPY":
 	case "REPLACE":
@@ -87,13 +96,15 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 	if err != nil {
 		return err
 	}
-	if err := h.authorize(r, rq, iam.GetObject, in.SrcBucket, in.SrcKey); err != nil {
+	src := copySource{bucket: in.SrcBucket, key: in.SrcKey, versionID: in.SrcVersionID}
+	if err := h.authorize(r, rq, src.srcAction(), src.bucket, src.key); err != nil {
 		return err
 	}
 	info, err := h.objects.CopyObject(r.Context(), rq.bucket, rq.key, in)
 	if err != nil {
 		return copySourceFailed(err)
 	}
+	setVersionHeaders(w.Header(), info.VersionID, info.SourceVersionID)
 	out := s3xml.CopyObjectResult{
 		LastModified: s3xml.Time(info.LastModified),
 		ETag:         quoteETag(info.ETag),
@@ -101,6 +112,18 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 		ChecksumType: checksumType(info.Checksum),
 	}
 	return writeXML(w, http.StatusOK, out)
+}
+
+// setVersionHeaders sets x-amz-version-id (of a version written) and
+// x-amz-copy-source-version-id (of the source version copied), each if
+// there is one to report.
+func setVersionHeaders(hdr http.Header, versionID, sourceVersionID string) {
+	if versionID != "" {
+		hdr["x-amz-version-id"] = []string{versionID}
+	}
+	if sourceVersionID != "" {
+		hdr["x-amz-copy-source-version-id"] = []string{sourceVersionID}
+	}
 }
 
 // copySourceFailed maps a failed copy-source precondition to S3's answer:

@@ -264,7 +264,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	if !rq.op.perKey {
-		if err := h.authorize(r, rq, rq.op.action, rq.bucket, rq.key); err != nil {
+		if err := h.authorize(r, rq, rq.op.actionFor(rq.query), rq.bucket, rq.key); err != nil {
 			return err
 		}
 	}

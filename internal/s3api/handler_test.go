@@ -217,7 +217,7 @@ func TestNotImplemented(t *testing.T) {
 	goldenError(t, hs.do(call{method: "GET", path: "/bkt?tagging"}), "GetBucketTagging_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
 	for _, c := range []call{
 		{method: "PUT", path: "/bkt/k?tagging", body: []byte("<Tagging/>")},
-		{method: "GET", path: "/bkt?versions"},
+		{method: "GET", path: "/bkt?website"},
 		{method: "DELETE", path: "/bkt?cors"},
 		{method: "POST", path: "/bkt/k?restore"},
 		{method: "PATCH", path: "/bkt/k"},

@@ -351,37 +351,35 @@ func parseResponseOverrides(q url.Values, anonymous bool) ([]headerOverride, err
 	return out, nil
 }
 
-// parseVersionID checks the versionId query parameter of an object
-// request. Coffer's buckets are unversioned, so the only version is the
-// current one, which S3 calls "null" (rclone sends versionId=null). Any
-// other ID names a version that cannot exist: NoSuchVersion.
-func parseVersionID(q url.Values) error {
+// parseVersionID returns the versionId query parameter of an object
+// request, "" when there is none. An empty one is InvalidArgument, as in
+// S3; the service checks the rest ("null", or an ID Coffer could have
+// made).
+func parseVersionID(q url.Values) (string, error) {
 	v, ok := q["versionId"]
 	if !ok {
-		return nil
+		return "", nil
 	}
-	if len(v) == 0 || v[0] != "null" {
-		id := ""
-		if len(v) > 0 {
-			id = v[0]
-		}
-		return s3err.New(s3err.NoSuchVersion, "").With("VersionId", id)
+	id := strings.Join(v, "")
+	if id == "" {
+		return "", invalidArgument("versionId", "", "Version id cannot be the empty string")
 	}
-	return nil
+	return id, nil
 }
 
 // parseGetObject returns the options of a GetObject or HeadObject: Range,
 // partNumber and the read preconditions. S3 forbids Range together with
 // partNumber (InvalidRequest).
 func parseGetObject(h http.Header, q url.Values) (objects.GetOptions, error) {
-	if err := parseVersionID(q); err != nil {
+	vid, err := parseVersionID(q)
+	if err != nil {
 		return objects.GetOptions{}, err
 	}
 	rng, err := parseRange(h.Get("Range"))
 	if err != nil {
 		return objects.GetOptions{}, err
 	}
-	opt := objects.GetOptions{Range: rng, Cond: parseReadConditions(h)}
+	opt := objects.GetOptions{VersionID: vid, Range: rng, Cond: parseReadConditions(h)}
 	if s, ok := q["partNumber"]; ok {
 		v := ""
 		if len(s) > 0 {

@@ -117,9 +117,9 @@ func TestParseGetObject(t *testing.T) {
 		{name: "part too big", q: "partNumber=10001", wantErr: s3err.InvalidArgument},
 		{name: "part junk", q: "partNumber=x", wantErr: s3err.InvalidArgument},
 		{name: "part empty", q: "partNumber", wantErr: s3err.InvalidArgument},
-		{name: "null version", q: "versionId=null", want: objects.GetOptions{}},
-		{name: "other version", q: "versionId=3HL4kqtJlcpXroDTDmJ", wantErr: s3err.NoSuchVersion},
-		{name: "empty version", q: "versionId=", wantErr: s3err.NoSuchVersion},
+		{name: "null version", q: "versionId=null", want: objects.GetOptions{VersionID: "null"}},
+		{name: "other version", q: "versionId=3HL4kqtJlcpXroDTDmJ", want: objects.GetOptions{VersionID: "3HL4kqtJlcpXroDTDmJ"}},
+		{name: "empty version", q: "versionId=", wantErr: s3err.InvalidArgument},
 		{name: "conditions", h: header("If-Match", "x"), want: objects.GetOptions{Cond: objects.ReadConditions{IfMatch: "x"}}},
 		{name: "suffix zero", h: header("Range", "bytes=-0"), wantErr: s3err.InvalidRange},
 	} {

@@ -104,16 +104,17 @@ func decodeToken(t string) (string, error) {
 }
 
 // s3URLEncode encodes s as S3 encodes keys and prefixes in listings with
-// encoding-type=url: like url.QueryEscape (space as "+"), but leaving '/'
-// and '*' alone and escaping '~'. The SDKs decode it with QueryUnescape.
+// encoding-type=url: every byte but unreserved ones, '/' and '*' as %XX
+// (a space as %20, not "+"; '~' escaped too). The SDKs decode it with a
+// query unescape.
 func s3URLEncode(s string) string {
 	n := 0
 	for i := 0; i < len(s); i++ {
-		if s3ShouldEscape(s[i]) && s[i] != ' ' {
+		if s3ShouldEscape(s[i]) {
 			n++
 		}
 	}
-	if n == 0 && !strings.Contains(s, " ") {
+	if n == 0 {
 		return s
 	}
 	const hex = "0123456789ABCDEF"
@@ -121,16 +122,13 @@ func s3URLEncode(s string) string {
 	b.Grow(len(s) + 2*n)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case c == ' ':
-			b.WriteByte('+')
-		case s3ShouldEscape(c):
+		if s3ShouldEscape(c) {
 			b.WriteByte('%')
 			b.WriteByte(hex[c>>4])
 			b.WriteByte(hex[c&15])
-		default:
-			b.WriteByte(c)
+			continue
 		}
+		b.WriteByte(c)
 	}
 	return b.String()
 }

@@ -75,7 +75,7 @@ func TestS3URLEncode(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"photos/2006/January/sample.jpg", "photos/2006/January/sample.jpg"},
-		{"a b", "a+b"},
+		{"a b", "a%20b"},
 		{"a+b", "a%2Bb"},
 		{"caf\u00e9", "caf%C3%A9"},
 		{"x~y*z-_.", "x%7Ey*z-_."},

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -126,14 +125,18 @@ func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, rq *req
 	if err != nil {
 		return err
 	}
-	if err := h.authorize(r, rq, iam.GetObject, src.bucket, src.key); err != nil {
+	if err := h.authorize(r, rq, src.srcAction(), src.bucket, src.key); err != nil {
 		return err
 	}
-	in := objects.PartCopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcRange: rng, SrcCond: parseCopySourceConditions(r.Header)}
+	in := objects.PartCopyInput{
+		SrcBucket: src.bucket, SrcKey: src.key, SrcVersionID: src.versionID,
+		SrcRange: rng, SrcCond: parseCopySourceConditions(r.Header),
+	}
 	p, err := h.objects.UploadPartCopy(r.Context(), rq.bucket, rq.key, id, n, in)
 	if err != nil {
 		return copySourceFailed(err)
 	}
+	setVersionHeaders(w.Header(), "", p.SourceVersionID)
 	out := s3xml.CopyPartResult{LastModified: s3xml.Time(p.LastModified), ETag: quoteETag(p.ETag), Checksums: xmlChecksums(p.Checksum)}
 	return writeXML(w, http.StatusOK, out)
 }
@@ -186,6 +189,7 @@ func (h *Handler) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
+	setVersionHeaders(w.Header(), info.VersionID, "")
 	out := s3xml.CompleteMultipartUploadResult{
 		Location:     objectLocation(r, rq),
 		Bucket:       rq.bucket,

@@ -13,27 +13,47 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
 
-// deleteObject serves DeleteObject. Deleting an absent key succeeds, as in
-// S3.
+// deleteObject serves DeleteObject. Deleting an absent key or version
+// succeeds, as in S3. On a versioned bucket the response names the delete
+// marker written (or the version removed) in x-amz-version-id, with
+// x-amz-delete-marker: true when that is a delete marker.
 func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *request) error {
-	if err := parseVersionID(rq.query); err != nil {
+	vid, err := parseVersionID(rq.query)
+	if err != nil {
 		return err
 	}
-	if err := h.objects.DeleteObject(r.Context(), rq.bucket, rq.key); err != nil {
+	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, rq.key, vid)
+	if err != nil {
 		return err
 	}
+	setDeleteHeaders(w.Header(), res)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// setDeleteHeaders sets the version headers of a delete's response.
+func setDeleteHeaders(hdr http.Header, res objects.DeleteResult) {
+	switch {
+	case res.VersionID != "":
+		hdr["x-amz-version-id"] = []string{res.VersionID}
+	case res.DeleteMarkerVersionID != "":
+		hdr["x-amz-version-id"] = []string{res.DeleteMarkerVersionID}
+	}
+	if res.DeleteMarker {
+		hdr["x-amz-delete-marker"] = []string{"true"}
+	}
 }
 
 // deleteObjects serves DeleteObjects. S3 requires the body to carry an
 // integrity check, Content-MD5 or a flexible checksum; either is accepted
 // and verified before anything is deleted. Each key is authorized on its
-// own, as S3 does (s3:DeleteObject per object), and fails alone.
+// own, as S3 does (s3:DeleteObject per object, s3:DeleteObjectVersion for
+// a version), and fails alone.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *request) error {
 	body, err := readXMLBody(rq.body, rq.op.limit)
@@ -56,27 +76,27 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 	fail := func(o s3xml.ObjectIdentifier, err error) {
 		out.Errors = append(out.Errors, h.deleteError(r.Context(), rq, o, err))
 	}
-	keys := make([]string, 0, len(del.Objects))
+	refs := make([]objects.ObjectRef, 0, len(del.Objects))
 	todo := make([]s3xml.ObjectIdentifier, 0, len(del.Objects))
 	for _, o := range del.Objects {
-		if o.VersionID != "" && o.VersionID != "null" {
-			fail(o, s3err.New(s3err.NoSuchVersion, ""))
-			continue
+		action := iam.DeleteObject
+		if o.VersionID != "" {
+			action = iam.DeleteObjectVersion
 		}
-		if err := h.authorize(r, rq, iam.DeleteObject, rq.bucket, o.Key); err != nil {
+		if err := h.authorize(r, rq, action, rq.bucket, o.Key); err != nil {
 			fail(o, err)
 			continue
 		}
-		keys = append(keys, o.Key)
+		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID})
 		todo = append(todo, o)
 	}
-	if len(keys) > 0 {
-		res, err := h.objects.DeleteObjects(r.Context(), rq.bucket, keys)
+	if len(refs) > 0 {
+		res, err := h.objects.DeleteObjects(r.Context(), rq.bucket, refs)
 		if err != nil {
 			return err
 		}
-		if len(res) != len(keys) {
-			return fmt.Errorf("delete objects: %d results for %d keys", len(res), len(keys))
+		if len(res) != len(refs) {
+			return fmt.Errorf("delete objects: %d results for %d keys", len(res), len(refs))
 		}
 		for i, d := range res {
 			if d.Err != nil {
@@ -84,7 +104,10 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 				continue
 			}
 			if !del.Quiet {
-				out.Deleted = append(out.Deleted, s3xml.DeletedObject{Key: todo[i].Key, VersionID: todo[i].VersionID})
+				out.Deleted = append(out.Deleted, s3xml.DeletedObject{
+					Key: todo[i].Key, VersionID: todo[i].VersionID,
+					DeleteMarker: d.DeleteMarker, DeleteMarkerVersionID: d.DeleteMarkerVersionID,
+				})
 			}
 		}
 	}

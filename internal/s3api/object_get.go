@@ -78,7 +78,8 @@ func (h *Handler) readFailed(ctx context.Context, w http.ResponseWriter, rq *req
 	if !s3err.Is(err, s3err.NotModified) {
 		return err
 	}
-	obj, herr := h.objects.HeadObject(ctx, rq.bucket, rq.key, objects.GetOptions{})
+	vid, _ := parseVersionID(rq.query)
+	obj, herr := h.objects.HeadObject(ctx, rq.bucket, rq.key, objects.GetOptions{VersionID: vid})
 	if herr != nil {
 		return err
 	}
@@ -88,6 +89,9 @@ func (h *Handler) readFailed(ctx context.Context, w http.ResponseWriter, rq *req
 	hdr := w.Header()
 	hdr["ETag"] = []string{quoteETag(obj.Info.ETag)}
 	hdr.Set("Last-Modified", httpTime(obj))
+	if obj.Info.VersionID != "" {
+		hdr["x-amz-version-id"] = []string{obj.Info.VersionID}
+	}
 	return err
 }
 
@@ -101,6 +105,9 @@ func setObjectHeaders(hdr http.Header, obj *objects.Object, opt objects.GetOptio
 	hdr.Set("Last-Modified", httpTime(obj))
 	hdr.Set("Content-Length", strconv.FormatInt(obj.Length, 10))
 	hdr.Set("Accept-Ranges", "bytes")
+	if info.VersionID != "" {
+		hdr["x-amz-version-id"] = []string{info.VersionID}
+	}
 	ct := info.Meta.ContentType
 	if ct == "" {
 		ct = "binary/octet-stream" // what S3 stores for a PUT without Content-Type

@@ -23,6 +23,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	hdr := w.Header()
 	hdr["ETag"] = []string{quoteETag(info.ETag)}
+	setVersionHeaders(hdr, info.VersionID, "")
 	if in.Checksum.Algorithm != "" {
 		setChecksumHeaders(hdr, info.Checksum)
 	}

@@ -111,6 +111,8 @@ func TestPutGetObject(t *testing.T) {
 	t.Run("versions", func(t *testing.T) {
 		hs.do(call{method: "GET", path: "/bkt/dir/hello.txt?versionId=null"}).mustStatus(t, http.StatusOK)
 		goldenError(t, hs.do(call{method: "GET", path: "/bkt/dir/hello.txt?versionId=3HL4kqtJlcpXroDTDmJ"}),
+			"GetObject_InvalidVersionId", http.StatusBadRequest, s3err.InvalidArgument)
+		goldenError(t, hs.do(call{method: "GET", path: "/bkt/dir/hello.txt?versionId=" + strings.Repeat("0", 32)}),
 			"GetObject_NoSuchVersion", http.StatusNotFound, s3err.NoSuchVersion)
 	})
 	t.Run("missing", func(t *testing.T) {
@@ -194,7 +196,8 @@ func TestDeleteObjects(t *testing.T) {
 	}
 	hs.do(call{method: "DELETE", path: "/bkt/a"}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "DELETE", path: "/bkt/a"}).mustStatus(t, http.StatusNoContent) // absent: still 204
-	hs.do(call{method: "DELETE", path: "/bkt/a?versionId=v1"}).want(t, http.StatusNotFound, s3err.NoSuchVersion)
+	hs.do(call{method: "DELETE", path: "/bkt/a?versionId=v1"}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
+	hs.do(call{method: "DELETE", path: "/bkt/a?versionId=" + strings.Repeat("0", 32)}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "DELETE", path: "/nope/a"}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
 
 	doc := xmlBody(`

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -70,6 +71,9 @@ type op struct {
 	query  string     // distinguishing sub-resource, e.g. "uploads" or "list-type=2"; "" if none
 	header string     // distinguishing header, e.g. "x-amz-copy-source"; "" if none
 	action iam.Action // what the caller must be allowed, e.g. iam.PutObject
+	// versionAction, if set, replaces action when the request names a
+	// version (versionId), e.g. iam.GetObjectVersion for GetObject.
+	versionAction iam.Action
 	// perKey says the handler authorizes action on each key it touches
 	// (DeleteObjects), so the pipeline only authenticates.
 	perKey bool
@@ -89,6 +93,7 @@ var ops = []op{
 	// Buckets.
 	{name: "GetBucketLocation", method: http.MethodGet, scope: scopeBucket, query: "location", action: iam.GetBucketLocation, handle: (*Handler).getBucketLocation},
 	{name: "GetBucketVersioning", method: http.MethodGet, scope: scopeBucket, query: "versioning", action: iam.GetBucketVersioning, handle: (*Handler).getBucketVersioning},
+	{name: "ListObjectVersions", method: http.MethodGet, scope: scopeBucket, query: "versions", action: iam.ListBucketVersions, handle: (*Handler).listObjectVersions},
 	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
@@ -98,6 +103,7 @@ var ops = []op{
 	{name: "HeadBucket", method: http.MethodHead, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).headBucket},
 	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
+	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
@@ -106,8 +112,8 @@ var ops = []op{
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
 	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, handle: (*Handler).getObjectACL},
-	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, handle: (*Handler).getObject},
-	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, handle: (*Handler).headObject},
+	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).getObject},
+	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).headObject},
 	{name: "UploadPartCopy", method: http.MethodPut, scope: scopeObject, query: "uploadId", header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).uploadPartCopy},
 	{name: "UploadPart", method: http.MethodPut, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyStream, handle: (*Handler).uploadPart},
 	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
@@ -116,7 +122,7 @@ var ops = []op{
 	{name: "CreateMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploads", action: iam.PutObject, handle: (*Handler).createMultipartUpload},
 	{name: "CompleteMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyXML, limit: maxCompleteBody, handle: (*Handler).completeMultipartUpload},
 	{name: "AbortMultipartUpload", method: http.MethodDelete, scope: scopeObject, query: "uploadId", action: iam.AbortMultipartUpload, handle: (*Handler).abortMultipartUpload},
-	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, handle: (*Handler).deleteObject},
+	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, versionAction: iam.DeleteObjectVersion, handle: (*Handler).deleteObject},
 }
 
 // opNotImplemented answers every request no row of ops matches: an S3
@@ -139,7 +145,7 @@ var opNotImplemented = op{
 var subresources = map[string]bool{
 	// Served (for some method and scope).
 	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true,
-	"uploadId": true, "uploads": true, "versioning": true,
+	"uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
 	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
@@ -147,8 +153,19 @@ var subresources = map[string]bool{
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
 	"publicAccessBlock": true, "renameObject": true,
 	"replication": true, "requestPayment": true, "restore": true, "retention": true,
-	"select": true, "session": true, "tagging": true, "torrent": true, "versions": true,
+	"select": true, "session": true, "tagging": true, "torrent": true,
 	"website": true,
+}
+
+// actionFor returns what the caller must be allowed for a request with
+// query q: versionAction if the op has one and q names a version.
+func (o *op) actionFor(q url.Values) iam.Action {
+	if o.versionAction != "" {
+		if _, ok := q["versionId"]; ok {
+			return o.versionAction
+		}
+	}
+	return o.action
 }
 
 // notImplemented is the handler of opNotImplemented.

@@ -87,7 +87,7 @@ var keptOnError = [...]string{"x-amz-request-id", "x-amz-id-2", "Server"}
 // keptOnNotModified are the headers a 304 keeps besides keptOnError: RFC
 // 9110 §15.4.5 wants the validators a 200 would have sent. A read-only
 // lookup table.
-var keptOnNotModified = [...]string{"ETag", "Last-Modified"}
+var keptOnNotModified = [...]string{"ETag", "Last-Modified", "x-amz-version-id"}
 
 // writeError is the only place that writes error responses. An
 // *s3err.Error in err's chain gives the code, status and message (from
@@ -152,6 +152,9 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 	clear(hdr)
 	for k, v := range keep {
 		hdr[k] = v
+	}
+	for _, f := range out.Header {
+		hdr[f.Name] = []string{f.Value}
 	}
 	if size, ok := extra(&out, "ActualObjectSize"); ok && out.Code == s3err.InvalidRange {
 		hdr.Set("Content-Range", "bytes */"+size)

@@ -19,6 +19,11 @@ type Error struct {
 	// Extra XML elements some codes carry, e.g. ArgumentName for
 	// InvalidArgument or BucketName for NoSuchBucket. Written in order.
 	Extra []Field
+
+	// Header holds response headers the error carries, e.g.
+	// x-amz-delete-marker and x-amz-version-id on the 404 for a key whose
+	// latest version is a delete marker.
+	Header []Field
 }
 
 // Field is one extra element of an error document.
@@ -44,6 +49,12 @@ func Wrap(code Code, resource string, err error) *Error {
 // With returns e with an extra element appended. It modifies e.
 func (e *Error) With(name, value string) *Error {
 	e.Extra = append(e.Extra, Field{name, value})
+	return e
+}
+
+// WithHeader returns e with a response header added. It modifies e.
+func (e *Error) WithHeader(name, value string) *Error {
+	e.Header = append(e.Header, Field{name, value})
 	return e
 }
 

@@ -173,6 +173,24 @@ func goldenCases() []struct {
 				{PartNumber: 3, LastModified: s3xml.Time(t1), ETag: etag1, Size: 10485760, Checksums: s3xml.Checksums{ChecksumCRC32: crc32}},
 			},
 		})},
+		{"ListVersionsResult", enc(func() s3xml.ListVersionsResult {
+			v1 := s3xml.NewVersion("my-image.jpg", "3/L4kqtJl40Nr8X8gdRQBpUMLUo", true, s3xml.Time(t0), etag1, 434234)
+			v1.Owner = &owner
+			m := s3xml.NewDeleteMarker("my-second-image.jpg", "03jpff543dhffds434rfdsFDN943fdsFkdmqnh892", true, s3xml.Time(t1))
+			m.Owner = &owner
+			v2 := s3xml.NewVersion("my-second-image.jpg", "QUpfdndhfd8438MNFDN93jdnJFkdmqnh893", false, s3xml.Time(t0), etag2, 166434)
+			v2.Owner = &owner
+			v2.ChecksumAlgorithm, v2.ChecksumType = "CRC32", "FULL_OBJECT"
+			return s3xml.ListVersionsResult{
+				Name: "bucket", KeyMarker: "my-image.jpg", VersionIDMarker: "null",
+				NextKeyMarker: "my-second-image.jpg", NextVersionIDMarker: "QUpfdndhfd8438MNFDN93jdnJFkdmqnh893",
+				MaxKeys: 3, IsTruncated: true, Versions: []s3xml.ObjectVersion{v1, m, v2},
+			}
+		}())},
+		{"ListVersionsResult-delimiter", enc(s3xml.ListVersionsResult{
+			Name: "bucket", Prefix: "photos/", MaxKeys: 1000, Delimiter: "/", EncodingType: "url",
+			CommonPrefixes: []s3xml.CommonPrefix{{Prefix: "photos/2006/"}, {Prefix: "photos/2007/"}},
+		})},
 		{"ListMultipartUploadsResult", enc(s3xml.ListMultipartUploadsResult{
 			Bucket:             "bucket",
 			NextKeyMarker:      "my-movie.m2ts",

@@ -68,3 +68,68 @@ type Object struct {
 type CommonPrefix struct {
 	Prefix string `xml:"Prefix"`
 }
+
+// ListVersionsResult is the ListObjectVersions response. Name, Prefix,
+// KeyMarker, VersionIdMarker, MaxKeys and IsTruncated are always written
+// (the markers empty when the request had none); NextKeyMarker and
+// NextVersionIdMarker only when truncated; Delimiter and EncodingType echo
+// the request and are written only when set. Versions holds object
+// versions and delete markers in listing order: each entry is written as
+// a <Version> or, with DeleteMarker set, a <DeleteMarker> element, so the
+// two interleave as S3 writes them. With EncodingType "url" the caller
+// URL-encodes Prefix, KeyMarker, NextKeyMarker, Delimiter, the keys and
+// the common prefixes. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html
+type ListVersionsResult struct {
+	XMLName             xml.Name        `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListVersionsResult"`
+	Name                string          `xml:"Name"`
+	Prefix              string          `xml:"Prefix"`
+	KeyMarker           string          `xml:"KeyMarker"`
+	VersionIDMarker     string          `xml:"VersionIdMarker"`
+	NextKeyMarker       string          `xml:"NextKeyMarker,omitempty"`
+	NextVersionIDMarker string          `xml:"NextVersionIdMarker,omitempty"`
+	MaxKeys             int             `xml:"MaxKeys"`
+	Delimiter           string          `xml:"Delimiter,omitempty"`
+	EncodingType        string          `xml:"EncodingType,omitempty"`
+	IsTruncated         bool            `xml:"IsTruncated"`
+	Versions            []ObjectVersion `xml:"Version"`
+	CommonPrefixes      []CommonPrefix  `xml:"CommonPrefixes"`
+}
+
+// ObjectVersion is one <Version> or <DeleteMarker> entry of a version
+// listing. A delete marker has no ETag, size, checksum or storage class.
+type ObjectVersion struct {
+	DeleteMarker      bool   `xml:"-"` // written as <DeleteMarker>, else <Version>
+	Key               string `xml:"Key"`
+	VersionID         string `xml:"VersionId"`
+	IsLatest          bool   `xml:"IsLatest"`
+	LastModified      string `xml:"LastModified"`
+	ETag              string `xml:"ETag,omitempty"`
+	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType      string `xml:"ChecksumType,omitempty"`
+	Size              *int64 `xml:"Size,omitempty"`
+	Owner             *Owner `xml:"Owner,omitempty"`
+	StorageClass      string `xml:"StorageClass,omitempty"`
+}
+
+// MarshalXML writes v as a <Version> or a <DeleteMarker> element, in the
+// document's namespace.
+func (v ObjectVersion) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	start.Name = xml.Name{Local: "Version"}
+	if v.DeleteMarker {
+		start.Name.Local = "DeleteMarker"
+	}
+	type plain ObjectVersion // without this method
+	return e.EncodeElement(plain(v), start)
+}
+
+// NewVersion returns the <Version> entry of an object version.
+func NewVersion(key, versionID string, latest bool, modified string, etag string, size int64) ObjectVersion {
+	return ObjectVersion{Key: key, VersionID: versionID, IsLatest: latest,
+		LastModified: modified, ETag: etag, Size: &size, StorageClass: "STANDARD"}
+}
+
+// NewDeleteMarker returns the <DeleteMarker> entry of a delete marker.
+func NewDeleteMarker(key, versionID string, latest bool, modified string) ObjectVersion {
+	return ObjectVersion{DeleteMarker: true, Key: key, VersionID: versionID, IsLatest: latest, LastModified: modified}
+}

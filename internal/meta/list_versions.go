@@ -1,0 +1,256 @@
+package meta
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// VersionListOptions selects one page of ListVersions.
+type VersionListOptions struct {
+	Prefix    string
+	Delimiter string
+	// KeyMarker and VersionIDMarker say where the previous page ended:
+	// with KeyMarker alone, the page starts after every version of it; with
+	// both, after that version of KeyMarker.
+	KeyMarker, VersionIDMarker string
+	Limit                      int // entries (versions and common prefixes) to return
+}
+
+// VersionEntry is one item of a version listing: a version (an object or
+// a delete marker) or a common prefix.
+type VersionEntry struct {
+	Key      string // object key, or the common prefix when IsPrefix
+	IsPrefix bool
+	Version  VersionSummary // zero for a common prefix
+}
+
+// VersionSummary is what a version listing says of one version.
+type VersionSummary struct {
+	VersionID    string // the S3 version ID ("null" for the null version)
+	IsLatest     bool
+	DeleteMarker bool
+	Size         int64
+	ETag         string
+	Modified     time.Time
+	Checksum     Checksum
+}
+
+// ListVersions returns up to opt.Limit entries of bucket's versions: keys
+// in order, each key's versions newest first, with common prefixes rolled
+// up as in ListObjects (a common prefix is skipped with one seek in each
+// table, however many versions it holds), and whether more follow. It
+// merges the current versions (the object table) with the others (the
+// history table). It does not check that the bucket exists.
+func (db *DB) ListVersions(ctx context.Context, bucket string, opt VersionListOptions) ([]VersionEntry, bool, error) {
+	l, err := db.newVersionLister(bucket, opt)
+	if err != nil {
+		return nil, false, fmt.Errorf("meta: list versions of %s: %w", bucket, err)
+	}
+	out, truncated, err := l.run(ctx)
+	err = errors.Join(err, l.cur.close(), l.hist.close())
+	if err != nil {
+		return nil, false, fmt.Errorf("meta: list versions of %s: %w", bucket, err)
+	}
+	return out, truncated, nil
+}
+
+// versionLister merges two scans: cur over the object table ("o" bucket
+// 0x00 key) and hist over the history table ("h" bucket 0x00 esc(key)
+// 0x00 0x01 vid). Both are positioned on their next unread entry.
+type versionLister struct {
+	opt               VersionListOptions
+	curBase, histBase []byte
+	cur, hist         kvIter
+	curOK, histOK     bool
+	histName          []byte // the decoded name of the history entry
+	// skipLatest is a key whose first history entry in this page is known
+	// not to be its latest version: the page resumes within its versions.
+	skipLatest string
+	out        []VersionEntry
+}
+
+func (db *DB) newVersionLister(bucket string, opt VersionListOptions) (*versionLister, error) {
+	l := &versionLister{
+		opt:      opt,
+		curBase:  bucketPrefix(tableObject, bucket),
+		histBase: bucketPrefix(tableHistory, bucket),
+	}
+	curLower := append(bytes.Clone(l.curBase), opt.Prefix...)
+	histLower := escapeKey(bytes.Clone(l.histBase), opt.Prefix)
+	var err error
+	if l.cur, err = db.kv.newIter(curLower, successor(curLower)); err != nil {
+		return nil, err
+	}
+	if l.hist, err = db.kv.newIter(histLower, successor(histLower)); err != nil {
+		return nil, errors.Join(err, l.cur.close())
+	}
+	curStart, histStart := curLower, histLower
+	if opt.KeyMarker != "" {
+		// After every version of KeyMarker: the first name greater than
+		// it is KeyMarker+"\x00", whose escaped form begins 0x00 0xFF, past
+		// KeyMarker's own versions (0x00 0x01 …).
+		curStart = append(append(bytes.Clone(l.curBase), opt.KeyMarker...), 0)
+		histStart = append(escapeKey(bytes.Clone(l.histBase), opt.KeyMarker), 0, 2)
+		if opt.VersionIDMarker != "" {
+			hs, err := db.versionMarker(bucket, opt.KeyMarker, opt.VersionIDMarker)
+			if err != nil {
+				return nil, errors.Join(err, l.cur.close(), l.hist.close())
+			}
+			if hs != nil {
+				histStart = hs
+				l.skipLatest = opt.KeyMarker
+			}
+		}
+	}
+	l.curOK = l.cur.seekGE(maxBytes(curStart, curLower))
+	l.histOK = l.hist.seekGE(maxBytes(histStart, histLower))
+	return l, nil
+}
+
+// versionMarker returns where a page that ended with version id of key
+// resumes in the history table: its first version if id is key's current
+// version, the next after id if id is in its history; nil (after every
+// version of key) if the null version named is nowhere.
+func (db *DB) versionMarker(bucket, key, id string) ([]byte, error) {
+	cur, err := readCurrent(db.kv, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cur != nil && cur.S3VersionID() == id:
+		return historyNamePrefix(nil, tableHistory, bucket, key), nil
+	case id == NullVersionID:
+		null, err := findNull(db.kv, bucket, key)
+		if err != nil || null == nil {
+			return nil, err
+		}
+		id = historyID(null)
+	}
+	return append(historyKey(nil, tableHistory, bucket, key, id), 0), nil
+}
+
+func maxBytes(a, b []byte) []byte {
+	if bytes.Compare(a, b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// names returns the object keys the two scans are on (nil when a scan is
+// exhausted); the history name is decoded into l.histName.
+func (l *versionLister) names() (cur, hist []byte, err error) {
+	if l.curOK {
+		cur = l.cur.key()[len(l.curBase):]
+	}
+	if l.histOK {
+		rest := l.hist.key()[len(l.histBase):]
+		n := len(rest) - VersionIDLen - 2
+		if n < 0 || rest[n] != 0 || rest[n+1] != 1 {
+			return nil, nil, fmt.Errorf("history key %q: %w", l.hist.key(), errBadKey)
+		}
+		name, ok := unescapeKey(rest[:n])
+		if !ok {
+			return nil, nil, fmt.Errorf("history key %q: %w", l.hist.key(), errBadKey)
+		}
+		l.histName = append(l.histName[:0], name...)
+		hist = l.histName
+	}
+	return cur, hist, nil
+}
+
+// run emits entries until the limit, reporting whether more follow.
+func (l *versionLister) run(ctx context.Context) ([]VersionEntry, bool, error) {
+	prefix, delim := []byte(l.opt.Prefix), []byte(l.opt.Delimiter)
+	marker := []byte(l.opt.KeyMarker)
+	steps := 0
+	for l.curOK || l.histOK {
+		if steps++; steps%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, false, err
+			}
+		}
+		cn, hn, err := l.names()
+		if err != nil {
+			return nil, false, err
+		}
+		name := cn
+		if name == nil || hn != nil && bytes.Compare(hn, name) < 0 {
+			name = hn
+		}
+		if len(delim) > 0 {
+			if i := bytes.Index(name[len(prefix):], delim); i >= 0 {
+				cp := bytes.Clone(name[:len(prefix)+i+len(delim)])
+				if len(marker) == 0 || bytes.Compare(cp, marker) > 0 {
+					if len(l.out) == l.opt.Limit {
+						return l.out, true, nil
+					}
+					l.out = append(l.out, VersionEntry{Key: string(cp), IsPrefix: true})
+				}
+				l.seekPast(cp)
+				continue
+			}
+		}
+		key := string(name) // name aliases scratch space the next names call reuses
+		hasCur := cn != nil && string(cn) == key
+		if hasCur {
+			if len(l.out) == l.opt.Limit {
+				return l.out, true, nil
+			}
+			if err := l.emit(l.cur, key, true); err != nil {
+				return nil, false, err
+			}
+			l.curOK = l.cur.next()
+		}
+		first := !hasCur && key != l.skipLatest
+		for l.histOK {
+			_, hn, err := l.names()
+			if err != nil {
+				return nil, false, err
+			}
+			if string(hn) != key {
+				break
+			}
+			if len(l.out) == l.opt.Limit {
+				return l.out, true, nil
+			}
+			if err := l.emit(l.hist, key, first); err != nil {
+				return nil, false, err
+			}
+			first = false
+			l.histOK = l.hist.next()
+		}
+	}
+	return l.out, false, nil
+}
+
+// emit appends the version under it.
+func (l *versionLister) emit(it kvIter, key string, latest bool) error {
+	v, err := it.value()
+	if err != nil {
+		return err
+	}
+	o, err := decodeObject(v, objectVersionSummary)
+	if err != nil {
+		return fmt.Errorf("version of %q: %w", key, err)
+	}
+	l.out = append(l.out, VersionEntry{Key: key, Version: VersionSummary{
+		VersionID: o.S3VersionID(), IsLatest: latest, DeleteMarker: o.DeleteMarker,
+		Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum,
+	}})
+	return nil
+}
+
+// seekPast moves both scans past every key starting with common prefix cp.
+func (l *versionLister) seekPast(cp []byte) {
+	if l.curOK {
+		next := successor(append(bytes.Clone(l.curBase), cp...))
+		l.curOK = next != nil && l.cur.seekGE(next)
+	}
+	if l.histOK {
+		next := successor(escapeKey(bytes.Clone(l.histBase), string(cp)))
+		l.histOK = next != nil && l.hist.seekGE(next)
+	}
+}
