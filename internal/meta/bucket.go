@@ -132,6 +132,13 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 		}
 		w.deleteUpload(u, parts, nil)
 	}
+	configs, err := db.bucketConfigNames(name)
+	if err != nil {
+		return fmt.Errorf("meta: read configurations of %s: %w", name, err)
+	}
+	for _, c := range configs {
+		w.b.delete(configKey(name, c))
+	}
 	w.b.delete(k)
 	w.b.delete(policyKey(name))
 	w.deleteUsage(name)

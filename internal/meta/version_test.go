@@ -434,3 +434,45 @@ func TestVersionIDOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketConfig stores, reads, lists and deletes configuration
+// documents, and checks that they go with their bucket.
+func TestBucketConfig(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	mustCreateBucket(t, db, "a")
+	mustCreateBucket(t, db, "b")
+	if err := db.PutBucketConfig(ctx, "nope", "cors", []byte("x")); !errors.Is(err, ErrNoBucket) {
+		t.Fatalf("PutBucketConfig(missing bucket) = %v, want ErrNoBucket", err)
+	}
+	for _, c := range []struct{ bucket, name, doc string }{{"a", "cors", "a-cors"}, {"a", "lifecycle", "a-lc"}, {"b", "cors", "b-cors"}} {
+		if err := db.PutBucketConfig(ctx, c.bucket, c.name, []byte(c.doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, err := db.BucketConfig(ctx, "a", "lifecycle"); err != nil || string(v) != "a-lc" {
+		t.Fatalf("BucketConfig(a, lifecycle) = %q, %v", v, err)
+	}
+	if _, err := db.BucketConfig(ctx, "b", "lifecycle"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("BucketConfig(b, lifecycle) = %v, want ErrNotFound", err)
+	}
+	all, err := db.BucketConfigs(ctx, "cors")
+	if diff := cmp.Diff(map[string][]byte{"a": []byte("a-cors"), "b": []byte("b-cors")}, all); err != nil || diff != "" {
+		t.Fatalf("BucketConfigs(cors): %v (-want +got):\n%s", err, diff)
+	}
+	if err := db.PutBucketConfig(ctx, "b", "cors", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.BucketConfig(ctx, "b", "cors"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("BucketConfig after delete = %v, want ErrNotFound", err)
+	}
+	if err := db.DeleteBucket(ctx, "a", testTime); err != nil {
+		t.Fatal(err)
+	}
+	mustCreateBucket(t, db, "a")
+	for _, name := range []string{"cors", "lifecycle"} {
+		if _, err := db.BucketConfig(ctx, "a", name); !errors.Is(err, ErrNotFound) {
+			t.Errorf("BucketConfig(a, %s) after DeleteBucket and CreateBucket = %v, want ErrNotFound", name, err)
+		}
+	}
+}

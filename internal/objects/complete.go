@@ -33,9 +33,6 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uplo
 	if len(in.Parts) == 0 {
 		return ObjectInfo{}, s3err.Newf(s3err.MalformedXML, res, "You must specify at least one part.")
 	}
-	if err := checkWriteSyntax(in.Cond, res); err != nil {
-		return ObjectInfo{}, err
-	}
 	now := s.clock()
 	var rec *meta.Object
 	err := s.db.CompleteUpload(ctx, bucket, key, uploadID, now, func(u *meta.Upload, parts []meta.Part, old *meta.Object) (*meta.Object, error) {
@@ -55,7 +52,7 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uplo
 	case err != nil:
 		return ObjectInfo{}, s.writeErr(err, bucket, key)
 	}
-	return objectInfo(bucket, key, rec), nil
+	return writtenInfo(bucket, key, rec), nil
 }
 
 // assemble builds the record of a completed upload from its stored parts

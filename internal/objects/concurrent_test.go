@@ -50,10 +50,14 @@ func testOverwriteAtomicity(t *testing.T, size func(int) int) {
 
 	ctx := context.Background()
 	var done atomic.Bool
+	var reads atomic.Int64
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
-			for r := range rounds {
+			// Writers go on past rounds until readers have read a few
+			// times while they write (bounded): on a loaded machine the
+			// readers may not be scheduled before the rounds are over.
+			for r := 0; r < rounds || reads.Load() < readers && r < 100*rounds; r++ {
 				b := list[(w+r)%nBodies]
 				if _, err := e.s.PutObject(ctx, "bkt", "hot", PutInput{Size: int64(len(b))}, bytes.NewReader(b)); err != nil {
 					t.Error(err)
@@ -62,7 +66,6 @@ func testOverwriteAtomicity(t *testing.T, size func(int) int) {
 			}
 		})
 	}
-	var reads atomic.Int64
 	var rg sync.WaitGroup
 	for range readers {
 		rg.Go(func() {

@@ -66,27 +66,17 @@ func etagMatches(list, etag string) bool {
 	return false
 }
 
-// checkWriteSyntax rejects conditional-write headers S3 does not support:
-// If-None-Match takes only "*".
-func checkWriteSyntax(c WriteConditions, res string) error {
-	if c.IfNoneMatch != "" && strings.TrimSpace(c.IfNoneMatch) != "*" {
-		return s3err.Newf(s3err.NotImplemented, res,
-			"A header you provided implies functionality that is not implemented: If-None-Match accepts only *.").
-			With("Header", "If-None-Match")
-	}
-	return nil
-}
-
 // checkWrite evaluates the conditional-write preconditions against the
-// current object (nil if absent). It runs inside the commit, under the
-// key's lock, so the check and the write are atomic. If-None-Match: * fails
-// when the key exists; If-Match fails with NoSuchKey when it does not (as S3
-// documents for conditional writes) and with PreconditionFailed when the
-// ETag differs. See
+// current object (nil if absent, or if the latest version is a delete
+// marker). It runs inside the commit, under the key's lock, so the check
+// and the write are atomic. If-None-Match (* or a list of ETags) fails when
+// the current object matches it; If-Match fails with NoSuchKey when there
+// is no current object (as S3 documents for conditional writes) and with
+// PreconditionFailed when its ETag does not match (* matches any). See
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
 func checkWrite(c WriteConditions, old *meta.Object, bucket, key string) error {
 	res := bucket + "/" + key
-	if c.IfNoneMatch != "" && old != nil {
+	if c.IfNoneMatch != "" && old != nil && etagMatches(c.IfNoneMatch, old.ETag) {
 		return s3err.New(s3err.PreconditionFailed, res).With("Condition", "If-None-Match")
 	}
 	if c.IfMatch != "" {

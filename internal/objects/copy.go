@@ -29,9 +29,6 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 			return CopyResult{}, err
 		}
 	}
-	if err := checkWriteSyntax(in.Cond, res); err != nil {
-		return CopyResult{}, err
-	}
 	if in.ChecksumAlgorithm != "" {
 		if err := checkAlgorithm(in.ChecksumAlgorithm, res); err != nil {
 			return CopyResult{}, err

@@ -157,7 +157,9 @@ func (s *Service) lookup(ctx context.Context, bucket, key, vid string) (meta.Obj
 	switch {
 	case err == nil:
 		e.WithHeader("x-amz-delete-marker", "true").WithHeader("x-amz-version-id", dm.S3VersionID())
-	case !errors.Is(err, meta.ErrNotFound):
+	case errors.Is(err, meta.ErrNotFound):
+		e.WithHeader("x-amz-delete-marker", "false") // as S3 answers a key without one
+	default:
 		return meta.Object{}, false, fmt.Errorf("read versions of %s: %w", res, err)
 	}
 	return meta.Object{}, false, e

@@ -18,9 +18,8 @@ import (
 // InvalidArgument (empty or non-UTF-8 key), MetadataTooLarge,
 // MissingContentLength (negative size), EntityTooLarge, BadDigest,
 // InvalidDigest, InvalidRequest (checksum header), IncompleteBody,
-// PreconditionFailed, NoSuchKey (If-Match on an absent key),
-// NotImplemented (If-None-Match other than *), and any error body's Read
-// returned (passed through; nothing is committed).
+// PreconditionFailed, NoSuchKey (If-Match on an absent key), and any error
+// body's Read returned (passed through; nothing is committed).
 //
 // The data is durable before the record commits: inline, in the commit's
 // batch, for small objects, else in blocks the store has synced. The bucket
@@ -43,9 +42,6 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 		return ObjectInfo{}, s3err.New(s3err.EntityTooLarge, res).
 			With("ProposedSize", strconv.FormatInt(in.Size, 10)).
 			With("MaxSizeAllowed", strconv.FormatInt(s.cfg.MaxObjectSize, 10))
-	}
-	if err := checkWriteSyntax(in.Cond, res); err != nil {
-		return ObjectInfo{}, err
 	}
 	d, err := prepareDigests(res, in.ContentMD5, in.Checksum, "")
 	if err != nil {
@@ -142,7 +138,7 @@ func (s *Service) commit(ctx context.Context, bucket, key string, c WriteConditi
 	if err != nil {
 		return ObjectInfo{}, s.writeErr(err, bucket, key)
 	}
-	info := objectInfo(bucket, key, rec)
+	info := writtenInfo(bucket, key, rec)
 	return info, nil
 }
 

@@ -142,7 +142,6 @@ func TestPutObjectErrors(t *testing.T) {
 		{name: "body error blocks", body: &errBody{bytes.NewReader(big), testBlock + 3, sigErr}, in: PutInput{Size: int64(len(big))}, want: s3err.XAmzContentSHA256Mismatch, wantErr: sigErr},
 		{name: "body error at eof", body: &errBody{bytes.NewReader(small), 5, sigErr}, in: PutInput{Size: 5}, want: s3err.XAmzContentSHA256Mismatch, wantErr: sigErr},
 		{name: "plain body error", body: &errBody{bytes.NewReader(big), 10, io.ErrClosedPipe}, in: PutInput{Size: int64(len(big))}, want: s3err.InternalError, wantErr: io.ErrClosedPipe},
-		{name: "if-none-match etag", in: PutInput{Size: 5, Cond: WriteConditions{IfNoneMatch: `"abc"`}}, want: s3err.NotImplemented},
 		{name: "if-match absent", in: PutInput{Size: 5, Cond: WriteConditions{IfMatch: `"abc"`}}, want: s3err.NoSuchKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,6 +229,10 @@ func TestWriteConditions(t *testing.T) {
 		{"if-match unquoted", true, WriteConditions{IfMatch: md5Hex([]byte("old"))}, ""},
 		{"if-match list", true, WriteConditions{IfMatch: `"x", "` + md5Hex([]byte("old")) + `"`}, ""},
 		{"if-match star", true, WriteConditions{IfMatch: "*"}, ""},
+		{"if-match star absent", false, WriteConditions{IfMatch: "*"}, s3err.NoSuchKey},
+		{"if-none-match etag matches", true, WriteConditions{IfNoneMatch: `"` + md5Hex([]byte("old")) + `"`}, s3err.PreconditionFailed},
+		{"if-none-match etag differs", true, WriteConditions{IfNoneMatch: `"0123"`}, ""},
+		{"if-none-match etag absent", false, WriteConditions{IfNoneMatch: `"0123"`}, ""},
 	} {
 		for _, size := range []int{3, 2 * testBlock} {
 			t.Run(tc.name, func(t *testing.T) {

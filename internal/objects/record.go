@@ -40,6 +40,18 @@ func objectInfo(bucket, key string, o *meta.Object) ObjectInfo {
 	}
 }
 
+// writtenInfo describes rec, just written as bucket/key. A write reports
+// a version ID only when it made a version with an ID of its own: S3 sends
+// no x-amz-version-id for the null version a write makes while versioning
+// is suspended.
+func writtenInfo(bucket, key string, rec *meta.Object) ObjectInfo {
+	info := objectInfo(bucket, key, rec)
+	if rec.Versioning != meta.VersioningEnabled {
+		info.VersionID = ""
+	}
+	return info
+}
+
 // reportedVersionID is the version ID S3 reports for o in x-amz-version-id:
 // none for an object written to a bucket that had never had versioning
 // configured. (S3 would report "null" for such an object once versioning is

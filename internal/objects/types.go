@@ -65,12 +65,12 @@ type ReadConditions struct {
 }
 
 // WriteConditions are the conditional-write preconditions of PutObject,
-// CopyObject and CompleteMultipartUpload: If-None-Match: * (create only)
-// and If-Match: ETag (replace only that version). Checked atomically with
-// the commit.
+// CopyObject and CompleteMultipartUpload: If-None-Match (* to create only,
+// or ETags the current object must not have) and If-Match (* or ETags it
+// must have). Checked atomically with the commit.
 type WriteConditions struct {
 	IfMatch     string
-	IfNoneMatch string // only "*" is valid
+	IfNoneMatch string
 }
 
 // Range is a parsed, unresolved HTTP byte range: bytes=Start-End,
