@@ -226,6 +226,13 @@ func TestAWSCLI(t *testing.T) {
 		t.Errorf("list-objects-v2 --prefix api/: %v", list)
 	}
 
+	// list-object-versions works on an unversioned bucket: each object is
+	// its null version.
+	lv := r.mustJSON("s3api", "list-object-versions", "--bucket", b, "--prefix", "api/")
+	if vs, _ := lv["Versions"].([]any); len(vs) != 1 || vs[0].(map[string]any)["VersionId"] != "null" || vs[0].(map[string]any)["IsLatest"] != true {
+		t.Errorf("list-object-versions --prefix api/: %v", lv)
+	}
+
 	// Multipart through s3api.
 	mp := r.mustJSON("s3api", "create-multipart-upload", "--bucket", b, "--key", "api/mp.bin")
 	uploadID, _ := mp["UploadId"].(string)

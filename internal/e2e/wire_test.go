@@ -293,7 +293,7 @@ func TestWire(t *testing.T) {
 			}
 			seen[id] = true
 		}
-		resp, rb := send(t, rawReq{method: "GET", target: "/" + b + "?tagging"})
+		resp, rb := send(t, rawReq{method: "GET", target: "/" + b + "?website"})
 		wantStatusCode(t, "NotImplemented", resp, rb, 501)
 		resp, _ = send(t, rawReq{method: "GET", target: "/", anon: true})
 		wantStatusCode(t, "anonymous", resp, nil, 403)

@@ -69,6 +69,14 @@ const (
 	ListMultipartUploadParts   Action = "s3:ListMultipartUploadParts"
 	AbortMultipartUpload       Action = "s3:AbortMultipartUpload"
 	GetObjectAttributes        Action = "s3:GetObjectAttributes"
+	GetObjectTagging           Action = "s3:GetObjectTagging"
+	GetObjectVersionTagging    Action = "s3:GetObjectVersionTagging"
+	PutObjectTagging           Action = "s3:PutObjectTagging"
+	PutObjectVersionTagging    Action = "s3:PutObjectVersionTagging"
+	DeleteObjectTagging        Action = "s3:DeleteObjectTagging"
+	DeleteObjectVersionTagging Action = "s3:DeleteObjectVersionTagging"
+	GetBucketTagging           Action = "s3:GetBucketTagging"
+	PutBucketTagging           Action = "s3:PutBucketTagging"
 	NotImplementedAction       Action = "s3:*"
 )
 

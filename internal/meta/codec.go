@@ -20,9 +20,24 @@ const recordVersion = 1
 // table, see dataKey), ends after the blocks. Version 1 records are still
 // read, so a data directory written before the change keeps working; they
 // become version 2 when the object is next written.
+//
+// Version 3 adds, after the metadata, a list of optional fields, each a
+// uvarint tag and a length-prefixed payload (tags, the upload a multipart
+// object was completed from, its parts' checksums, its ACL): a record
+// carries only the fields it has, and a decoder skips tags it does not
+// know, so new fields need no new version.
 const (
 	objectV1      = 1
-	objectVersion = 2
+	objectV2      = 2
+	objectVersion = 3
+)
+
+// Tags of the optional fields of a version 3 object record.
+const (
+	fieldTags          = 1 // uvarint count, then key and value strings
+	fieldUploadID      = 2 // string
+	fieldPartChecksums = 3 // uvarint count, then strings
+	fieldACL           = 4 // bytes, opaque to meta
 )
 
 // dataVersion is the version byte of an inline data value.
@@ -129,11 +144,126 @@ func appendObject(b []byte, o *Object) []byte {
 	b = appendChecksum(b, &o.Checksum)
 	// The summary ends here; listings stop decoding at this point.
 	b = appendMetadata(b, &o.Meta)
+	b = appendFields(b, o)
 	b = binary.AppendUvarint(b, uint64(len(o.PartSizes)))
 	for _, s := range o.PartSizes {
 		b = binary.AppendVarint(b, s)
 	}
 	return appendBlocks(b, o.Blocks)
+}
+
+// appendFields appends the optional fields of o that it has.
+func appendFields(b []byte, o *Object) []byte {
+	var fw fieldWriter
+	fw.tags(o.Tags)
+	if o.UploadID != "" {
+		fw.add(fieldUploadID, []byte(o.UploadID))
+	}
+	if len(o.PartChecksums) > 0 {
+		p := binary.AppendUvarint(nil, uint64(len(o.PartChecksums)))
+		for _, c := range o.PartChecksums {
+			p = appendString(p, c)
+		}
+		fw.add(fieldPartChecksums, p)
+	}
+	fw.acl(o.ACL)
+	return fw.append(b)
+}
+
+// fields decodes the optional fields of an object record into o.
+func (d *decoder) fields(o *Object) {
+	d.eachField(func(tag uint64, f *decoder) bool {
+		switch tag {
+		case fieldTags:
+			o.Tags = f.tags()
+		case fieldUploadID:
+			o.UploadID = string(f.rest())
+		case fieldPartChecksums:
+			o.PartChecksums = make([]string, f.count())
+			for i := range o.PartChecksums {
+				o.PartChecksums[i] = f.string()
+			}
+		case fieldACL:
+			o.ACL = f.rest()
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+// fieldWriter collects optional fields: a uvarint count, then each as a
+// uvarint tag and a length-prefixed payload.
+type fieldWriter struct {
+	n   int
+	buf []byte
+}
+
+func (fw *fieldWriter) add(tag uint64, payload []byte) {
+	fw.n++
+	fw.buf = binary.AppendUvarint(fw.buf, tag)
+	fw.buf = appendBytes(fw.buf, payload)
+}
+
+func (fw *fieldWriter) tags(ts []Tag) {
+	if len(ts) == 0 {
+		return
+	}
+	p := binary.AppendUvarint(nil, uint64(len(ts)))
+	for _, t := range ts {
+		p = appendString(p, t.Key)
+		p = appendString(p, t.Value)
+	}
+	fw.add(fieldTags, p)
+}
+
+func (fw *fieldWriter) acl(acl []byte) {
+	if len(acl) > 0 {
+		fw.add(fieldACL, acl)
+	}
+}
+
+func (fw *fieldWriter) append(b []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(fw.n))
+	return append(b, fw.buf...)
+}
+
+// eachField calls fn with each optional field's tag and a decoder over its
+// payload. fn reports whether it knows the tag; a known field's payload must
+// be consumed whole, an unknown one (written by a newer Coffer) is skipped.
+func (d *decoder) eachField(fn func(tag uint64, f *decoder) bool) {
+	n := d.count()
+	for range n {
+		tag := d.uvarint()
+		f := decoder{b: d.bytes()}
+		if d.err != nil {
+			return
+		}
+		if fn(tag, &f) {
+			_ = f.end()
+		}
+		if f.err != nil {
+			d.fail("field %d: %v", tag, f.err)
+			return
+		}
+	}
+}
+
+// tags reads a count and that many key-value pairs.
+func (d *decoder) tags() []Tag {
+	ts := make([]Tag, d.count())
+	for i := range ts {
+		ts[i].Key = d.string()
+		ts[i].Value = d.string()
+	}
+	return ts
+}
+
+// rest returns a copy of the bytes left.
+func (d *decoder) rest() []byte {
+	r := append([]byte(nil), d.b...)
+	d.b = nil
+	return r
 }
 
 // decodeObject decodes an object record up to detail. With objectFull and
@@ -148,7 +278,7 @@ func decodeObject(b []byte, detail objectDetail) (Object, error) {
 func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	var o Object
 	d := decoder{b: b}
-	v := d.version(objectV1, objectVersion)
+	v := d.version(objectV1, objectV2, objectVersion)
 	if f := d.uvarint(); f&^knownFlags != 0 || Versioning(f&flagVersioning) > VersioningSuspended {
 		d.fail("unknown flags %#x", f)
 	} else {
@@ -169,6 +299,9 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 		return o, v, d.err
 	}
 	d.metadata(&o.Meta)
+	if v >= objectVersion {
+		d.fields(&o)
+	}
 	if n := d.count(); n > 0 {
 		o.PartSizes = make([]int64, n)
 		for i := range o.PartSizes {
@@ -237,23 +370,44 @@ func decodeBucket(name string, b []byte) (Bucket, error) {
 	return x, d.end()
 }
 
+// Upload records: version 2 adds optional fields (the tags and ACL the
+// object will have) after the checksum type, as object records have them.
+const uploadVersion = 2
+
 func appendUpload(b []byte, u *Upload) []byte {
-	b = append(b, recordVersion)
+	b = append(b, uploadVersion)
 	b = appendTime(b, u.Initiated)
 	b = appendMetadata(b, &u.Meta)
 	b = appendString(b, u.ChecksumAlgorithm)
-	return appendString(b, u.ChecksumType)
+	b = appendString(b, u.ChecksumType)
+	var fw fieldWriter
+	fw.tags(u.Tags)
+	fw.acl(u.ACL)
+	return fw.append(b)
 }
 
 // decodeUpload decodes an upload record; the names come from its key.
 func decodeUpload(bucket, key, id string, b []byte) (Upload, error) {
 	u := Upload{Bucket: bucket, Key: key, ID: id}
 	d := decoder{b: b}
-	d.version()
+	v := d.version(recordVersion, uploadVersion)
 	u.Initiated = d.time()
 	d.metadata(&u.Meta)
 	u.ChecksumAlgorithm = d.string()
 	u.ChecksumType = d.string()
+	if v >= uploadVersion {
+		d.eachField(func(tag uint64, f *decoder) bool {
+			switch tag {
+			case fieldTags:
+				u.Tags = f.tags()
+			case fieldACL:
+				u.ACL = f.rest()
+			default:
+				return false
+			}
+			return true
+		})
+	}
 	return u, d.end()
 }
 

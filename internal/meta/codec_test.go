@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -32,10 +33,35 @@ func fullObject() Object {
 // appendObjectV1 encodes o as a version 1 record, with its inline data
 // inside, as records were written before the data key existed.
 func appendObjectV1(b []byte, o *Object) []byte {
-	n := len(b)
-	b = appendObject(b, o)
-	b[n] = objectV1
-	return appendBytes(b, o.Inline)
+	return appendBytes(appendObjectOld(b, o, objectV1), o.Inline)
+}
+
+// appendObjectOld encodes o in the layout of record versions 1 and 2:
+// version 3's without the optional fields (and for version 1 without the
+// inline data that follows).
+func appendObjectOld(b []byte, o *Object, version byte) []byte {
+	b = append(b, version)
+	b = binary.AppendUvarint(b, objectFlags(o))
+	b = appendString(b, o.VersionID)
+	b = binary.AppendVarint(b, o.Size)
+	b = appendString(b, o.ETag)
+	b = appendTime(b, o.Modified)
+	b = appendChecksum(b, &o.Checksum)
+	b = appendMetadata(b, &o.Meta)
+	b = binary.AppendUvarint(b, uint64(len(o.PartSizes)))
+	for _, s := range o.PartSizes {
+		b = binary.AppendVarint(b, s)
+	}
+	return appendBlocks(b, o.Blocks)
+}
+
+// withFields returns o with every optional field of version 3 set.
+func withFields(o Object) Object {
+	o.Tags = []Tag{{"project", "blue"}, {"empty", ""}}
+	o.UploadID = "0123456789abcdef0123456789abcdef"
+	o.PartChecksums = []string{"AAAAAA==", "BBBBBB=="}
+	o.ACL = []byte("acl document")
+	return o
 }
 
 func TestObjectCodec(t *testing.T) {
@@ -45,6 +71,7 @@ func TestObjectCodec(t *testing.T) {
 		name   string
 		in     Object
 		v1     bool // encode as a version 1 record
+		v2     bool // encode as a version 2 record
 		detail objectDetail
 		want   Object
 	}{
@@ -60,11 +87,19 @@ func TestObjectCodec(t *testing.T) {
 		{name: "v1 inline layout", in: inline, v1: true, detail: objectLayout, want: noData},
 		{name: "v1 summary", in: inline, v1: true, detail: objectSummary,
 			want: Object{Size: 5, ETag: "e", Modified: testTime}},
+		{name: "v2", in: fullObject(), v2: true, detail: objectFull, want: fullObject()},
+		{name: "fields", in: withFields(fullObject()), detail: objectFull, want: withFields(fullObject())},
+		{name: "fields layout", in: withFields(fullObject()), detail: objectLayout, want: withFields(fullObject())},
+		{name: "fields summary", in: withFields(fullObject()), detail: objectSummary,
+			want: Object{Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2", Modified: testTime, Checksum: fullObject().Checksum}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := appendObject(nil, &tc.in)
-			if tc.v1 {
+			switch {
+			case tc.v1:
 				enc = appendObjectV1(nil, &tc.in)
+			case tc.v2:
+				enc = appendObjectOld(nil, &tc.in, objectV2)
 			}
 			got, err := decodeObject(enc, tc.detail)
 			if err != nil {
@@ -99,7 +134,7 @@ func TestOtherCodecs(t *testing.T) {
 		t.Errorf("bucket round trip = %+v, %v; want %+v", gotB, err, b)
 	}
 	u := Upload{Bucket: "bkt", Key: "k", ID: "id", Initiated: testTime, Meta: fullObject().Meta,
-		ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT"}
+		ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT", Tags: []Tag{{"k", "v"}}, ACL: []byte("acl")}
 	gotU, err := decodeUpload("bkt", "k", "id", appendUpload(nil, &u))
 	if diff := cmp.Diff(u, gotU); err != nil || diff != "" {
 		t.Errorf("upload round trip: %v (-want +got):\n%s", err, diff)
@@ -145,6 +180,8 @@ func ptr[T any](v T) *T { return &v }
 // whatever decodes re-encodes to something that decodes the same.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendObject(nil, ptr(fullObject())))
+	f.Add(appendObject(nil, ptr(withFields(fullObject()))))
+	f.Add(appendObjectOld(nil, ptr(fullObject()), objectV2))
 	f.Add(appendObjectV1(nil, &Object{Inline: []byte("x")}))
 	f.Add(append(appendDataHeader(nil, "v"), "data"...))
 	f.Add(appendUpload(nil, &Upload{Meta: fullObject().Meta}))
@@ -185,4 +222,39 @@ func FuzzDecodeRecord(f *testing.F) {
 		_, _ = decodeBucket("b", b)
 		_, _ = decodeGarbage(testTime, "k", b)
 	})
+}
+
+// TestObjectUnknownField checks that a field of a newer Coffer is skipped,
+// and that a field whose payload does not decode is corruption.
+func TestObjectUnknownField(t *testing.T) {
+	o := fullObject()
+	enc := func(tag uint64, payload []byte) []byte {
+		b := appendObjectOld(nil, &Object{}, objectVersion)[:0]
+		b = append(b, objectVersion)
+		b = binary.AppendUvarint(b, objectFlags(&o))
+		b = appendString(b, o.VersionID)
+		b = binary.AppendVarint(b, o.Size)
+		b = appendString(b, o.ETag)
+		b = appendTime(b, o.Modified)
+		b = appendChecksum(b, &o.Checksum)
+		b = appendMetadata(b, &o.Meta)
+		b = binary.AppendUvarint(b, 1)
+		b = binary.AppendUvarint(b, tag)
+		b = appendBytes(b, payload)
+		b = binary.AppendUvarint(b, uint64(len(o.PartSizes)))
+		for _, s := range o.PartSizes {
+			b = binary.AppendVarint(b, s)
+		}
+		return appendBlocks(b, o.Blocks)
+	}
+	got, err := decodeObject(enc(99, []byte("from the future")), objectFull)
+	if err != nil {
+		t.Fatalf("decodeObject with an unknown field: %v", err)
+	}
+	if diff := cmp.Diff(o, got, cmpopts.EquateEmpty(), cmp.AllowUnexported(Object{})); diff != "" {
+		t.Errorf("unknown field changed the record (-want +got):\n%s", diff)
+	}
+	if _, err := decodeObject(enc(fieldTags, []byte{5, 1}), objectFull); !errors.Is(err, errCorrupt) {
+		t.Errorf("decodeObject with a truncated tags field = %v, want errCorrupt", err)
+	}
 }

@@ -89,7 +89,18 @@ type Object struct {
 	Checksum     Checksum
 	Meta         Metadata
 	PartSizes    []int64 // sizes of the parts of a multipart object; nil otherwise
-	Blocks       []Block
+	// PartChecksums are the checksums of the parts of a multipart object
+	// with a checksum, in order (base64); nil otherwise.
+	PartChecksums []string
+	// UploadID is the multipart upload the object was completed from; ""
+	// for other objects.
+	UploadID string
+	// Tags are the object's tags (S3 object tagging), in the order given.
+	Tags []Tag
+	// ACL is the object's access control list, opaque to meta; nil for
+	// the default (private).
+	ACL    []byte
+	Blocks []Block
 	// Inline is the data of an inline object when writing it. Reads of the
 	// record leave it nil: ObjectData reads the data.
 	Inline []byte
@@ -113,6 +124,11 @@ func (o *Object) S3VersionID() string {
 	return NullVersionID
 }
 
+// Tag is one object tag.
+type Tag struct {
+	Key, Value string
+}
+
 // Upload is a multipart upload in progress.
 type Upload struct {
 	Bucket, Key       string
@@ -121,6 +137,8 @@ type Upload struct {
 	Meta              Metadata
 	ChecksumAlgorithm string
 	ChecksumType      string
+	Tags              []Tag  // the tags the object will have
+	ACL               []byte // the ACL the object will have, opaque to meta
 }
 
 // Part is one uploaded part of a multipart upload. Parts are always stored

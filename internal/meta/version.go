@@ -652,3 +652,75 @@ func (db *DB) SetVersioning(ctx context.Context, bucket string, v Versioning) er
 	}
 	return nil
 }
+
+// ModifyFunc changes the record of a version in place: its tags or its
+// ACL. It must not change anything that describes the version's data or
+// place (ID, size, blocks, flags); it runs under the key's lock and must
+// do no I/O. An error aborts without writing.
+type ModifyFunc func(o *Object) error
+
+// ModifyVersion rewrites the record of the version of bucket/key with S3
+// version ID id ("" for the current version) as fn changes it, where it is
+// (current or noncurrent): no new version, no change of usage. It returns
+// the record after fn, or ErrNotFound if there is no such version (with id
+// "", also when the latest version is a delete marker), ErrNoBucket, or
+// fn's error. A delete marker named by ID is passed to fn, which decides.
+func (db *DB) ModifyVersion(ctx context.Context, bucket, key, id string, fn ModifyFunc) (Object, error) {
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	bmu := db.bucketLock(bucket)
+	bmu.RLock()
+	defer bmu.RUnlock()
+	if err := db.checkBucket(bucket); err != nil {
+		return Object{}, err
+	}
+	kmu := db.keyLock(bucket, key)
+	kmu.Lock()
+	defer kmu.Unlock()
+
+	cur, err := readCurrent(db.kv, bucket, key)
+	if err != nil {
+		return Object{}, err
+	}
+	var rec *Object
+	current := false
+	switch {
+	case cur != nil && (id == "" || cur.S3VersionID() == id):
+		rec, current = cur, true
+	case id == "":
+	case id == NullVersionID:
+		rec, err = findNull(db.kv, bucket, key)
+	default:
+		rec, err = historyByID(db.kv, bucket, key, id)
+	}
+	if err != nil {
+		return Object{}, err
+	}
+	if rec == nil {
+		return Object{}, ErrNotFound
+	}
+	if err := fn(rec); err != nil {
+		return Object{}, err
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	if current {
+		// A version 1 record holds its inline data; the rewritten record
+		// does not, so the data moves to the data key in the same batch.
+		raw, err := db.kv.get(objectKey(nil, bucket, key), nil)
+		if err != nil {
+			return Object{}, fmt.Errorf("meta: read object %s/%s: %w", bucket, key, err)
+		}
+		if old, ver, err := decodeObjectVersion(raw, objectFull); err == nil && ver == objectV1 && len(old.Inline) > 0 {
+			b.setJoined(dataKey(nil, bucket, key), appendDataHeader(nil, rec.VersionID), old.Inline)
+		}
+		b.set(objectKey(nil, bucket, key), appendObject(nil, rec))
+	} else {
+		b.set(historyKey(nil, tableHistory, bucket, key, historyID(rec)), appendObject(nil, rec))
+	}
+	if err := b.commit(db.sync); err != nil {
+		return Object{}, fmt.Errorf("meta: commit version of %s/%s: %w", bucket, key, err)
+	}
+	return *rec, nil
+}

@@ -476,3 +476,59 @@ func TestBucketConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestModifyVersion changes tags of current and noncurrent versions in
+// place, and checks that nothing else moves: data, listing, usage.
+func TestModifyVersion(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	mustCreateBucket(t, db, "bkt")
+	// A version 1 record with its data inside, as old Coffers wrote it.
+	w := db.newWriter(testTime)
+	w.b.set(objectKey(nil, "bkt", "k"), appendObjectV1(nil, &Object{VersionID: "legacy", Size: 3, ETag: "e0", Modified: testTime, Inline: []byte("old")}))
+	w.count("bkt", Usage{Objects: 1, Bytes: 3})
+	if err := w.commit(); err != nil {
+		t.Fatal(err)
+	}
+	w.close()
+	setTags := func(id string, tags ...Tag) (Object, error) {
+		return db.ModifyVersion(ctx, "bkt", "k", id, func(o *Object) error { o.Tags = tags; return nil })
+	}
+	if _, err := setTags("", Tag{"a", "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := objectData(t, db, "bkt", "k", "legacy"); string(got) != "old" {
+		t.Fatalf("data of a rewritten version 1 record = %q, want old", got)
+	}
+	if err := db.SetVersioning(ctx, "bkt", VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	putObject(t, db, "bkt", "k", Object{Size: 3, ETag: "e1", Inline: []byte("new")})
+	if _, err := setTags(NullVersionID, Tag{"b", "2"}); err != nil {
+		t.Fatalf("tag the null version in the history: %v", err)
+	}
+	null, current, err := db.ObjectVersion(ctx, "bkt", "k", NullVersionID)
+	if err != nil || current || len(null.Tags) != 1 || null.Tags[0].Key != "b" {
+		t.Fatalf("null version after tagging: %+v current=%v, %v", null.Tags, current, err)
+	}
+	if data, _, err := db.VersionData(ctx, "bkt", "k", &null, nil); err != nil || string(data) != "old" {
+		t.Fatalf("data of the tagged null version = %q, %v", data, err)
+	}
+	if o, err := setTags("", Tag{"c", "3"}); err != nil || o.ETag != "e1" {
+		t.Fatalf("tag the current version: %+v, %v", o, err)
+	}
+	if _, err := setTags(strings.Repeat("0", VersionIDLen)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tag a missing version = %v, want ErrNotFound", err)
+	}
+	if _, err := db.DeleteVersions(ctx, "bkt", []VersionRef{{Key: "k"}}, testTime); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := setTags(""); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tag under a delete marker = %v, want ErrNotFound", err)
+	}
+	es, _, err := db.ListVersions(ctx, "bkt", VersionListOptions{Limit: 10})
+	if err != nil || len(es) != 3 {
+		t.Fatalf("ListVersions = %d entries, %v; want 3", len(es), err)
+	}
+	checkClean(t, db)
+}

@@ -48,11 +48,44 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uplo
 	})
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
-		return ObjectInfo{}, noSuchUpload(uploadID)
+		return s.completedBefore(ctx, bucket, key, uploadID, in)
 	case err != nil:
 		return ObjectInfo{}, s.writeErr(err, bucket, key)
 	}
 	return writtenInfo(bucket, key, rec), nil
+}
+
+// completedBefore answers a CompleteMultipartUpload for an upload that no
+// longer exists: if it is the upload the current object was completed
+// from, with the same parts, the request is a retry (of a completion
+// whose response was lost) and gets the same answer, as from S3;
+// otherwise NoSuchUpload.
+func (s *Service) completedBefore(ctx context.Context, bucket, key, uploadID string, in CompleteInput) (ObjectInfo, error) {
+	rec, err := s.db.Object(ctx, bucket, key)
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		return ObjectInfo{}, noSuchUpload(uploadID)
+	case err != nil:
+		return ObjectInfo{}, fmt.Errorf("read object %s/%s: %w", bucket, key, err)
+	case rec.UploadID != uploadID || rec.ETag != multipartETag(in.Parts):
+		return ObjectInfo{}, noSuchUpload(uploadID)
+	}
+	return writtenInfo(bucket, key, &rec), nil
+}
+
+// multipartETag returns the ETag an object completed from parts has: the
+// MD5 of their binary MD5s, then "-N"; "" if an ETag is not an MD5.
+func multipartETag(parts []CompletePart) string {
+	md5s := make([]byte, 0, md5.Size*len(parts))
+	for _, p := range parts {
+		sum, err := hex.DecodeString(normETag(p.ETag))
+		if err != nil || len(sum) != md5.Size {
+			return ""
+		}
+		md5s = append(md5s, sum...)
+	}
+	etag := md5.Sum(md5s)
+	return hex.EncodeToString(etag[:]) + "-" + strconv.Itoa(len(parts))
 }
 
 // assemble builds the record of a completed upload from its stored parts
@@ -89,6 +122,8 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 	rec := &meta.Object{
 		Modified:  now,
 		Meta:      u.Meta,
+		Tags:      u.Tags,
+		UploadID:  u.ID,
 		PartSizes: make([]int64, len(chosen)),
 	}
 	md5s := make([]byte, 0, md5.Size*len(chosen))
@@ -113,6 +148,10 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 			return nil, checksumMismatch(checksum.Algorithm(u.ChecksumAlgorithm), res)
 		}
 		rec.Checksum = c
+		rec.PartChecksums = make([]string, len(chosen))
+		for i, p := range chosen {
+			rec.PartChecksums[i] = p.Checksum.Value
+		}
 	}
 	return rec, nil
 }

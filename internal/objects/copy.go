@@ -29,6 +29,9 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 			return CopyResult{}, err
 		}
 	}
+	if err := CheckTags(in.Tags, false); err != nil {
+		return CopyResult{}, err
+	}
 	if in.ChecksumAlgorithm != "" {
 		if err := checkAlgorithm(in.ChecksumAlgorithm, res); err != nil {
 			return CopyResult{}, err
@@ -42,7 +45,7 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 	}
 	defer src.Body.Close()
 	// Copying an older version over its key restores it, as S3 allows.
-	if in.SrcBucket == bucket && in.SrcKey == key && in.SrcVersionID == "" && !in.ReplaceMeta {
+	if in.SrcBucket == bucket && in.SrcKey == key && in.SrcVersionID == "" && !in.ReplaceMeta && !in.ReplaceTags {
 		return CopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
 			"This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
@@ -65,7 +68,12 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 	if in.ReplaceMeta {
 		m = in.Meta
 	}
-	info, err := s.commit(ctx, bucket, key, in.Cond, s.newRecord(src.Length, m, alg, data), data)
+	rec := s.newRecord(src.Length, m, alg, data)
+	rec.Tags = src.tags
+	if in.ReplaceTags {
+		rec.Tags = toMetaTags(in.Tags)
+	}
+	info, err := s.commit(ctx, bucket, key, in.Cond, rec, data)
 	if err != nil {
 		return CopyResult{}, err
 	}

@@ -63,7 +63,7 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 	if err != nil {
 		return nil, false, err
 	}
-	obj = &Object{Info: objectInfo(bucket, key, &rec), Body: emptyBody{}}
+	obj = &Object{Info: objectInfo(bucket, key, &rec), Body: emptyBody{}, tags: rec.Tags}
 	if vid != "" {
 		obj.Info.VersionID = rec.S3VersionID() // asked for by ID: always named
 	}

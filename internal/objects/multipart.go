@@ -28,6 +28,9 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string,
 	if err := checkMetadata(res, in.Meta); err != nil {
 		return Upload{}, err
 	}
+	if err := CheckTags(in.Tags, false); err != nil {
+		return Upload{}, err
+	}
 	typ, err := uploadChecksumType(in.ChecksumAlgorithm, in.ChecksumType, res)
 	if err != nil {
 		return Upload{}, err
@@ -35,7 +38,7 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string,
 	now := s.clock()
 	u := meta.Upload{
 		Bucket: bucket, Key: key, ID: newUploadID(now), Initiated: now, Meta: toMetaMetadata(in.Meta),
-		ChecksumAlgorithm: string(in.ChecksumAlgorithm), ChecksumType: typ,
+		ChecksumAlgorithm: string(in.ChecksumAlgorithm), ChecksumType: typ, Tags: toMetaTags(in.Tags),
 	}
 	if err := s.db.CreateUpload(ctx, u); err != nil {
 		return Upload{}, s.writeErr(err, bucket, key)

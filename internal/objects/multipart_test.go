@@ -40,7 +40,7 @@ func (e *env) multipart(t testing.TB, key string, alg checksum.Algorithm, typ st
 }
 
 // multipartETag is S3's ETag of a multipart object.
-func multipartETag(parts ...[]byte) string {
+func wantMultipartETag(parts ...[]byte) string {
 	var cat []byte
 	for _, p := range parts {
 		s := md5.Sum(p)
@@ -85,7 +85,7 @@ func TestMultipartRoundTrip(t *testing.T) {
 			if !bytes.Equal(got, whole) {
 				t.Error("multipart object data differs")
 			}
-			want := ObjectInfo{Bucket: "bkt", Key: "mp", Size: int64(len(whole)), ETag: multipartETag(p1, p2, p3),
+			want := ObjectInfo{Bucket: "bkt", Key: "mp", Size: int64(len(whole)), ETag: wantMultipartETag(p1, p2, p3),
 				LastModified: o.Info.LastModified, Checksum: tc.want, PartSizes: []int64{int64(len(p1)), int64(len(p2)), int64(len(p3))}}
 			if diff := cmp.Diff(want, o.Info); diff != "" {
 				t.Errorf("info mismatch (-want +got):\n%s", diff)
@@ -184,6 +184,27 @@ func TestMultipartErrors(t *testing.T) {
 			_, err := e.s.CreateMultipartUpload(ctx, "nope", "k", CreateUploadInput{})
 			return err
 		}, s3err.NoSuchBucket},
+		{"complete retried", func(e *env, id string, _ []Part) error {
+			in := CompleteInput{Parts: []CompletePart{cp(1, e1), cp(3, `"`+e3+`"`)}}
+			first, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", id, in)
+			if err != nil {
+				return err
+			}
+			// The response was lost; the client sends the same request:
+			// the same answer, not NoSuchUpload.
+			again, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", id, in)
+			if err == nil && (again.ETag != first.ETag || again.Size != first.Size) {
+				return fmt.Errorf("retry answered ETag %s size %d, first %s %d", again.ETag, again.Size, first.ETag, first.Size)
+			}
+			return err
+		}, ""},
+		{"complete retried with other parts", func(e *env, id string, _ []Part) error {
+			if _, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", id, CompleteInput{Parts: []CompletePart{cp(1, e1), cp(3, e3)}}); err != nil {
+				return err
+			}
+			_, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", id, CompleteInput{Parts: []CompletePart{cp(1, e1)}})
+			return err
+		}, s3err.NoSuchUpload},
 		{"complete if-none-match", func(e *env, id string, _ []Part) error {
 			e.put(t, "k", []byte("exists"))
 			_, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", id, CompleteInput{Parts: []CompletePart{cp(1, e1)}, Cond: WriteConditions{IfNoneMatch: "*"}})
@@ -214,7 +235,7 @@ func TestMultipartErrors(t *testing.T) {
 				if _, err := e.s.ListParts(ctx, "bkt", "k", u.UploadID, ListPartsInput{}); !s3err.Is(err, s3err.NoSuchUpload) {
 					t.Errorf("ListParts after complete = %v, want NoSuchUpload", err)
 				}
-			} else if tc.name != "complete if-none-match" {
+			} else if tc.name != "complete if-none-match" && tc.name != "complete retried with other parts" {
 				// A failed step leaves the upload intact.
 				r, err := e.s.ListParts(ctx, "bkt", "k", u.UploadID, ListPartsInput{})
 				if err != nil || len(r.Parts) != 4 {

@@ -35,6 +35,9 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 	if err := checkMetadata(res, in.Meta); err != nil {
 		return ObjectInfo{}, err
 	}
+	if err := CheckTags(in.Tags, false); err != nil {
+		return ObjectInfo{}, err
+	}
 	switch {
 	case in.Size < 0:
 		return ObjectInfo{}, s3err.New(s3err.MissingContentLength, res)
@@ -71,7 +74,9 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 		}
 		return ObjectInfo{}, err
 	}
-	return s.commit(ctx, bucket, key, in.Cond, s.newRecord(in.Size, in.Meta, d.alg, data), data)
+	rec := s.newRecord(in.Size, in.Meta, d.alg, data)
+	rec.Tags = toMetaTags(in.Tags)
+	return s.commit(ctx, bucket, key, in.Cond, rec, data)
 }
 
 // bucketOr returns NoSuchBucket if bucket does not exist, else err.

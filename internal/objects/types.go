@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/meta"
 )
 
 // Bucket describes one bucket.
@@ -43,6 +44,7 @@ type ObjectInfo struct {
 	Meta         Metadata
 	Checksum     ChecksumValue
 	PartSizes    []int64 // sizes of the parts of a multipart object, in order; nil otherwise
+	TagCount     int     // number of tags (x-amz-tagging-count)
 	// VersionID is the S3 version ID to report in x-amz-version-id: the
 	// version's own ID, "null" for a null version of a bucket that has
 	// versioning configured, "" for an object of a bucket that had none
@@ -99,6 +101,8 @@ type Object struct {
 		Read(p []byte) (int, error)
 		Close() error
 	}
+
+	tags []meta.Tag // the version's tags, for CopyObject
 }
 
 // ChecksumInput asks a write to compute and verify a flexible checksum.
@@ -116,6 +120,7 @@ type PutInput struct {
 	ContentMD5 string // base64 as sent; "" if absent. Mismatch is BadDigest.
 	Checksum   ChecksumInput
 	Meta       Metadata
+	Tags       []Tag // x-amz-tagging
 	Cond       WriteConditions
 }
 
@@ -126,6 +131,8 @@ type CopyInput struct {
 	SrcCond           ReadConditions
 	ReplaceMeta       bool     // x-amz-metadata-directive: REPLACE
 	Meta              Metadata // used when ReplaceMeta
+	ReplaceTags       bool     // x-amz-tagging-directive: REPLACE
+	Tags              []Tag    // used when ReplaceTags
 	Cond              WriteConditions
 	ChecksumAlgorithm checksum.Algorithm // x-amz-checksum-algorithm for the new object; "" keeps the source's
 }
@@ -133,6 +140,7 @@ type CopyInput struct {
 // CreateUploadInput describes a CreateMultipartUpload.
 type CreateUploadInput struct {
 	Meta              Metadata
+	Tags              []Tag // the object's tags (x-amz-tagging)
 	ChecksumAlgorithm checksum.Algorithm
 	ChecksumType      string // "COMPOSITE" (default when an algorithm is set) or "FULL_OBJECT"
 }

@@ -59,7 +59,7 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
 		hdrs = append(hdrs, "`"+strings.ToLower(h)+"`")
 	}
 	b.WriteString(strings.Join(hdrs, ", "))
-	b.WriteString(", `x-amz-tagging-directive: REPLACE`, `x-amz-storage-class` other than `STANDARD`,\nand `x-amz-acl` other than ")
+	b.WriteString(", `x-amz-storage-class` other than `STANDARD`,\nand `x-amz-acl` other than ")
 	var acls []string
 	for acl, ok := range cannedACLs {
 		if ok {
@@ -85,6 +85,14 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   bucket are their ` + "`null`" + ` versions). ` + "`x-amz-version-id`" + ` is returned for versions
   written while the bucket had versioning configured; an object written
   before (a ` + "`null`" + ` version) reports none except when asked for by ID.
+- Tagging: Put/Get/DeleteObjectTagging (of any version, in place: no
+  new version), Put/Get/DeleteBucketTagging, ` + "`x-amz-tagging`" + ` on PutObject,
+  CreateMultipartUpload and CopyObject (with ` + "`x-amz-tagging-directive: REPLACE`" + `;
+  ` + "`COPY`" + `, the default, copies the source's tags), ` + "`x-amz-tagging-count`" + ` on
+  GET and HEAD. S3's limits: 10 tags an object (50 a bucket), keys of 1 to
+  128 characters and values of up to 256, of letters, digits, spaces and
+  ` + "`+ - = . _ : / @`" + `, keys unique and not starting with ` + "`aws:`" + ` (` + "`InvalidTag`" + `).
+  A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too.
 - There are no ACLs: every bucket and object belongs to the caller's access
   key. Get*Acl returns the owner's ` + "`FULL_CONTROL`" + ` grant; Put*Acl accepts only
   the private ACL (canned, or a body granting the owner alone

@@ -77,8 +77,15 @@ func parseCopyObject(h http.Header) (objects.CopyInput, error) {
 	default:
 		return objects.CopyInput{}, invalidArgument("x-amz-metadata-directive", d, "Unknown metadata directive.")
 	}
-	if d := h.Get("X-Amz-Tagging-Directive"); d != "" && d != "COPY" {
-		return objects.CopyInput{}, notImplementedHeader("x-amz-tagging-directive")
+	switch d := h.Get("X-Amz-Tagging-Directive"); d {
+	case "", "COPY":
+	case "REPLACE":
+		in.ReplaceTags = true
+		if in.Tags, err = parseTaggingHeader(h); err != nil {
+			return objects.CopyInput{}, err
+		}
+	default:
+		return objects.CopyInput{}, invalidArgument("x-amz-tagging-directive", d, "Unknown tagging directive.")
 	}
 	if in.Cond, err = parseWriteConditions(h); err != nil {
 		return objects.CopyInput{}, err
@@ -98,6 +105,9 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	src := copySource{bucket: in.SrcBucket, key: in.SrcKey, versionID: in.SrcVersionID}
 	if err := h.authorize(r, rq, src.srcAction(), src.bucket, src.key); err != nil {
+		return err
+	}
+	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
 		return err
 	}
 	info, err := h.objects.CopyObject(r.Context(), rq.bucket, rq.key, in)

@@ -91,7 +91,7 @@ func TestAuthentication(t *testing.T) {
 	hs.do(call{method: "GET", path: "/bkt/k?response-content-type=x", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	// Anonymous requests for unimplemented operations are denied, not told
 	// what is missing.
-	hs.do(call{method: "GET", path: "/bkt?tagging", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt?website", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	// Storage is not touched: an anonymous PUT stores nothing.
 	hs.do(call{method: "PUT", path: "/bkt/anon", body: []byte("x"), anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.do(call{method: "HEAD", path: "/bkt/anon"}).want(t, http.StatusNotFound, "")
@@ -214,9 +214,9 @@ func TestNotImplemented(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, Config{})
 	hs.mkBucket("bkt")
-	goldenError(t, hs.do(call{method: "GET", path: "/bkt?tagging"}), "GetBucketTagging_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt?website"}), "GetBucketWebsite_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
 	for _, c := range []call{
-		{method: "PUT", path: "/bkt/k?tagging", body: []byte("<Tagging/>")},
+		{method: "PUT", path: "/bkt/k?retention", body: []byte("<Retention/>")},
 		{method: "GET", path: "/bkt?website"},
 		{method: "DELETE", path: "/bkt?cors"},
 		{method: "POST", path: "/bkt/k?restore"},
@@ -226,7 +226,7 @@ func TestNotImplemented(t *testing.T) {
 	} {
 		hs.do(c).want(t, http.StatusNotImplemented, s3err.NotImplemented)
 	}
-	// PUT ?tagging did not store an object.
+	// PUT ?retention did not store an object.
 	hs.do(call{method: "HEAD", path: "/bkt/k"}).want(t, http.StatusNotFound, "")
 }
 

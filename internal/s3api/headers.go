@@ -50,7 +50,11 @@ func parsePutObject(h http.Header, _ url.Values) (objects.PutInput, error) {
 	if err != nil {
 		return objects.PutInput{}, err
 	}
-	return objects.PutInput{ContentMD5: md5, Checksum: sum, Meta: meta, Cond: cond}, nil
+	tags, err := parseTaggingHeader(h)
+	if err != nil {
+		return objects.PutInput{}, err
+	}
+	return objects.PutInput{ContentMD5: md5, Checksum: sum, Meta: meta, Tags: tags, Cond: cond}, nil
 }
 
 // parsePart turns the headers of an UploadPart into its input, less Size
@@ -256,7 +260,6 @@ var unsupportedHeaders = [...]string{
 	"X-Amz-Server-Side-Encryption-Bucket-Key-Enabled",
 	"X-Amz-Server-Side-Encryption-Customer-Algorithm",
 	"X-Amz-Server-Side-Encryption-Customer-Key",
-	"X-Amz-Tagging",
 	"X-Amz-Website-Redirect-Location",
 	"X-Amz-Object-Lock-Mode",
 	"X-Amz-Object-Lock-Retain-Until-Date",

@@ -50,7 +50,11 @@ func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 	if err != nil {
 		return objects.CreateUploadInput{}, err
 	}
-	in := objects.CreateUploadInput{Meta: meta, ChecksumAlgorithm: alg}
+	tags, err := parseTaggingHeader(h)
+	if err != nil {
+		return objects.CreateUploadInput{}, err
+	}
+	in := objects.CreateUploadInput{Meta: meta, Tags: tags, ChecksumAlgorithm: alg}
 	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
 	case "":
 		if alg != "" {
@@ -71,6 +75,9 @@ func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, rq *request) error {
 	in, err := parseCreateUpload(r.Header)
 	if err != nil {
+		return err
+	}
+	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
 		return err
 	}
 	up, err := h.objects.CreateMultipartUpload(r.Context(), rq.bucket, rq.key, in)

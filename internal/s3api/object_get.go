@@ -121,6 +121,9 @@ func setObjectHeaders(hdr http.Header, obj *objects.Object, opt objects.GetOptio
 	for k, v := range info.Meta.User {
 		hdr["x-amz-meta-"+k] = []string{v}
 	}
+	if info.TagCount > 0 {
+		hdr["x-amz-tagging-count"] = []string{strconv.Itoa(info.TagCount)}
+	}
 	if opt.PartNumber > 0 && info.PartCount() > 0 {
 		hdr["x-amz-mp-parts-count"] = []string{strconv.Itoa(info.PartCount())}
 	}

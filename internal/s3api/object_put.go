@@ -17,6 +17,9 @@ func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, rq *request)
 	if err := rq.attachTrailer(&in.Checksum); err != nil {
 		return err
 	}
+	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
+		return err
+	}
 	info, err := h.objects.PutObject(r.Context(), rq.bucket, rq.key, in, rq.body)
 	if err != nil {
 		return err

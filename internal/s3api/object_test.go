@@ -145,7 +145,7 @@ func TestPutObjectErrors(t *testing.T) {
 	goldenError(t, hs.do(call{method: "PUT", path: "/nope/k", body: body}), "PutObject_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
 	goldenError(t, hs.do(call{method: "PUT", path: "/bkt/k", body: body, header: header("X-Amz-Checksum-Crc32", helloCRC32C)}),
 		"PutObject_BadDigest_checksum", http.StatusBadRequest, s3err.BadDigest)
-	hs.do(call{method: "PUT", path: "/bkt/k", body: body, header: header("X-Amz-Tagging", "a=b")}).
+	hs.do(call{method: "PUT", path: "/bkt/k", body: body, header: header("X-Amz-Website-Redirect-Location", "/a")}).
 		want(t, http.StatusNotImplemented, s3err.NotImplemented)
 	// A 6 GiB body is refused from its headers, before a byte is read.
 	r := hs.request(call{method: "PUT", path: "/bkt/k", payload: "UNSIGNED-PAYLOAD", prepare: func(r *http.Request) {

@@ -160,7 +160,7 @@ func TestObserver(t *testing.T) {
 		},
 		{
 			name: "not implemented",
-			c:    call{method: "GET", path: "/bkt?tagging"},
+			c:    call{method: "GET", path: "/bkt?website"},
 			want: RequestRecord{Op: "NotImplemented", Status: 501, Code: s3err.NotImplemented, Bucket: "bkt", AccessKeyID: rootAccessKey},
 		},
 		{

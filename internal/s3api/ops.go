@@ -96,6 +96,7 @@ var ops = []op{
 	{name: "ListObjectVersions", method: http.MethodGet, scope: scopeBucket, query: "versions", action: iam.ListBucketVersions, handle: (*Handler).listObjectVersions},
 	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
+	{name: "GetBucketTagging", method: http.MethodGet, scope: scopeBucket, query: "tagging", action: iam.GetBucketTagging, handle: (*Handler).getBucketTagging},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
 	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
 	{name: "ListObjectsV2", method: http.MethodGet, scope: scopeBucket, query: "list-type=2", action: iam.ListBucket, handle: (*Handler).listObjectsV2},
@@ -103,25 +104,30 @@ var ops = []op{
 	{name: "HeadBucket", method: http.MethodHead, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).headBucket},
 	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
+	{name: "PutBucketTagging", method: http.MethodPut, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketTagging},
 	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "DeleteBucketTagging", method: http.MethodDelete, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, handle: (*Handler).deleteBucketTagging},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
 	{name: "DeleteBucket", method: http.MethodDelete, scope: scopeBucket, action: iam.DeleteBucket, handle: (*Handler).deleteBucket},
 
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
 	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, handle: (*Handler).getObjectACL},
+	{name: "GetObjectTagging", method: http.MethodGet, scope: scopeObject, query: "tagging", action: iam.GetObjectTagging, versionAction: iam.GetObjectVersionTagging, handle: (*Handler).getObjectTagging},
 	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).getObject},
 	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).headObject},
 	{name: "UploadPartCopy", method: http.MethodPut, scope: scopeObject, query: "uploadId", header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).uploadPartCopy},
 	{name: "UploadPart", method: http.MethodPut, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyStream, handle: (*Handler).uploadPart},
+	{name: "PutObjectTagging", method: http.MethodPut, scope: scopeObject, query: "tagging", action: iam.PutObjectTagging, versionAction: iam.PutObjectVersionTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectTagging},
 	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
 	{name: "CopyObject", method: http.MethodPut, scope: scopeObject, header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).copyObject},
 	{name: "PutObject", method: http.MethodPut, scope: scopeObject, action: iam.PutObject, body: bodyStream, handle: (*Handler).putObject},
 	{name: "CreateMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploads", action: iam.PutObject, handle: (*Handler).createMultipartUpload},
 	{name: "CompleteMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyXML, limit: maxCompleteBody, handle: (*Handler).completeMultipartUpload},
 	{name: "AbortMultipartUpload", method: http.MethodDelete, scope: scopeObject, query: "uploadId", action: iam.AbortMultipartUpload, handle: (*Handler).abortMultipartUpload},
+	{name: "DeleteObjectTagging", method: http.MethodDelete, scope: scopeObject, query: "tagging", action: iam.DeleteObjectTagging, versionAction: iam.DeleteObjectVersionTagging, handle: (*Handler).deleteObjectTagging},
 	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, versionAction: iam.DeleteObjectVersion, handle: (*Handler).deleteObject},
 }
 
@@ -144,7 +150,7 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true,
+	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true, "tagging": true,
 	"uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
 	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
@@ -153,7 +159,7 @@ var subresources = map[string]bool{
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
 	"publicAccessBlock": true, "renameObject": true,
 	"replication": true, "requestPayment": true, "restore": true, "retention": true,
-	"select": true, "session": true, "tagging": true, "torrent": true,
+	"select": true, "session": true, "torrent": true,
 	"website": true,
 }
 

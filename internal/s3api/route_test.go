@@ -82,9 +82,11 @@ func TestParseOp(t *testing.T) {
 		{name: "ListParts", line: "GET /example-object?uploadId=XXBsb2FkIElEIGZvciBlbHZpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA&max-parts=2&part-number-marker=1", host: "example-bucket.s3.example.com", op: "ListParts", bucket: "example-bucket", key: "example-object"},
 
 		// Operations Coffer does not serve must not fall through to one it does.
-		{name: "GetBucketTagging", line: "GET /?tagging", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
-		{name: "DeleteBucketTagging", line: "DELETE /?tagging", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
-		{name: "PutObjectTagging", line: "PUT /k?tagging", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
+		{name: "GetBucketTagging", line: "GET /?tagging", host: "bucket.s3.example.com", op: "GetBucketTagging", bucket: "bucket"},
+		{name: "DeleteBucketTagging", line: "DELETE /?tagging", host: "bucket.s3.example.com", op: "DeleteBucketTagging", bucket: "bucket"},
+		{name: "PutObjectTagging", line: "PUT /k?tagging", host: "bucket.s3.example.com", op: "PutObjectTagging", bucket: "bucket", key: "k"},
+		{name: "GetBucketWebsite", line: "GET /?website", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
+		{name: "PutObjectRetention", line: "PUT /k?retention", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "ListObjectVersions", line: "GET /?versions", host: "bucket.s3.example.com", op: "ListObjectVersions", bucket: "bucket"},
 		{name: "PutBucketVersioning", line: "PUT /?versioning", host: "bucket.s3.example.com", op: "PutBucketVersioning", bucket: "bucket"},
 		{name: "GetBucketLifecycle", line: "GET /?lifecycle", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},

@@ -136,9 +136,9 @@ func TestSDK(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NotFound" {
 		t.Errorf("HeadObject of a deleted key: %v, want NotFound", err)
 	}
-	_, err = c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: bucket, Key: aws.String("x")})
+	_, err = c.GetObjectRetention(ctx, &s3.GetObjectRetentionInput{Bucket: bucket, Key: aws.String("x")})
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "NotImplemented" {
-		t.Errorf("GetObjectTagging: %v, want NotImplemented", err)
+		t.Errorf("GetObjectRetention: %v, want NotImplemented", err)
 	}
 	_, err = c.DeleteBucket(ctx, &s3.DeleteBucketInput{Bucket: bucket})
 	must("DeleteBucket", err)

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -385,4 +386,43 @@ func roundTrip[T any](t *testing.T, v T, decode func(io.Reader, int64) (T, error
 		t.Fatalf("decoding the encoding of %+v: %v\n%s", v, err, buf.Bytes())
 	}
 	return got
+}
+
+type taggingCase struct {
+	name    string
+	body    string
+	want    s3xml.Tagging
+	wantErr s3err.Code
+}
+
+func taggingCases() []taggingCase {
+	str := func(s string) *string { return &s }
+	wrap := func(inner string) string { return "<Tagging><TagSet>" + inner + "</TagSet></Tagging>" }
+	return []taggingCase{
+		{name: "aws example", body: `<Tagging xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet><Tag><Key>Key4</Key><Value>Value4</Value></Tag></TagSet></Tagging>`,
+			want: s3xml.Tagging{TagSet: s3xml.TagSet{Tags: []s3xml.Tag{{Key: str("Key4"), Value: "Value4"}}}}},
+		{name: "two tags, empty value", body: wrap(`<Tag><Key>a</Key><Value></Value></Tag><Tag><Key>b c</Key><Value>ä</Value></Tag>`),
+			want: s3xml.Tagging{TagSet: s3xml.TagSet{Tags: []s3xml.Tag{{Key: str("a")}, {Key: str("b c"), Value: "ä"}}}}},
+		{name: "no value element", body: wrap(`<Tag><Key>a</Key></Tag>`), want: s3xml.Tagging{TagSet: s3xml.TagSet{Tags: []s3xml.Tag{{Key: str("a")}}}}},
+		{name: "empty tag set", body: wrap(``), want: s3xml.Tagging{}},
+		{name: "no key", body: wrap(`<Tag><Value>v</Value></Tag>`), wantErr: s3err.MalformedXML},
+		{name: "not xml", body: `Tagging`, wantErr: s3err.MalformedXML},
+		{name: "wrong root", body: `<Delete/>`, wantErr: s3err.MalformedXML},
+		{name: "empty", body: ``, wantErr: s3err.MissingRequestBodyError},
+		{name: "too large", body: wrap(strings.Repeat(" ", s3xml.MaxConfigBody)), wantErr: s3err.MaxMessageLengthExceeded},
+	}
+}
+
+func TestDecodeTagging(t *testing.T) {
+	for _, tc := range taggingCases() {
+		for rname, r := range readers(tc.body) {
+			t.Run(tc.name+"/"+rname, func(t *testing.T) {
+				got, err := s3xml.DecodeTagging(r, s3xml.MaxConfigBody)
+				checkCode(t, "DecodeTagging", err, tc.wantErr)
+				if diff := cmp.Diff(tc.want, got, ignoreXMLName, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("DecodeTagging mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -60,6 +61,25 @@ func FuzzDecodeDeleteObjects(f *testing.F) {
 		}
 		again := roundTrip(t, got, s3xml.DecodeDeleteObjects)
 		if diff := cmp.Diff(got, again); diff != "" {
+			t.Errorf("decode(encode(x)) != x for body %q (-x +again):\n%s", body, diff)
+		}
+	})
+}
+
+func FuzzDecodeTagging(f *testing.F) {
+	for _, tc := range taggingCases() {
+		if len(tc.body) <= maxSeed {
+			f.Add([]byte(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := s3xml.DecodeTagging(bytes.NewReader(body), fuzzLimit)
+		if err != nil {
+			checkDecodeError(t, err, body)
+			return
+		}
+		again := roundTrip(t, got, s3xml.DecodeTagging)
+		if diff := cmp.Diff(got, again, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("decode(encode(x)) != x for body %q (-x +again):\n%s", body, diff)
 		}
 	})

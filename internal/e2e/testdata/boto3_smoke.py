@@ -161,6 +161,39 @@ def main():
     url = s3v4.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "small.txt"}, ExpiresIn=300)
     check(fetch(url, verify) == (200, body), "SigV4 presigned GET returns the body")
 
+    # Tagging: on put, in place, and the count on HEAD.
+    s3.put_object(Bucket=bucket, Key="tagged", Body=b"t", Tagging="project=blue&tier")
+    tags = s3.get_object_tagging(Bucket=bucket, Key="tagged")["TagSet"]
+    check(tags == [{"Key": "project", "Value": "blue"}, {"Key": "tier", "Value": ""}], "get_object_tagging after put_object Tagging=: %r" % tags)
+    s3.put_object_tagging(Bucket=bucket, Key="tagged", Tagging={"TagSet": [{"Key": "a", "Value": "1"}]})
+    h = s3.head_object(Bucket=bucket, Key="tagged")
+    check(h["ResponseMetadata"]["HTTPHeaders"].get("x-amz-tagging-count") == "1", "head_object x-amz-tagging-count after put_object_tagging")
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": "team", "Value": "storage"}]})
+    check(s3.get_bucket_tagging(Bucket=bucket)["TagSet"] == [{"Key": "team", "Value": "storage"}], "get_bucket_tagging")
+
+    # Versioning, in a bucket of its own: versions, a delete marker, and
+    # emptying the bucket by versions as tools do before deleting it
+    # (bucket.object_versions.delete(): ListObjectVersions, then
+    # DeleteObjects with version IDs).
+    vb = bucket + "-v"
+    s3.create_bucket(Bucket=vb)
+    s3.put_object(Bucket=vb, Key="plain", Body=b"before versioning")
+    s3.put_bucket_versioning(Bucket=vb, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=vb, Key="versioned", Body=b"v1")["VersionId"]
+    v2 = s3.put_object(Bucket=vb, Key="versioned", Body=b"v2")["VersionId"]
+    d = s3.delete_object(Bucket=vb, Key="versioned")
+    check(d.get("DeleteMarker") is True and d.get("VersionId") not in (None, v1, v2), "delete_object on a versioned bucket writes a delete marker")
+    got = s3.get_object(Bucket=vb, Key="versioned", VersionId=v1)["Body"].read()
+    check(got == b"v1", "get_object of version 1 under a delete marker")
+    lv = s3.list_object_versions(Bucket=vb, Prefix="versioned")
+    check([v["VersionId"] for v in lv.get("Versions", [])] == [v2, v1] and len(lv.get("DeleteMarkers", [])) == 1,
+          "list_object_versions: two versions and a marker: %r" % lv.get("Versions"))
+    boto3.resource("s3", endpoint_url=endpoint, verify=verify,
+                   config=Config(s3={"addressing_style": "path"})).Bucket(vb).object_versions.delete()
+    lv = s3.list_object_versions(Bucket=vb)
+    check(not lv.get("Versions") and not lv.get("DeleteMarkers"), "object_versions.delete() removed every version")
+    s3.delete_bucket(Bucket=vb)
+
     # delete_objects, then the bucket.
     all_keys = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):

@@ -1,0 +1,211 @@
+package objects
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// Tag is one object or bucket tag.
+type Tag struct {
+	Key, Value string
+}
+
+// S3's limits on tags. See
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-tagging.html
+// and https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketTagging.html
+const (
+	maxObjectTags  = 10
+	maxBucketTags  = 50
+	maxTagKeyLen   = 128 // Unicode characters
+	maxTagValueLen = 256
+)
+
+// CheckTags validates a tag set as S3 does for an object (bucket false: at
+// most 10 tags) or a bucket (at most 50): keys of 1 to 128 characters and
+// values of up to 256, of letters, digits, spaces and + - = . _ : / @,
+// keys unique and not starting with "aws:". Errors: InvalidTag.
+func CheckTags(tags []Tag, bucket bool) error {
+	invalid := func(msg string) error {
+		return s3err.Newf(s3err.InvalidTag, "", msg)
+	}
+	limit, what := maxObjectTags, "Object tags"
+	if bucket {
+		limit, what = maxBucketTags, "Bucket tag count"
+	}
+	if len(tags) > limit {
+		return invalid(what + " cannot be greater than " + strconv.Itoa(limit))
+	}
+	seen := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		switch n := utf8.RuneCountInString(t.Key); {
+		case n == 0:
+			return invalid("The TagKey you have provided is invalid")
+		case n > maxTagKeyLen:
+			return invalid("The TagKey you have provided is too long, max " + strconv.Itoa(maxTagKeyLen))
+		}
+		if utf8.RuneCountInString(t.Value) > maxTagValueLen {
+			return invalid("The TagValue you have provided is too long, max " + strconv.Itoa(maxTagValueLen))
+		}
+		if !validTagText(t.Key) || strings.HasPrefix(strings.ToLower(t.Key), "aws:") {
+			return invalid("The TagKey you have provided is invalid")
+		}
+		if !validTagText(t.Value) {
+			return invalid("The TagValue you have provided is invalid")
+		}
+		if seen[t.Key] {
+			return invalid("Cannot provide multiple Tags with the same key")
+		}
+		seen[t.Key] = true
+	}
+	return nil
+}
+
+// validTagText reports whether s holds only what S3 allows in tags:
+// letters, digits and white space of any script, and + - = . _ : / @.
+func validTagText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r), unicode.IsDigit(r), unicode.IsSpace(r), unicode.IsNumber(r):
+		case strings.ContainsRune("+-=._:/@", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func toMetaTags(ts []Tag) []meta.Tag {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]meta.Tag, len(ts))
+	for i, t := range ts {
+		out[i] = meta.Tag{Key: t.Key, Value: t.Value}
+	}
+	return out
+}
+
+func fromMetaTags(ts []meta.Tag) []Tag {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]Tag, len(ts))
+	for i, t := range ts {
+		out[i] = Tag{Key: t.Key, Value: t.Value}
+	}
+	return out
+}
+
+// ObjectTagging returns the tags of a version of bucket/key (versionID ""
+// for the current one) and the version ID to report. Errors: as
+// HeadObject (NoSuchKey, NoSuchVersion, MethodNotAllowed for a delete
+// marker, InvalidArgument, NoSuchBucket).
+func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID string) ([]Tag, string, error) {
+	rec, _, err := s.lookup(ctx, bucket, key, versionID)
+	if err != nil {
+		return nil, "", err
+	}
+	return fromMetaTags(rec.Tags), taggingVersionID(&rec, versionID), nil
+}
+
+// PutObjectTagging replaces the tags of a version of bucket/key (versionID
+// "" for the current one), in place: no new version is made. It returns
+// the version ID to report. Errors: InvalidTag, and those of
+// ObjectTagging.
+func (s *Service) PutObjectTagging(ctx context.Context, bucket, key, versionID string, tags []Tag) (string, error) {
+	ctx = writeContext(ctx)
+	if err := CheckTags(tags, false); err != nil {
+		return "", err
+	}
+	return s.setTags(ctx, bucket, key, versionID, toMetaTags(tags))
+}
+
+// DeleteObjectTagging removes the tags of a version of bucket/key. It
+// returns the version ID to report. Errors: as ObjectTagging.
+func (s *Service) DeleteObjectTagging(ctx context.Context, bucket, key, versionID string) (string, error) {
+	ctx = writeContext(ctx)
+	return s.setTags(ctx, bucket, key, versionID, nil)
+}
+
+func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, tags []meta.Tag) (string, error) {
+	res := bucket + "/" + key
+	if err := checkVersionID(versionID, res); err != nil {
+		return "", err
+	}
+	rec, err := s.db.ModifyVersion(ctx, bucket, key, versionID, func(o *meta.Object) error {
+		if o.DeleteMarker {
+			return s3err.New(s3err.MethodNotAllowed, res).
+				With("Method", "PUT").With("ResourceType", "DeleteMarker").
+				WithHeader("x-amz-delete-marker", "true").WithHeader("x-amz-version-id", o.S3VersionID())
+		}
+		o.Tags = tags
+		return nil
+	})
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		// Say why, as a read would: no such key (under a delete marker
+		// or not), or no such version.
+		_, _, err = s.lookup(ctx, bucket, key, versionID)
+		if err == nil {
+			err = fmt.Errorf("tag %s: version gone and back", res)
+		}
+		return "", err
+	case err != nil:
+		return "", s.writeErr(err, bucket, key)
+	}
+	return taggingVersionID(&rec, versionID), nil
+}
+
+// taggingVersionID is the version ID a tagging response reports: the
+// version's when asked for one, else what a GET reports.
+func taggingVersionID(o *meta.Object, asked string) string {
+	if asked != "" {
+		return o.S3VersionID()
+	}
+	return reportedVersionID(o)
+}
+
+// PutBucketTagging replaces bucket's tags. Errors: NoSuchBucket, InvalidTag.
+func (s *Service) PutBucketTagging(ctx context.Context, bucket string, tags []Tag) error {
+	if err := CheckTags(tags, true); err != nil {
+		return err
+	}
+	doc, err := json.Marshal(tags)
+	if err != nil {
+		return fmt.Errorf("encode tags of %s: %w", bucket, err)
+	}
+	return s.PutBucketConfig(ctx, bucket, ConfigTagging, doc)
+}
+
+// BucketTagging returns bucket's tags. Errors: NoSuchBucket, NoSuchTagSet.
+func (s *Service) BucketTagging(ctx context.Context, bucket string) ([]Tag, error) {
+	doc, ok, err := s.BucketConfig(ctx, bucket, ConfigTagging)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok:
+		return nil, s3err.New(s3err.NoSuchTagSet, bucket).With("BucketName", bucket)
+	}
+	var tags []Tag
+	if err := json.Unmarshal(doc, &tags); err != nil {
+		return nil, fmt.Errorf("tags of %s: %w", bucket, err)
+	}
+	return tags, nil
+}
+
+// DeleteBucketTagging removes bucket's tags. Errors: NoSuchBucket.
+func (s *Service) DeleteBucketTagging(ctx context.Context, bucket string) error {
+	return s.PutBucketConfig(ctx, bucket, ConfigTagging, nil)
+}
