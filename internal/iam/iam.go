@@ -69,6 +69,7 @@ const (
 	ListMultipartUploadParts   Action = "s3:ListMultipartUploadParts"
 	AbortMultipartUpload       Action = "s3:AbortMultipartUpload"
 	GetObjectAttributes        Action = "s3:GetObjectAttributes"
+	GetObjectVersionAttributes Action = "s3:GetObjectVersionAttributes"
 	GetObjectTagging           Action = "s3:GetObjectTagging"
 	GetObjectVersionTagging    Action = "s3:GetObjectVersionTagging"
 	PutObjectTagging           Action = "s3:PutObjectTagging"

@@ -93,6 +93,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   128 characters and values of up to 256, of letters, digits, spaces and
   ` + "`+ - = . _ : / @`" + `, keys unique and not starting with ` + "`aws:`" + ` (` + "`InvalidTag`" + `).
   A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too.
+- GetObjectAttributes returns ETag (unquoted), Checksum, ObjectParts
+  (paged with ` + "`x-amz-max-parts`" + ` and ` + "`x-amz-part-number-marker`" + `; each part's
+  size and, for objects uploaded with a checksum, its checksum),
+  StorageClass and ObjectSize, of any version; the caller needs
+  ` + "`s3:GetObject`" + ` (or ` + "`s3:GetObjectVersion`" + `) besides ` + "`s3:GetObjectAttributes`" + `.
 - There are no ACLs: every bucket and object belongs to the caller's access
   key. Get*Acl returns the owner's ` + "`FULL_CONTROL`" + ` grant; Put*Acl accepts only
   the private ACL (canned, or a body granting the owner alone

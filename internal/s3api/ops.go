@@ -115,6 +115,7 @@ var ops = []op{
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
 	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, handle: (*Handler).getObjectACL},
+	{name: "GetObjectAttributes", method: http.MethodGet, scope: scopeObject, query: "attributes", action: iam.GetObjectAttributes, versionAction: iam.GetObjectVersionAttributes, handle: (*Handler).getObjectAttributes},
 	{name: "GetObjectTagging", method: http.MethodGet, scope: scopeObject, query: "tagging", action: iam.GetObjectTagging, versionAction: iam.GetObjectVersionTagging, handle: (*Handler).getObjectTagging},
 	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).getObject},
 	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).headObject},
@@ -151,9 +152,9 @@ var opNotImplemented = op{
 var subresources = map[string]bool{
 	// Served (for some method and scope).
 	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true, "tagging": true,
-	"uploadId": true, "uploads": true, "versioning": true, "versions": true,
+	"uploadId": true, "uploads": true, "versioning": true, "versions": true, "attributes": true,
 	// Not served.
-	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
+	"abac": true, "accelerate": true, "analytics": true, "cors": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,

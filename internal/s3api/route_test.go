@@ -94,7 +94,7 @@ func TestParseOp(t *testing.T) {
 		{name: "PutBucketPolicy", line: "PUT /?policy", host: "bucket.s3.example.com", op: "PutBucketPolicy", bucket: "bucket"},
 		{name: "RestoreObject", line: "POST /k?restore", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "SelectObjectContent", line: "POST /k?select&select-type=2", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
-		{name: "GetObjectAttributes", line: "GET /k?attributes", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
+		{name: "GetObjectAttributes", line: "GET /k?attributes", host: "bucket.s3.example.com", op: "GetObjectAttributes", bucket: "bucket", key: "k"},
 		{name: "GetObjectRetention", line: "GET /k?retention", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "DeleteObject acl", line: "DELETE /k?acl", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "HEAD uploadId", line: "HEAD /k?uploadId=x", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},

@@ -215,6 +215,18 @@ func goldenCases() []struct {
 			Checksums: s3xml.Checksums{ChecksumCRC32: crc32}, ChecksumType: "FULL_OBJECT",
 		})},
 		{"CopyPartResult", enc(s3xml.CopyPartResult{LastModified: s3xml.Time(t1), ETag: etag2})},
+		{"GetObjectAttributesResponse", enc(func() s3xml.GetObjectAttributesResponse {
+			size := int64(10485760)
+			return s3xml.GetObjectAttributesResponse{
+				ETag:     "3858f62230ac3c915f300c664312c11f-2",
+				Checksum: &s3xml.ObjectChecksum{Checksums: s3xml.Checksums{ChecksumCRC32: crc32}, ChecksumType: "COMPOSITE"},
+				ObjectParts: &s3xml.ObjectPartsPage{IsTruncated: true, MaxParts: 1, NextPartNumberMarker: 1, PartsCount: 2,
+					Parts: []s3xml.ObjectPart{{Checksums: s3xml.Checksums{ChecksumCRC32: crc32}, PartNumber: 1, Size: 5242880}}},
+				StorageClass: "STANDARD",
+				ObjectSize:   &size,
+			}
+		}())},
+		{"GetObjectAttributesResponse-etag-only", enc(s3xml.GetObjectAttributesResponse{ETag: "fba9dede5f27731c9771645a39863328"})},
 		{"DeleteResult", enc(s3xml.DeleteResult{
 			Deleted: []s3xml.DeletedObject{
 				{Key: "sample1.txt"},
