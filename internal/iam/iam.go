@@ -111,6 +111,14 @@ type Conditions struct {
 	Referer          string     // aws:Referer
 	SignatureVersion string     // s3:signatureversion: "AWS4-HMAC-SHA256" or "AWS"
 	AuthType         string     // s3:authType: "REST-HEADER" or "REST-QUERY-STRING"
+	// ExistingObjectTags returns the tags of the object the request is on
+	// (s3:ExistingObjectTag/<key>), nil if it has none or none can be
+	// known; called only if a policy condition needs it, at most once per
+	// policy evaluated.
+	ExistingObjectTags func() map[string]string
+	// RequestObjectTags are the tags the request sets
+	// (s3:RequestObjectTag/<key>, s3:RequestObjectTagKeys); nil for none.
+	RequestObjectTags map[string]string
 }
 
 // Store keeps the IAM state and bucket policies durably. The server
@@ -320,6 +328,9 @@ func (m *IAM) context(rq *Request) policy.Context {
 		Referer:          rq.Cond.Referer,
 		SignatureVersion: rq.Cond.SignatureVersion,
 		AuthType:         rq.Cond.AuthType,
+
+		ExistingObjectTags: rq.Cond.ExistingObjectTags,
+		RequestObjectTags:  rq.Cond.RequestObjectTags,
 	}
 	if rq.Principal.Anonymous {
 		c.Username = ""

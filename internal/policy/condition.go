@@ -24,6 +24,12 @@ const (
 	keyMaxKeys
 	keySignatureVersion
 	keyAuthType
+	// The tag keys are families: s3:ExistingObjectTag/<tag-key> and
+	// s3:RequestObjectTag/<tag-key> name one tag each (the condition's
+	// tagKey); s3:RequestObjectTagKeys is multivalued.
+	keyExistingObjectTag
+	keyRequestObjectTag
+	keyRequestObjectTagKeys
 	numKeys
 )
 
@@ -62,6 +68,21 @@ var keys = [numKeys]keyInfo{
 	keyMaxKeys:          {name: "s3:max-keys", families: famNumeric | famString, variable: true},
 	keySignatureVersion: {name: "s3:signatureversion", families: famString, variable: true},
 	keyAuthType:         {name: "s3:authType", families: famString, variable: true},
+	// Tag values are strings; the tag key after the slash is
+	// case-sensitive, as tag keys are.
+	keyExistingObjectTag:    {name: "s3:ExistingObjectTag/<key>", families: famString},
+	keyRequestObjectTag:     {name: "s3:RequestObjectTag/<key>", families: famString},
+	keyRequestObjectTagKeys: {name: "s3:RequestObjectTagKeys", families: famString},
+}
+
+// tagKeyPrefixes are the condition key families named by a prefix and a
+// tag key. A read-only lookup table.
+var tagKeyPrefixes = [...]struct {
+	prefix string // lower case
+	key    condKey
+}{
+	{"s3:existingobjecttag/", keyExistingObjectTag},
+	{"s3:requestobjecttag/", keyRequestObjectTag},
 }
 
 // keyByName maps lower-case key names to keys: condition key names are
@@ -74,9 +95,20 @@ var keyByName = func() map[string]condKey {
 	return m
 }()
 
-func lookupKey(name string) (condKey, bool) {
-	k, ok := keyByName[strings.ToLower(name)]
-	return k, ok
+// lookupKey returns the key a condition names, and for a tag key family
+// the tag key (case kept).
+func lookupKey(name string) (k condKey, tagKey string, ok bool) {
+	lower := strings.ToLower(name)
+	for _, f := range tagKeyPrefixes {
+		if strings.HasPrefix(lower, f.prefix) && len(name) > len(f.prefix) {
+			return f.key, name[len(f.prefix):], true
+		}
+	}
+	k, ok = keyByName[lower]
+	if ok && (k == keyExistingObjectTag || k == keyRequestObjectTag) {
+		return 0, "", false // the family's placeholder name is not a key
+	}
+	return k, "", ok
 }
 
 func keyNames() string {
@@ -192,6 +224,7 @@ type condition struct {
 	ifExists bool
 	set      setOp
 	key      condKey
+	tagKey   string         // the tag of s3:ExistingObjectTag/… and s3:RequestObjectTag/…
 	strs     []glob         // string operators
 	nums     []float64      // numeric operators
 	times    []time.Time    // date operators
@@ -253,11 +286,11 @@ func compileCondition(opName, keyName string, val *jvalue, vars bool) (condition
 	if c.kind == opNull && (c.ifExists || c.set != setNone) {
 		return c, errorf("condition operator %q is invalid: Null takes neither IfExists nor a set qualifier", opName)
 	}
-	k, ok := lookupKey(keyName)
+	k, tagKey, ok := lookupKey(keyName)
 	if !ok {
 		return c, errorf("unknown condition key %q: supported are %s", keyName, keyNames())
 	}
-	c.key = k
+	c.key, c.tagKey = k, tagKey
 	if fam := c.kind.family(); fam != 0 && keys[k].families&fam == 0 {
 		return c, errorf("condition operator %s cannot test %s: %s", base, keyName, suggestOperator(k))
 	}
@@ -446,7 +479,10 @@ func parseCIDR(s string) (netip.Prefix, bool) {
 // not; for a present key, which is always single-valued here, both
 // qualifiers reduce to the plain operator.
 func (c *condition) holds(ctx *Context) bool {
-	present := ctx.has(c.key)
+	if c.key == keyRequestObjectTagKeys {
+		return c.holdsMulti(ctx)
+	}
+	present := ctx.has(c)
 	if c.kind == opNull {
 		// true: "the key doesn't exist"; false: "the key exists".
 		return slices.Contains(c.bools, !present)
@@ -468,7 +504,7 @@ func (c *condition) holds(ctx *Context) bool {
 func (c *condition) matchAny(ctx *Context) bool {
 	switch c.kind.family() {
 	case famString:
-		s, _ := ctx.str(c.key)
+		s, _ := ctx.condStr(c)
 		for i := range c.strs {
 			if c.matchString(c.strs[i], s, ctx) {
 				return true
@@ -503,6 +539,51 @@ func (c *condition) matchAny(ctx *Context) bool {
 		}
 	}
 	return false
+}
+
+// holdsMulti evaluates a condition on the multivalued key
+// s3:RequestObjectTagKeys, absent when the request carries no tags. With
+// ForAllValues every value must match one of c's (true for none); with
+// ForAnyValue, and without a qualifier (as AWS evaluates a single-valued
+// operator on a multivalued key), one must. A negated operator negates
+// each value's match, as AWS defines ForAllValues:StringNotEquals.
+func (c *condition) holdsMulti(ctx *Context) bool {
+	vals, present := ctx.requestTagKeys()
+	if c.kind == opNull {
+		return slices.Contains(c.bools, !present)
+	}
+	if !present {
+		if c.set == setAll {
+			return true
+		}
+		return c.set == setNone && (c.ifExists || c.negate)
+	}
+	matches := func(v string) bool {
+		for i := range c.strs {
+			if c.matchString(c.strs[i], v, ctx) {
+				return !c.negate
+			}
+		}
+		return c.negate
+	}
+	if c.set == setAll {
+		for _, v := range vals {
+			if !matches(v) {
+				return false
+			}
+		}
+		return true
+	}
+	if c.set == setNone && c.negate {
+		// StringNotEquals without a qualifier: none of the values matches.
+		for _, v := range vals {
+			if !matches(v) {
+				return false
+			}
+		}
+		return true
+	}
+	return slices.ContainsFunc(vals, matches)
 }
 
 func (c *condition) matchString(g glob, s string, ctx *Context) bool {

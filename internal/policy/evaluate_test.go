@@ -381,3 +381,60 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluateTagConditions checks the tag condition keys:
+// s3:ExistingObjectTag/<key> (the object's tags, loaded only when a
+// condition needs them), s3:RequestObjectTag/<key> and the multivalued
+// s3:RequestObjectTagKeys.
+func TestEvaluateTagConditions(t *testing.T) {
+	getIf := func(cond string) string {
+		return doc(`{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*","Condition":` + cond + `}`)
+	}
+	putIf := func(cond string) string {
+		return doc(`{"Effect":"Allow","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*","Condition":` + cond + `}`)
+	}
+	existing := func(tags map[string]string) func(*Context) {
+		return func(c *Context) { c.ExistingObjectTags = func() map[string]string { return tags } }
+	}
+	reqTags := func(tags map[string]string) func(*Context) {
+		return func(c *Context) { c.RequestObjectTags = tags }
+	}
+	pub := map[string]string{"security": "public", "foo": "bar"}
+	get := func(edit ...func(*Context)) Context { return req(getObj, objARN, edit...) }
+	put := func(edit ...func(*Context)) Context { return req(putObj, objARN, edit...) }
+	runEval(t, mustIdentity, []evalCase{
+		{"existing tag matches", getIf(`{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}`), get(existing(pub)), Allow},
+		{"existing tag other value", getIf(`{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}`), get(existing(map[string]string{"security": "private"})), NotApplicable},
+		{"existing tag absent", getIf(`{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}`), get(existing(map[string]string{"security1": "public"})), NotApplicable},
+		{"existing tags unknown", getIf(`{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}`), get(), NotApplicable},
+		{"existing tag key is case-sensitive", getIf(`{"StringEquals":{"s3:ExistingObjectTag/Security":"public"}}`), get(existing(pub)), NotApplicable},
+		{"existing tag key prefix case-insensitive", getIf(`{"StringEquals":{"S3:existingObjectTag/security":"public"}}`), get(existing(pub)), Allow},
+		{"existing tag Null", getIf(`{"Null":{"s3:ExistingObjectTag/owner":"true"}}`), get(existing(pub)), Allow},
+		{"request tag", putIf(`{"StringEquals":{"s3:RequestObjectTag/security":"public"}}`), put(reqTags(pub)), Allow},
+		{"request tag missing", putIf(`{"StringEquals":{"s3:RequestObjectTag/security":"public"}}`), put(), NotApplicable},
+		{"request tag keys all allowed", putIf(`{"ForAllValues:StringEquals":{"s3:RequestObjectTagKeys":["security","foo"]}}`), put(reqTags(pub)), Allow},
+		{"request tag keys one not allowed", putIf(`{"ForAllValues:StringEquals":{"s3:RequestObjectTagKeys":["security"]}}`), put(reqTags(pub)), NotApplicable},
+		{"request tag keys none: ForAllValues true", putIf(`{"ForAllValues:StringEquals":{"s3:RequestObjectTagKeys":["security"]}}`), put(), Allow},
+		{"request tag keys any", putIf(`{"ForAnyValue:StringEquals":{"s3:RequestObjectTagKeys":"foo"}}`), put(reqTags(pub)), Allow},
+		{"request tag keys any none", putIf(`{"ForAnyValue:StringEquals":{"s3:RequestObjectTagKeys":"foo"}}`), put(), NotApplicable},
+		{"request tag keys not equals", putIf(`{"ForAllValues:StringNotEquals":{"s3:RequestObjectTagKeys":"secret"}}`), put(reqTags(pub)), Allow},
+		{"request tag keys not equals hit", putIf(`{"ForAllValues:StringNotEquals":{"s3:RequestObjectTagKeys":"foo"}}`), put(reqTags(pub)), NotApplicable},
+	})
+	// The object's tags are read only for a condition that needs them,
+	// and once.
+	calls := 0
+	c := get(func(c *Context) {
+		c.ExistingObjectTags = func() map[string]string { calls++; return pub }
+	})
+	mustIdentity(t, doc(allowGO)).Evaluate(&c)
+	if calls != 0 {
+		t.Errorf("a policy without tag conditions loaded the object's tags %d times", calls)
+	}
+	p := mustIdentity(t, getIf(`{"StringEquals":{"s3:ExistingObjectTag/security":"public","s3:ExistingObjectTag/foo":"bar"}}`))
+	if got := p.Evaluate(&c); got != Allow || calls != 1 {
+		t.Errorf("Evaluate = %v after %d loads of the tags, want Allow after 1", got, calls)
+	}
+	if _, err := ParseIdentity([]byte(getIf(`{"StringEquals":{"s3:ExistingObjectTag/":"x"}}`))); err == nil {
+		t.Error("a tag condition without a tag key parsed")
+	}
+}

@@ -185,7 +185,7 @@ func parseVariable(in string) (piece, error) {
 		}
 		p.hasDef, p.lit = true, strings.ReplaceAll(body, "''", "'")
 	}
-	k, ok := lookupKey(name)
+	k, _, ok := lookupKey(name)
 	if !ok {
 		return p, errorf("unknown policy variable ${%s}: supported are %s and the escapes ${*}, ${?}, ${$}", name, variableNames())
 	}

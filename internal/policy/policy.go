@@ -75,11 +75,63 @@ type Context struct {
 	Referer          string // aws:Referer ("" → absent)
 	SignatureVersion string // s3:signatureversion: "AWS4-HMAC-SHA256" or "AWS" ("" → absent)
 	AuthType         string // s3:authType: "REST-HEADER" or "REST-QUERY-STRING" ("" → absent)
+
+	// ExistingObjectTags returns the tags of the object the request is on
+	// (s3:ExistingObjectTag/<key>); nil means none can be known. It is
+	// called only when a condition needs it, and at most once.
+	ExistingObjectTags func() map[string]string
+	existingTags       map[string]string
+	existingLoaded     bool
+	// RequestObjectTags are the tags the request sets (x-amz-tagging or a
+	// PutObjectTagging body: s3:RequestObjectTag/<key> and
+	// s3:RequestObjectTagKeys); nil when it sets none.
+	RequestObjectTags map[string]string
 }
 
-// has reports whether condition key k is present in c.
-func (c *Context) has(k condKey) bool {
-	switch k {
+// objectTags returns the existing object's tags, loading them once.
+func (c *Context) objectTags() map[string]string {
+	if !c.existingLoaded {
+		c.existingLoaded = true
+		if c.ExistingObjectTags != nil {
+			c.existingTags = c.ExistingObjectTags()
+		}
+	}
+	return c.existingTags
+}
+
+// requestTagKeys returns the keys of the tags the request sets, and
+// whether it sets any.
+func (c *Context) requestTagKeys() ([]string, bool) {
+	if c.RequestObjectTags == nil {
+		return nil, false
+	}
+	keys := make([]string, 0, len(c.RequestObjectTags))
+	for k := range c.RequestObjectTags {
+		keys = append(keys, k)
+	}
+	return keys, true
+}
+
+// condStr returns the text of the key condition c tests, tag keys
+// included.
+func (c *Context) condStr(cd *condition) (string, bool) {
+	switch cd.key {
+	case keyExistingObjectTag:
+		v, ok := c.objectTags()[cd.tagKey]
+		return v, ok
+	case keyRequestObjectTag:
+		v, ok := c.RequestObjectTags[cd.tagKey]
+		return v, ok
+	}
+	return c.str(cd.key)
+}
+
+// has reports whether the condition key cd tests is present in c.
+func (c *Context) has(cd *condition) bool {
+	switch k := cd.key; k {
+	case keyExistingObjectTag, keyRequestObjectTag:
+		_, ok := c.condStr(cd)
+		return ok
 	case keySourceIP:
 		return c.SourceIP.IsValid()
 	case keySecureTransport:
@@ -87,7 +139,7 @@ func (c *Context) has(k condKey) bool {
 	case keyCurrentTime, keyEpochTime:
 		return !c.CurrentTime.IsZero()
 	}
-	_, ok := c.str(k)
+	_, ok := c.str(cd.key)
 	return ok
 }
 

@@ -40,7 +40,48 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 		// Root is allowed everything; skip building the conditions.
 		return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key})
 	}
-	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: conditions(r, rq, action)})
+	c := conditions(r, rq, action)
+	if key != "" && tagConditionActions[action] {
+		c.ExistingObjectTags = h.existingTags(r, rq, bucket, key)
+	}
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c})
+}
+
+// tagConditionActions are the actions on an existing object whose
+// policies may test its tags (s3:ExistingObjectTag/<key>). A read-only
+// lookup table.
+var tagConditionActions = map[iam.Action]bool{
+	iam.GetObject: true, iam.GetObjectVersion: true, iam.GetObjectAcl: true, iam.PutObjectAcl: true,
+	iam.GetObjectTagging: true, iam.GetObjectVersionTagging: true,
+	iam.PutObjectTagging: true, iam.PutObjectVersionTagging: true,
+	iam.DeleteObjectTagging: true, iam.DeleteObjectVersionTagging: true,
+	iam.GetObjectAttributes: true, iam.GetObjectVersionAttributes: true,
+}
+
+// existingTags returns the loader of the tags of bucket/key (the version
+// the request names) that a policy condition calls if it needs them: one
+// metadata read, and none for the many requests whose policies never
+// look. An object that cannot be read has no tags.
+func (h *Handler) existingTags(r *http.Request, rq *request, bucket, key string) func() map[string]string {
+	return func() map[string]string {
+		vid, _ := parseVersionID(rq.query)
+		if bucket != rq.bucket || key != rq.key {
+			// A copy source, whose version x-amz-copy-source names.
+			vid = ""
+			if src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source")); err == nil && src.bucket == bucket && src.key == key {
+				vid = src.versionID
+			}
+		}
+		tags, _, err := h.objects.ObjectTagging(r.Context(), bucket, key, vid)
+		if err != nil || len(tags) == 0 {
+			return nil
+		}
+		m := make(map[string]string, len(tags))
+		for _, t := range tags {
+			m[t.Key] = t.Value
+		}
+		return m
+	}
 }
 
 // conditions returns the policy condition keys of a request.
@@ -63,6 +104,16 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 			}
 		} else if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-") {
 			c.SignatureVersion = "AWS"
+		}
+	}
+	if action == iam.PutObject || action == iam.PutObjectTagging {
+		// The tags a write sets: s3:RequestObjectTag/<key> and
+		// s3:RequestObjectTagKeys. PutObjectTagging sets those of its
+		// body and authorizes itself once it has read it (rq.tags).
+		if rq.tags != nil {
+			c.RequestObjectTags = rq.tags
+		} else if tags, err := parseTaggingHeader(r.Header); err == nil && tags != nil {
+			c.RequestObjectTags = tagMap(tags)
 		}
 	}
 	if (action == iam.ListBucket || action == iam.ListBucketVersions) && rq.op.action == action && rq.op.name != "HeadBucket" {

@@ -184,6 +184,9 @@ type request struct {
 	// trailer returns a trailing header of an aws-chunked body once body
 	// has reached EOF; nil when the request has no trailer.
 	trailer func(name string) string
+	// tags are the tags of a PutObjectTagging body, once read: the
+	// request tags its authorization tests (s3:RequestObjectTag/<key>).
+	tags map[string]string
 
 	// What finish reports. code is the S3 error code writeError answered
 	// (or met after the status was sent); aborted says the client went

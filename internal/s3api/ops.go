@@ -74,8 +74,10 @@ type op struct {
 	// versionAction, if set, replaces action when the request names a
 	// version (versionId), e.g. iam.GetObjectVersion for GetObject.
 	versionAction iam.Action
-	// perKey says the handler authorizes action on each key it touches
-	// (DeleteObjects), so the pipeline only authenticates.
+	// perKey says the handler authorizes action itself, so the pipeline
+	// only authenticates: on each key it touches (DeleteObjects), or once
+	// it has read what the decision depends on (PutObjectTagging: the tags
+	// of its body, for s3:RequestObjectTag conditions).
 	perKey bool
 	body   bodyKind // what the pipeline does with the body
 	limit  int64    // for bodyXML: the largest body accepted
@@ -121,7 +123,7 @@ var ops = []op{
 	{name: "HeadObject", method: http.MethodHead, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).headObject},
 	{name: "UploadPartCopy", method: http.MethodPut, scope: scopeObject, query: "uploadId", header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).uploadPartCopy},
 	{name: "UploadPart", method: http.MethodPut, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyStream, handle: (*Handler).uploadPart},
-	{name: "PutObjectTagging", method: http.MethodPut, scope: scopeObject, query: "tagging", action: iam.PutObjectTagging, versionAction: iam.PutObjectVersionTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectTagging},
+	{name: "PutObjectTagging", method: http.MethodPut, scope: scopeObject, query: "tagging", action: iam.PutObjectTagging, versionAction: iam.PutObjectVersionTagging, perKey: true, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectTagging},
 	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
 	{name: "CopyObject", method: http.MethodPut, scope: scopeObject, header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).copyObject},
 	{name: "PutObject", method: http.MethodPut, scope: scopeObject, action: iam.PutObject, body: bodyStream, handle: (*Handler).putObject},

@@ -57,6 +57,15 @@ func parseTaggingBody(rq *request) ([]objects.Tag, error) {
 	return tags, nil
 }
 
+// tagMap returns tags as a map, for policy conditions.
+func tagMap(tags []objects.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[t.Key] = t.Value
+	}
+	return m
+}
+
 // taggingXML converts tags to the response document.
 func taggingXML(tags []objects.Tag) s3xml.Tagging {
 	out := s3xml.Tagging{}
@@ -98,6 +107,12 @@ func (h *Handler) putObjectTagging(w http.ResponseWriter, r *http.Request, rq *r
 	}
 	tags, err := parseTaggingBody(rq)
 	if err != nil {
+		return err
+	}
+	// The op authorizes here, now that the tags it sets are known, for
+	// policies that test them.
+	rq.tags = tagMap(tags)
+	if err := h.authorize(r, rq, rq.op.actionFor(rq.query), rq.bucket, rq.key); err != nil {
 		return err
 	}
 	reported, err := h.objects.PutObjectTagging(r.Context(), rq.bucket, rq.key, vid, tags)

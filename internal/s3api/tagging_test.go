@@ -146,3 +146,37 @@ func TestTagging(t *testing.T) {
 	hs.do(call{method: "GET", path: "/bkt?tagging"}).want(t, http.StatusNotFound, s3err.NoSuchTagSet)
 	hs.do(call{method: "PUT", path: "/nope?tagging", body: doc}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
 }
+
+// TestTagConditions checks that bucket policies see an object's tags
+// (s3:ExistingObjectTag/<key>) and a write's tags (s3:RequestObjectTag/<key>,
+// from x-amz-tagging or a PutObjectTagging body), as the ceph/s3-tests
+// tagging policy tests use them.
+func TestTagConditions(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	bob := hs.user("bob") // no identity policy: only the bucket policy speaks for him
+	policy := `{"Version":"2012-10-17","Statement":[
+	 {"Effect":"Allow","Principal":{"AWS":["*"]},"Action":["s3:GetObject","s3:GetObjectTagging"],"Resource":"arn:aws:s3:::bkt/*",
+	  "Condition":{"StringEquals":{"s3:ExistingObjectTag/security":"public"}}},
+	 {"Effect":"Allow","Principal":{"AWS":["*"]},"Action":["s3:PutObject","s3:PutObjectTagging"],"Resource":"arn:aws:s3:::bkt/*",
+	  "Condition":{"StringEquals":{"s3:RequestObjectTag/security":"public"}}}]}`
+	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(policy)}).mustStatus(t, http.StatusNoContent)
+	hs.put("bkt", "public", []byte("p"), "X-Amz-Tagging", "security=public")
+	hs.put("bkt", "private", []byte("q"), "X-Amz-Tagging", "security=private")
+	hs.put("bkt", "untagged", []byte("u"))
+
+	hs.do(call{method: "GET", path: "/bkt/public", cred: bob}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt/public?tagging", cred: bob}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt/private", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt/untagged", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt/absent", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	hs.do(call{method: "PUT", path: "/bkt/new", body: []byte("n"), cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt/new", body: []byte("n"), cred: bob, header: header("X-Amz-Tagging", "security=public")}).mustStatus(t, http.StatusOK)
+	pub := []byte(`<Tagging><TagSet><Tag><Key>security</Key><Value>public</Value></Tag></TagSet></Tagging>`)
+	priv := []byte(`<Tagging><TagSet><Tag><Key>security</Key><Value>private</Value></Tag></TagSet></Tagging>`)
+	hs.do(call{method: "PUT", path: "/bkt/untagged?tagging", body: priv, cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt/untagged?tagging", body: pub, cred: bob}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt/untagged", cred: bob}).mustStatus(t, http.StatusOK)
+}
