@@ -55,7 +55,8 @@ type ledgerOp struct {
 	v          version
 	what       string
 	start, end time.Time
-	acked      bool // a 200/204 was received
+	acked      bool   // a 200/204 was received
+	versionID  string // in a versioned bucket, the version (or delete marker) the acknowledged write made
 }
 
 // ledger records every write of a crash round, acknowledged or not. Safe
@@ -151,8 +152,9 @@ func (w *crashWriter) run(stop <-chan struct{}) {
 
 // done records the outcome of op: acknowledged, or unknown. An error before
 // the server was killed is a failure of the test.
-func (w *crashWriter) done(op *ledgerOp, err error) {
+func (w *crashWriter) done(op *ledgerOp, versionID *string, err error) {
 	if err == nil {
+		op.versionID = aws.ToString(versionID)
 		w.led.ack(op)
 		return
 	}
@@ -164,14 +166,22 @@ func (w *crashWriter) done(op *ledgerOp, err error) {
 func (w *crashWriter) put(key string, size int) {
 	body := randBytes(size)
 	op := w.led.begin(key, "PUT "+key, version{hash: sha256Hex(body), size: size, etag: md5Hex(body)})
-	_, err := w.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(key), Body: bytes.NewReader(body)})
-	w.done(op, err)
+	out, err := w.c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(key), Body: bytes.NewReader(body)})
+	var vid *string
+	if err == nil {
+		vid = out.VersionId
+	}
+	w.done(op, vid, err)
 }
 
 func (w *crashWriter) del(key string) {
 	op := w.led.begin(key, "DELETE "+key, version{absent: true})
-	_, err := w.c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(key)})
-	w.done(op, err)
+	out, err := w.c.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: aws.String(w.bucket), Key: aws.String(key)})
+	var vid *string
+	if err == nil {
+		vid = out.VersionId
+	}
+	w.done(op, vid, err)
 }
 
 func (w *crashWriter) multipart(key string) {
@@ -184,6 +194,7 @@ func (w *crashWriter) multipart(key string) {
 	whole := bytes.Join(parts, nil)
 	op := w.led.begin(key, "multipart upload of "+key, version{hash: sha256Hex(whole), size: len(whole), etag: multipartETag(parts...)})
 	ctx := context.Background()
+	var vid *string
 	err := func() error {
 		mp, err := w.c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key)})
 		if err != nil {
@@ -198,11 +209,14 @@ func (w *crashWriter) multipart(key string) {
 			}
 			done = append(done, types.CompletedPart{PartNumber: aws.Int32(int32(i + 1)), ETag: out.ETag})
 		}
-		_, err = w.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key),
+		out, err := w.c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(w.bucket), Key: aws.String(key),
 			UploadId: mp.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: done}})
+		if err == nil {
+			vid = out.VersionId
+		}
 		return err
 	}()
-	w.done(op, err)
+	w.done(op, vid, err)
 }
 
 // readState reads every key of the key space and checks each object is
@@ -303,12 +317,32 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		rounds = 3
 	}
+	runCrash(t, rounds, false)
+}
+
+// TestCrashRecoveryVersioned is TestCrashRecovery on a bucket with
+// versioning enabled: besides the current state, every acknowledged
+// version (and delete marker) must survive every kill, and every version
+// listed must be one some write made.
+func TestCrashRecoveryVersioned(t *testing.T) {
+	rounds := 8
+	if testing.Short() {
+		rounds = 2
+	}
+	runCrash(t, rounds, true)
+}
+
+func runCrash(t *testing.T, rounds int, versioned bool) {
 	dir := t.TempDir()
 	srv := startChild(t, dir, crashArgs...)
 	c := newClient(t, srv.endpoint)
 	const bucket = "crash"
 	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("CreateBucket: %v", err)
+	}
+	hist := newVersionHistory()
+	if versioned {
+		setVersioning(t, c, bucket, types.BucketVersioningStatusEnabled)
 	}
 	state := make(map[string]version, crashKeys)
 	for i := 0; i < crashKeys; i++ {
@@ -374,6 +408,10 @@ func TestCrashRecovery(t *testing.T) {
 			}
 		}
 		state = got
+		if versioned {
+			hist.add(led)
+			hist.check(t, c, bucket, got, fmt.Sprint("round ", round))
+		}
 		checkUsageAfterCrash(t, srv.endpoint, c, bucket, fmt.Sprint("round ", round))
 	}
 	t.Logf("%d rounds: %d acknowledged writes, %d unacknowledged at the kill", rounds, acked, unacked)
@@ -403,12 +441,116 @@ func TestCrashRecovery(t *testing.T) {
 				}
 			}
 		}
+		if versioned {
+			hist.check(t, c, bucket, state, fmt.Sprint("after GC pass ", pass))
+		}
 		checkUsageAfterCrash(t, srv.endpoint, c, bucket, fmt.Sprint("after GC pass ", pass))
 		if pass == 0 {
 			abortAll(t, c, bucket)
 		}
 	}
 	srv.stop()
+}
+
+// versionHistory is what the writes of a versioned crash test made, over
+// all rounds: the acknowledged versions and delete markers by key and
+// version ID, and every version any write (acknowledged or not) may have
+// made, by key.
+type versionHistory struct {
+	acked   map[string]map[string]version // key → version ID → version
+	written map[string][]version          // key → every version a write began
+}
+
+func newVersionHistory() *versionHistory {
+	return &versionHistory{acked: map[string]map[string]version{}, written: map[string][]version{}}
+}
+
+// add records a round's ledger.
+func (h *versionHistory) add(led *ledger) {
+	for k, ops := range led.ops {
+		for _, op := range ops[1:] {
+			h.written[k] = append(h.written[k], op.v)
+			if op.acked {
+				if h.acked[k] == nil {
+					h.acked[k] = map[string]version{}
+				}
+				h.acked[k][op.versionID] = op.v
+			}
+		}
+	}
+}
+
+// check lists every version of bucket and checks that each acknowledged
+// version is there, as it was written (HEAD by version ID: size and ETag);
+// that every version listed is one some write made; and that each key's
+// latest version is what a GET returned (state, absent for a delete
+// marker).
+func (h *versionHistory) check(t *testing.T, c *s3.Client, bucket string, state map[string]version, when string) {
+	t.Helper()
+	listed := map[string]map[string]version{}
+	latest := map[string]version{}
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)}
+	for {
+		page, err := c.ListObjectVersions(t.Context(), in)
+		if err != nil {
+			t.Fatalf("%s: ListObjectVersions: %v", when, err)
+		}
+		add := func(key, vid string, v version, isLatest bool) {
+			if listed[key] == nil {
+				listed[key] = map[string]version{}
+			}
+			if _, dup := listed[key][vid]; dup {
+				t.Errorf("%s: version %s of %s listed twice", when, vid, key)
+			}
+			listed[key][vid] = v
+			if isLatest {
+				if _, dup := latest[key]; dup {
+					t.Errorf("%s: %s has two latest versions", when, key)
+				}
+				latest[key] = v
+			}
+		}
+		for _, v := range page.Versions {
+			add(aws.ToString(v.Key), aws.ToString(v.VersionId),
+				version{size: int(aws.ToInt64(v.Size)), etag: strings.Trim(aws.ToString(v.ETag), `"`)}, aws.ToBool(v.IsLatest))
+		}
+		for _, m := range page.DeleteMarkers {
+			add(aws.ToString(m.Key), aws.ToString(m.VersionId), version{absent: true}, aws.ToBool(m.IsLatest))
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
+	same := func(a, b version) bool { return a.absent == b.absent && a.size == b.size && a.etag == b.etag }
+	n := 0
+	for k, vs := range h.acked {
+		for vid, want := range vs {
+			got, ok := listed[k][vid]
+			switch {
+			case !ok:
+				t.Errorf("%s: acknowledged version %s of %s (%v) is gone", when, vid, k, want)
+			case !same(got, want):
+				t.Errorf("%s: version %s of %s lists as %v, was written as %v", when, vid, k, got, want)
+			}
+			n++
+		}
+	}
+	for k, vs := range listed {
+		for vid, v := range vs {
+			if v.absent {
+				continue
+			}
+			if !slices.ContainsFunc(h.written[k], func(w version) bool { return same(w, v) }) {
+				t.Errorf("%s: version %s of %s (%v) is no write's", when, vid, k, v)
+			}
+		}
+		want, ok := state[k]
+		if l, has := latest[k]; has && ok && !(l.absent && want.absent) && !(same(l, version{size: want.size, etag: want.etag})) {
+			t.Errorf("%s: latest version of %s is %v, GET returned %v", when, k, l, want)
+		}
+	}
+	t.Logf("%s: %d acknowledged versions and markers all present", when, n)
 }
 
 // checkUsageAfterCrash checks that the usage the server keeps for bucket

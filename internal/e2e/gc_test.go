@@ -165,39 +165,33 @@ func listUploads(t *testing.T, c *s3.Client, bucket string) []types.MultipartUpl
 // needs: an object larger than the inline threshold has ⌈size/bs⌉ blocks,
 // a multipart object ⌈s/bs⌉ per part of size s, an inline object none.
 // With uploads, the parts of uploads in progress count too.
+// (Every stored version counts: noncurrent versions keep their blocks.)
 func expectedBlocks(t *testing.T, c *s3.Client, bucket string, bs, inline int64, uploads bool) int64 {
 	t.Helper()
 	ctx := t.Context()
 	var n int64
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("ListObjectsV2: %v", err)
+	for _, o := range allVersions(t, c, bucket) {
+		etag := strings.Trim(aws.ToString(o.ETag), `"`)
+		_, count, multipart := strings.Cut(etag, "-")
+		if !multipart {
+			if size := aws.ToInt64(o.Size); size > inline {
+				n += ceilDiv(size, bs)
+			}
+			continue
 		}
-		for _, o := range out.Contents {
-			etag := strings.Trim(aws.ToString(o.ETag), `"`)
-			_, count, multipart := strings.Cut(etag, "-")
-			if !multipart {
-				if size := aws.ToInt64(o.Size); size > inline {
-					n += ceilDiv(size, bs)
-				}
-				continue
-			}
-			parts, err := strconv.Atoi(count)
+		parts, err := strconv.Atoi(count)
+		if err != nil {
+			t.Fatalf("%s: ETag %q", aws.ToString(o.Key), etag)
+		}
+		for i := 1; i <= parts; i++ {
+			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: o.Key, VersionId: o.VersionId, PartNumber: aws.Int32(int32(i))})
 			if err != nil {
-				t.Fatalf("%s: ETag %q", aws.ToString(o.Key), etag)
+				t.Fatalf("HeadObject %s version %s partNumber=%d: %v", aws.ToString(o.Key), aws.ToString(o.VersionId), i, err)
 			}
-			for i := 1; i <= parts; i++ {
-				h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: o.Key, PartNumber: aws.Int32(int32(i))})
-				if err != nil {
-					t.Fatalf("HeadObject %s partNumber=%d: %v", aws.ToString(o.Key), i, err)
-				}
-				if aws.ToInt32(h.PartsCount) != int32(parts) {
-					t.Errorf("HeadObject %s partNumber=%d: parts count %d, ETag says %d", aws.ToString(o.Key), i, aws.ToInt32(h.PartsCount), parts)
-				}
-				n += ceilDiv(aws.ToInt64(h.ContentLength), bs)
+			if aws.ToInt32(h.PartsCount) != int32(parts) {
+				t.Errorf("HeadObject %s partNumber=%d: parts count %d, ETag says %d", aws.ToString(o.Key), i, aws.ToInt32(h.PartsCount), parts)
 			}
+			n += ceilDiv(aws.ToInt64(h.ContentLength), bs)
 		}
 	}
 	if uploads {

@@ -15,22 +15,17 @@ import (
 	"github.com/coffer-s3/coffer/internal/adminapi"
 )
 
-// visibleUsage recounts bucket's usage from what S3 shows: the objects a
-// listing returns, and the uploads in progress with their parts.
+// visibleUsage recounts bucket's usage from what S3 shows: the object
+// versions ListObjectVersions returns (every stored version counts; in a
+// bucket that was never versioned they are its objects), and the uploads
+// in progress with their parts.
 func visibleUsage(t *testing.T, c *s3.Client, bucket string) adminapi.Usage {
 	t.Helper()
 	ctx := t.Context()
 	var u adminapi.Usage
-	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("ListObjectsV2: %v", err)
-		}
-		for _, o := range out.Contents {
-			u.Objects++
-			u.Bytes += aws.ToInt64(o.Size)
-		}
+	for _, v := range allVersions(t, c, bucket) {
+		u.Objects++
+		u.Bytes += aws.ToInt64(v.Size)
 	}
 	for _, up := range listUploads(t, c, bucket) {
 		u.Uploads++
@@ -46,6 +41,25 @@ func visibleUsage(t *testing.T, c *s3.Client, bucket string) adminapi.Usage {
 		}
 	}
 	return u
+}
+
+// allVersions returns every object version of bucket (not the delete
+// markers), page by page.
+func allVersions(t *testing.T, c *s3.Client, bucket string) []types.ObjectVersion {
+	t.Helper()
+	var out []types.ObjectVersion
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket)}
+	for {
+		page, err := c.ListObjectVersions(t.Context(), in)
+		if err != nil {
+			t.Fatalf("ListObjectVersions(%s): %v", bucket, err)
+		}
+		out = append(out, page.Versions...)
+		if !aws.ToBool(page.IsTruncated) {
+			return out
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
 }
 
 // bucketLs runs `coffer admin bucket ls --json` and returns the usage of
