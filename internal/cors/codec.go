@@ -61,49 +61,65 @@ func appendString(b []byte, s string) []byte {
 // (wrapped) instead of allocating or panicking; a decoded configuration is
 // not re-validated. Empty lists decode as nil.
 func Decode(doc []byte) (*Config, error) {
-	d := decoder{b: doc}
-	if v := d.byte(); v != codecVersion {
-		return nil, fmt.Errorf("%w: version %d", ErrCorrupt, v)
-	}
-	n := d.count()
+	d := decoder{s: string(doc)} // the rules' strings share this one copy
+	n := d.header()
 	c := &Config{Rules: make([]Rule, 0, n)}
 	for range n {
-		var r Rule
-		r.ID = d.string()
-		switch flags := d.byte(); flags {
-		case 0:
-		case flagMaxAge:
-			v := d.uvarint()
-			if v > math.MaxInt32 {
-				d.fail("max age %d", v)
-			}
-			age := int(v)
-			r.MaxAgeSeconds = &age
-		default:
-			d.fail("rule flags %#x", flags)
-		}
-		r.AllowedMethods = d.list()
-		r.AllowedOrigins = d.list()
-		r.AllowedHeaders = d.list()
-		r.ExposeHeaders = d.list()
+		r := d.rule()
 		if d.err != nil {
 			break
 		}
 		c.Rules = append(c.Rules, r)
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the last rule", len(d.b))
-	}
+	d.end()
 	if d.err != nil {
 		return nil, d.err
 	}
 	return c, nil
 }
 
-// decoder reads the stored form; after the first error every read returns
-// a zero value and err keeps that error.
+// MatchStored is Match(origin, method, nil) on a stored document: what an
+// actual request asks. It decodes only the rule that matches, so a
+// configuration of many rules costs a request one copy of the document
+// and comparisons, not a decoded configuration. Errors are Decode's.
+func MatchStored(doc []byte, origin, method string) (*Rule, error) {
+	d := decoder{s: string(doc)}
+	n := d.header()
+	for range n {
+		at := d.s
+		d.string() // ID
+		d.maxAge()
+		methodOK, originOK := false, false
+		for range d.count() {
+			m := d.string()
+			methodOK = methodOK || m == method
+		}
+		for range d.count() {
+			o := d.string()
+			originOK = originOK || wildcardMatch(o, origin, false)
+		}
+		for range 2 { // AllowedHeaders, ExposeHeaders
+			for range d.count() {
+				d.string()
+			}
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+		if methodOK && originOK {
+			d = decoder{s: at}
+			r := d.rule()
+			return &r, d.err
+		}
+	}
+	d.end()
+	return nil, d.err
+}
+
+// decoder reads the stored form from s, which it consumes; after the first
+// error every read returns a zero value and err keeps that error.
 type decoder struct {
-	b   []byte
+	s   string
 	err error
 }
 
@@ -111,35 +127,89 @@ func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 	}
-	d.b = nil
+	d.s = ""
+}
+
+// header reads the version and the number of rules.
+func (d *decoder) header() int {
+	if v := d.byte(); v != codecVersion {
+		d.fail("version %d", v)
+	}
+	return d.count()
+}
+
+// end checks that nothing follows the last rule.
+func (d *decoder) end() {
+	if d.err == nil && len(d.s) != 0 {
+		d.fail("%d bytes after the last rule", len(d.s))
+	}
+}
+
+func (d *decoder) rule() Rule {
+	var r Rule
+	r.ID = d.string()
+	r.MaxAgeSeconds = d.maxAge()
+	r.AllowedMethods = d.list()
+	r.AllowedOrigins = d.list()
+	r.AllowedHeaders = d.list()
+	r.ExposeHeaders = d.list()
+	return r
+}
+
+func (d *decoder) maxAge() *int {
+	switch flags := d.byte(); flags {
+	case 0:
+		return nil
+	case flagMaxAge:
+		v := d.uvarint()
+		if v > math.MaxInt32 {
+			d.fail("max age %d", v)
+			return nil
+		}
+		age := int(v)
+		return &age
+	default:
+		d.fail("rule flags %#x", flags)
+		return nil
+	}
 }
 
 func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
+	if len(d.s) == 0 {
 		d.fail("truncated")
 		return 0
 	}
-	c := d.b[0]
-	d.b = d.b[1:]
+	c := d.s[0]
+	d.s = d.s[1:]
 	return c
 }
 
 func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
+	var v uint64
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		if i >= len(d.s) {
+			break
+		}
+		c := d.s[i]
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			break
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			d.s = d.s[i+1:]
+			return v
+		}
 	}
-	d.b = d.b[n:]
-	return v
+	d.fail("bad varint")
+	return 0
 }
 
 // count reads a count of items that take at least one byte each, so it can
 // be no more than the bytes left.
 func (d *decoder) count() int {
 	v := d.uvarint()
-	if v > uint64(len(d.b)) {
-		d.fail("count %d with %d bytes left", v, len(d.b))
+	if v > uint64(len(d.s)) {
+		d.fail("count %d with %d bytes left", v, len(d.s))
 		return 0
 	}
 	return int(v)
@@ -147,8 +217,8 @@ func (d *decoder) count() int {
 
 func (d *decoder) string() string {
 	n := d.count()
-	s := string(d.b[:n])
-	d.b = d.b[n:]
+	s := d.s[:n]
+	d.s = d.s[n:]
 	return s
 }
 

@@ -102,6 +102,7 @@ func testConfig() *Config {
 
 func TestMatch(t *testing.T) {
 	c := testConfig()
+	stored := Encode(c)
 	for _, tc := range []struct {
 		name, origin, method string
 		headers              []string
@@ -146,6 +147,17 @@ func TestMatch(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("Match(%q, %q, %q) = rule %q, want %q", tc.origin, tc.method, tc.headers, got, tc.want)
+			}
+			if tc.headers != nil {
+				return
+			}
+			// MatchStored finds the same rule without decoding the others.
+			sr, err := MatchStored(stored, tc.origin, tc.method)
+			if err != nil {
+				t.Fatalf("MatchStored error = %v", err)
+			}
+			if diff := cmp.Diff(r, sr); diff != "" {
+				t.Errorf("MatchStored(%q, %q) mismatch (-Match +MatchStored):\n%s", tc.origin, tc.method, diff)
 			}
 		})
 	}
@@ -338,6 +350,9 @@ func TestCodec(t *testing.T) {
 				if _, err := Decode(doc[:i]); err == nil {
 					t.Errorf("Decode of %d of %d bytes succeeded", i, len(doc))
 				}
+				if _, err := MatchStored(doc[:i], "no match", "GET"); err == nil {
+					t.Errorf("MatchStored of %d of %d bytes succeeded", i, len(doc))
+				}
 			}
 		})
 	}
@@ -363,6 +378,21 @@ func FuzzDecode(f *testing.F) {
 		}
 		if diff := cmp.Diff(c, again); diff != "" {
 			t.Errorf("round trip mismatch for %x (-first +again):\n%s", doc, diff)
+		}
+		// MatchStored agrees with Match for the origins and methods the
+		// document names.
+		for _, r := range c.Rules {
+			for _, m := range append(r.AllowedMethods, "GET") {
+				for _, o := range append(r.AllowedOrigins, "https://app.example.com") {
+					sr, err := MatchStored(doc, o, m)
+					if err != nil {
+						t.Fatalf("MatchStored(%x) error = %v after Decode succeeded", doc, err)
+					}
+					if diff := cmp.Diff(c.Match(o, m, nil), sr); diff != "" {
+						t.Fatalf("MatchStored(%x, %q, %q) mismatch (-Match +MatchStored):\n%s", doc, o, m, diff)
+					}
+				}
+			}
 		}
 	})
 }

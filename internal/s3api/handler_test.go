@@ -218,10 +218,11 @@ func TestNotImplemented(t *testing.T) {
 	for _, c := range []call{
 		{method: "PUT", path: "/bkt/k?tagging", body: []byte("<Tagging/>")},
 		{method: "GET", path: "/bkt?website"},
-		{method: "DELETE", path: "/bkt?cors"},
+		{method: "DELETE", path: "/bkt?website"},
 		{method: "POST", path: "/bkt/k?restore"},
 		{method: "PATCH", path: "/bkt/k"},
-		{method: "OPTIONS", path: "/bkt/k"},
+		{method: "OPTIONS", path: "/"},
+		{method: "POST", path: "/bkt?cors", body: []byte("<CORSConfiguration/>")},
 		{method: "POST", path: "/bkt"},
 	} {
 		hs.do(c).want(t, http.StatusNotImplemented, s3err.NotImplemented)

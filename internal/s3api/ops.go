@@ -77,9 +77,16 @@ type op struct {
 	// perKey says the handler authorizes action on each key it touches
 	// (DeleteObjects), so the pipeline only authenticates.
 	perKey bool
-	body   bodyKind // what the pipeline does with the body
-	limit  int64    // for bodyXML: the largest body accepted
-	handle func(*Handler, http.ResponseWriter, *http.Request, *request) error
+	// public says the request is neither authenticated nor authorized,
+	// and action is empty: a CORS preflight, which S3 answers from the
+	// bucket's CORS rules alone, whatever credentials it carries.
+	public bool
+	// anyQuery says the row matches whatever sub-resources the query
+	// names: a preflight carries those of the request it precedes.
+	anyQuery bool
+	body     bodyKind // what the pipeline does with the body
+	limit    int64    // for bodyXML: the largest body accepted
+	handle   func(*Handler, http.ResponseWriter, *http.Request, *request) error
 }
 
 // ops lists every operation Coffer serves. For each (method, scope), rows
@@ -97,6 +104,7 @@ var ops = []op{
 	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
+	{name: "GetBucketCors", method: http.MethodGet, scope: scopeBucket, query: "cors", action: iam.GetBucketCORS, handle: (*Handler).getBucketCORS},
 	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
 	{name: "ListObjectsV2", method: http.MethodGet, scope: scopeBucket, query: "list-type=2", action: iam.ListBucket, handle: (*Handler).listObjectsV2},
 	{name: "ListObjects", method: http.MethodGet, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).listObjects},
@@ -104,10 +112,14 @@ var ops = []op{
 	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
 	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
+	{name: "PutBucketCors", method: http.MethodPut, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketCORS},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
+	// S3 authorizes DeleteBucketCors with s3:PutBucketCORS.
+	{name: "DeleteBucketCors", method: http.MethodDelete, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, handle: (*Handler).deleteBucketCORS},
 	{name: "DeleteBucket", method: http.MethodDelete, scope: scopeBucket, action: iam.DeleteBucket, handle: (*Handler).deleteBucket},
+	{name: "OptionsBucket", method: http.MethodOptions, scope: scopeBucket, public: true, anyQuery: true, handle: (*Handler).preflight},
 
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
@@ -123,6 +135,7 @@ var ops = []op{
 	{name: "CompleteMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyXML, limit: maxCompleteBody, handle: (*Handler).completeMultipartUpload},
 	{name: "AbortMultipartUpload", method: http.MethodDelete, scope: scopeObject, query: "uploadId", action: iam.AbortMultipartUpload, handle: (*Handler).abortMultipartUpload},
 	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, versionAction: iam.DeleteObjectVersion, handle: (*Handler).deleteObject},
+	{name: "OptionsObject", method: http.MethodOptions, scope: scopeObject, public: true, anyQuery: true, handle: (*Handler).preflight},
 }
 
 // opNotImplemented answers every request no row of ops matches: an S3
@@ -144,10 +157,10 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true,
+	"acl": true, "cors": true, "delete": true, "location": true, "policy": true, "policyStatus": true,
 	"uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
-	"abac": true, "accelerate": true, "analytics": true, "attributes": true, "cors": true,
+	"abac": true, "accelerate": true, "analytics": true, "attributes": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
