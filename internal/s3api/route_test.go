@@ -218,6 +218,7 @@ func FuzzParseOp(f *testing.F) {
 		"GET /?list-type=2 HTTP/1.1\r\nHost: b.s3.example.com:80\r\n\r\n",
 		"DELETE //x?tagging HTTP/1.1\r\nHost: b.s3.example.com\r\n\r\n",
 		"POST /b?delete HTTP/1.1\r\nHost: [::1]:9000\r\n\r\n",
+		"OPTIONS /b/k?uploads HTTP/1.1\r\nHost: localhost\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: POST\r\n\r\n",
 	} {
 		f.Add(s)
 	}
@@ -244,6 +245,9 @@ func FuzzParseOp(f *testing.F) {
 		}
 		if rt.op.scope == scopeObject && rt.key == "" && rt.op != &opNotImplemented {
 			t.Fatalf("object op %s without a key", rt.op.name)
+		}
+		if (r.Method == http.MethodOptions) != rt.op.public && rt.op != &opNotImplemented {
+			t.Fatalf("%s routed to %s", r.Method, rt.op.name)
 		}
 	})
 }
