@@ -57,6 +57,8 @@ const (
 	PutBucketPolicy            Action = "s3:PutBucketPolicy"
 	DeleteBucketPolicy         Action = "s3:DeleteBucketPolicy"
 	GetBucketPolicyStatus      Action = "s3:GetBucketPolicyStatus"
+	GetBucketCORS              Action = "s3:GetBucketCORS"
+	PutBucketCORS              Action = "s3:PutBucketCORS"
 	ListBucketMultipartUploads Action = "s3:ListBucketMultipartUploads"
 	ListBucketVersions         Action = "s3:ListBucketVersions"
 	GetObject                  Action = "s3:GetObject"

@@ -52,6 +52,22 @@ func (s *Service) BucketConfig(ctx context.Context, bucket string, name ConfigNa
 	return nil, false, nil
 }
 
+// LookupBucketConfig returns bucket's configuration document name and
+// true, or false if there is none, whether or not the bucket exists: one
+// metadata read, for a path that must not pay a second one to tell a
+// missing bucket from a missing document (CORS headers on every request
+// that carries an Origin).
+func (s *Service) LookupBucketConfig(ctx context.Context, bucket string, name ConfigName) ([]byte, bool, error) {
+	doc, err := s.db.BucketConfig(ctx, bucket, string(name))
+	switch {
+	case err == nil:
+		return doc, true, nil
+	case errors.Is(err, meta.ErrNotFound):
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("%s configuration of %s: %w", name, bucket, err)
+}
+
 // BucketConfigs returns every bucket's configuration document name, by
 // bucket.
 func (s *Service) BucketConfigs(ctx context.Context, name ConfigName) (map[string][]byte, error) {

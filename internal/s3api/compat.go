@@ -19,9 +19,9 @@ func RenderCompatibility(w io.Writer) error {
 
 Coffer serves the S3 operations below, path-style (` + "`/bucket/key`" + `) and,
 when a domain is configured, virtual-hosted-style (` + "`Host: bucket.domain`" + `).
-Every request is authenticated with AWS Signature Version 4 (header or
-presigned URL; Version 2 for legacy clients) and authorized for the IAM action
-listed before any storage is touched. Anonymous requests are allowed only
+Every request but a CORS preflight is authenticated with AWS Signature
+Version 4 (header or presigned URL; Version 2 for legacy clients) and
+authorized for the IAM action listed before any storage is touched. Anonymous requests are allowed only
 what a bucket policy grants to ` + "`\"Principal\": \"*\"`" + `. A request for anything else is answered ` + "`501 NotImplemented`" + `,
 never with a false success.
 
@@ -31,7 +31,11 @@ never with a false success.
 | --- | --- | --- |
 `)
 	for _, o := range ops {
-		fmt.Fprintf(&b, "| %s | %s | `%s` |\n", o.name, requestLine(&o), o.action)
+		action := "`" + string(o.action) + "`"
+		if o.public {
+			action = "none: not authenticated"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", o.name, requestLine(&o), action)
 	}
 
 	var missing []string
@@ -116,6 +120,23 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   CopyObject and CompleteMultipartUpload.
 - DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
   verifies it; each key is authorized on its own.
+- CORS: PutBucketCors (up to 100 rules; ` + "`Content-MD5`" + ` or an
+  ` + "`x-amz-checksum-*`" + ` header is required and verified), GetBucketCors
+  (` + "`404 NoSuchCORSConfiguration`" + ` without one) and DeleteBucketCors, which S3
+  authorizes with ` + "`s3:PutBucketCORS`" + `. A configuration is checked as S3 checks it
+  (methods GET, PUT, POST, DELETE, HEAD; at most one ` + "`*`" + ` in an AllowedOrigin
+  or AllowedHeader, none in an ExposeHeader) and refused with S3's
+  ` + "`MalformedXML`" + ` and ` + "`InvalidRequest`" + ` messages. Preflights (` + "`OPTIONS`" + ` on a
+  bucket or object, with any query) are not authenticated: the first rule
+  matching the Origin, Access-Control-Request-Method and
+  Access-Control-Request-Headers answers 200 with the Access-Control-* headers
+  and ` + "`Vary`" + `; a missing Origin or an invalid method is ` + "`400 BadRequest`" + `, a
+  bucket without CORS or a request no rule allows ` + "`403 AccessForbidden`" + `.
+  Every other request with an Origin header that a rule allows (by its
+  method, or its Access-Control-Request-Method if it sends one) gets
+  Access-Control-Allow-Origin (the origin, or ` + "`*`" + ` for a rule allowing any),
+  -Allow-Credentials (not with ` + "`*`" + `), -Allow-Methods, -Expose-Headers,
+  -Max-Age and ` + "`Vary`" + `, on error responses too.
 - Bucket policies use the AWS IAM policy language (see
   docs/design/0003-iam.md for the supported elements, condition operators
   and keys); a policy Coffer cannot enforce exactly is refused with

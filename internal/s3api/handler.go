@@ -263,6 +263,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	rq.op, rq.bucket, rq.key, rq.query = rt.op, rt.bucket, rt.key, rt.query
+	if rq.op.public {
+		return rq.op.handle(h, w, r, rq)
+	}
+	if _, ok := r.Header["Origin"]; ok && rq.bucket != "" {
+		// Before authentication, so that a browser can read every error
+		// of a cross-origin request, as from S3.
+		h.setCORSHeaders(w, r, rq)
+	}
 	if err := h.authenticate(r, rq); err != nil {
 		return err
 	}

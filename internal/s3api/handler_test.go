@@ -218,10 +218,11 @@ func TestNotImplemented(t *testing.T) {
 	for _, c := range []call{
 		{method: "PUT", path: "/bkt/k?retention", body: []byte("<Retention/>")},
 		{method: "GET", path: "/bkt?website"},
-		{method: "DELETE", path: "/bkt?cors"},
+		{method: "DELETE", path: "/bkt?website"},
 		{method: "POST", path: "/bkt/k?restore"},
 		{method: "PATCH", path: "/bkt/k"},
-		{method: "OPTIONS", path: "/bkt/k"},
+		{method: "OPTIONS", path: "/"},
+		{method: "POST", path: "/bkt?cors", body: []byte("<CORSConfiguration/>")},
 		{method: "POST", path: "/bkt"},
 	} {
 		hs.do(c).want(t, http.StatusNotImplemented, s3err.NotImplemented)
@@ -271,6 +272,11 @@ func TestWriteError(t *testing.T) {
 			pre: func(w http.ResponseWriter) { w.Header()["ETag"] = []string{`"e"`} }, hdr: "ETag", val: `"e"`},
 		{name: "headers dropped", err: s3err.New(s3err.NoSuchKey, ""), status: 404,
 			pre: func(w http.ResponseWriter) { w.Header()["ETag"] = []string{`"e"`} }, hdr: "ETag", val: ""},
+		{name: "cors headers kept", err: s3err.New(s3err.AccessDenied, ""), status: 403,
+			pre: func(w http.ResponseWriter) { w.Header().Set("Access-Control-Allow-Origin", "https://app.example.com") },
+			hdr: "Access-Control-Allow-Origin", val: "https://app.example.com"},
+		{name: "vary kept", err: s3err.New(s3err.NoSuchKey, ""), status: 404,
+			pre: func(w http.ResponseWriter) { w.Header().Set("Vary", "Origin") }, hdr: "Vary", val: "Origin"},
 		{name: "request id kept", err: s3err.New(s3err.NoSuchKey, ""), status: 404,
 			pre: func(w http.ResponseWriter) { w.Header()["x-amz-request-id"] = []string{"REQ"} }, hdr: "x-amz-request-id", val: "REQ"},
 		{name: "invalid range size", err: s3err.New(s3err.InvalidRange, "").With("RangeRequested", "bytes=9-").With("ActualObjectSize", "5"), status: 416,

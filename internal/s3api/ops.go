@@ -79,9 +79,16 @@ type op struct {
 	// it has read what the decision depends on (PutObjectTagging: the tags
 	// of its body, for s3:RequestObjectTag conditions).
 	perKey bool
-	body   bodyKind // what the pipeline does with the body
-	limit  int64    // for bodyXML: the largest body accepted
-	handle func(*Handler, http.ResponseWriter, *http.Request, *request) error
+	// public says the request is neither authenticated nor authorized,
+	// and action is empty: a CORS preflight, which S3 answers from the
+	// bucket's CORS rules alone, whatever credentials it carries.
+	public bool
+	// anyQuery says the row matches whatever sub-resources the query
+	// names: a preflight carries those of the request it precedes.
+	anyQuery bool
+	body     bodyKind // what the pipeline does with the body
+	limit    int64    // for bodyXML: the largest body accepted
+	handle   func(*Handler, http.ResponseWriter, *http.Request, *request) error
 }
 
 // ops lists every operation Coffer serves. For each (method, scope), rows
@@ -100,6 +107,7 @@ var ops = []op{
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
 	{name: "GetBucketTagging", method: http.MethodGet, scope: scopeBucket, query: "tagging", action: iam.GetBucketTagging, handle: (*Handler).getBucketTagging},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
+	{name: "GetBucketCors", method: http.MethodGet, scope: scopeBucket, query: "cors", action: iam.GetBucketCORS, handle: (*Handler).getBucketCORS},
 	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
 	{name: "ListObjectsV2", method: http.MethodGet, scope: scopeBucket, query: "list-type=2", action: iam.ListBucket, handle: (*Handler).listObjectsV2},
 	{name: "ListObjects", method: http.MethodGet, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).listObjects},
@@ -108,11 +116,15 @@ var ops = []op{
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
 	{name: "PutBucketTagging", method: http.MethodPut, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketTagging},
 	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
+	{name: "PutBucketCors", method: http.MethodPut, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketCORS},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
 	{name: "DeleteBucketTagging", method: http.MethodDelete, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, handle: (*Handler).deleteBucketTagging},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
+	// S3 authorizes DeleteBucketCors with s3:PutBucketCORS.
+	{name: "DeleteBucketCors", method: http.MethodDelete, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, handle: (*Handler).deleteBucketCORS},
 	{name: "DeleteBucket", method: http.MethodDelete, scope: scopeBucket, action: iam.DeleteBucket, handle: (*Handler).deleteBucket},
+	{name: "OptionsBucket", method: http.MethodOptions, scope: scopeBucket, public: true, anyQuery: true, handle: (*Handler).preflight},
 
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
@@ -132,6 +144,7 @@ var ops = []op{
 	{name: "AbortMultipartUpload", method: http.MethodDelete, scope: scopeObject, query: "uploadId", action: iam.AbortMultipartUpload, handle: (*Handler).abortMultipartUpload},
 	{name: "DeleteObjectTagging", method: http.MethodDelete, scope: scopeObject, query: "tagging", action: iam.DeleteObjectTagging, versionAction: iam.DeleteObjectVersionTagging, handle: (*Handler).deleteObjectTagging},
 	{name: "DeleteObject", method: http.MethodDelete, scope: scopeObject, action: iam.DeleteObject, versionAction: iam.DeleteObjectVersion, handle: (*Handler).deleteObject},
+	{name: "OptionsObject", method: http.MethodOptions, scope: scopeObject, public: true, anyQuery: true, handle: (*Handler).preflight},
 }
 
 // opNotImplemented answers every request no row of ops matches: an S3
@@ -153,10 +166,10 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "delete": true, "location": true, "policy": true, "policyStatus": true, "tagging": true,
-	"uploadId": true, "uploads": true, "versioning": true, "versions": true, "attributes": true,
+	"acl": true, "attributes": true, "cors": true, "delete": true, "location": true, "policy": true,
+	"policyStatus": true, "tagging": true, "uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
-	"abac": true, "accelerate": true, "analytics": true, "cors": true,
+	"abac": true, "accelerate": true, "analytics": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,

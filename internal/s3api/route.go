@@ -103,6 +103,9 @@ func matchOp(method string, sc scope, q url.Values, h http.Header) *op {
 		if o.method != method || o.scope != sc {
 			continue
 		}
+		if o.anyQuery {
+			return o
+		}
 		if o.query != "" {
 			if !hasQuery(q, o.query) {
 				continue

@@ -90,7 +90,10 @@ func TestParseOp(t *testing.T) {
 		{name: "ListObjectVersions", line: "GET /?versions", host: "bucket.s3.example.com", op: "ListObjectVersions", bucket: "bucket"},
 		{name: "PutBucketVersioning", line: "PUT /?versioning", host: "bucket.s3.example.com", op: "PutBucketVersioning", bucket: "bucket"},
 		{name: "GetBucketLifecycle", line: "GET /?lifecycle", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
-		{name: "DeleteBucketCors", line: "DELETE /?cors", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
+		{name: "DeleteBucketCors", line: "DELETE /?cors", host: "bucket.s3.example.com", op: "DeleteBucketCors", bucket: "bucket"},
+		{name: "GetBucketCors", line: "GET /?cors", host: "bucket.s3.example.com", op: "GetBucketCors", bucket: "bucket"},
+		{name: "PutBucketCors", line: "PUT /?cors", host: "bucket.s3.example.com", op: "PutBucketCors", bucket: "bucket"},
+		{name: "POST cors", line: "POST /?cors", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
 		{name: "PutBucketPolicy", line: "PUT /?policy", host: "bucket.s3.example.com", op: "PutBucketPolicy", bucket: "bucket"},
 		{name: "RestoreObject", line: "POST /k?restore", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "SelectObjectContent", line: "POST /k?select&select-type=2", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
@@ -100,7 +103,16 @@ func TestParseOp(t *testing.T) {
 		{name: "HEAD uploadId", line: "HEAD /k?uploadId=x", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "POST object plain", line: "POST /k", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "k"},
 		{name: "PATCH", line: "PATCH /b/k", host: "localhost", op: "NotImplemented", bucket: "b", key: "k"},
-		{name: "OPTIONS", line: "OPTIONS /b/k", host: "localhost", op: "NotImplemented", bucket: "b", key: "k"},
+
+		// Preflights (RESTOPTIONSobject) route to the preflight whatever
+		// sub-resources they carry, so they never reach another handler.
+		{name: "OPTIONS object", line: "OPTIONS /b/k", host: "localhost", op: "OptionsObject", bucket: "b", key: "k"},
+		{name: "OPTIONS bucket", line: "OPTIONS /b", host: "localhost", op: "OptionsBucket", bucket: "b"},
+		{name: "OPTIONS vhost object", line: "OPTIONS /exampleobject", host: "examplebucket.s3.example.com", headers: "Origin: http://www.example.com\r\nAccess-Control-Request-Method: PUT\r\n", op: "OptionsObject", bucket: "examplebucket", key: "exampleobject"},
+		{name: "OPTIONS uploads", line: "OPTIONS /b/k?uploads", host: "localhost", op: "OptionsObject", bucket: "b", key: "k"},
+		{name: "OPTIONS tagging", line: "OPTIONS /b?tagging", host: "localhost", op: "OptionsBucket", bucket: "b"},
+		{name: "OPTIONS presigned", line: "OPTIONS /b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=00", host: "localhost", op: "OptionsObject", bucket: "b", key: "k"},
+		{name: "OPTIONS service", line: "OPTIONS /", host: "localhost", op: "NotImplemented"},
 
 		// Keys with odd bytes.
 		{name: "key space", line: "GET /b/a%20b", host: "localhost", op: "GetObject", bucket: "b", key: "a b"},
@@ -171,8 +183,11 @@ func TestOpsOrder(t *testing.T) {
 			t.Errorf("ops %s and %s are indistinguishable (%s)", prev, o.name, sig)
 		}
 		seen[sig] = o.name
-		if o.handle == nil || o.action == "" || o.name == "" {
+		if o.handle == nil || (o.action == "") != o.public || o.name == "" {
 			t.Errorf("op %q is incomplete", o.name)
+		}
+		if o.public && (o.body != bodyNone || o.perKey) {
+			t.Errorf("public op %s reads a body or authorizes per key", o.name)
 		}
 		if o.body == bodyXML && o.limit <= 0 {
 			t.Errorf("op %s reads XML without a limit", o.name)
@@ -205,6 +220,7 @@ func FuzzParseOp(f *testing.F) {
 		"GET /?list-type=2 HTTP/1.1\r\nHost: b.s3.example.com:80\r\n\r\n",
 		"DELETE //x?tagging HTTP/1.1\r\nHost: b.s3.example.com\r\n\r\n",
 		"POST /b?delete HTTP/1.1\r\nHost: [::1]:9000\r\n\r\n",
+		"OPTIONS /b/k?uploads HTTP/1.1\r\nHost: localhost\r\nOrigin: https://a.example\r\nAccess-Control-Request-Method: POST\r\n\r\n",
 	} {
 		f.Add(s)
 	}
@@ -231,6 +247,9 @@ func FuzzParseOp(f *testing.F) {
 		}
 		if rt.op.scope == scopeObject && rt.key == "" && rt.op != &opNotImplemented {
 			t.Fatalf("object op %s without a key", rt.op.name)
+		}
+		if (r.Method == http.MethodOptions) != rt.op.public && rt.op != &opNotImplemented {
+			t.Fatalf("%s routed to %s", r.Method, rt.op.name)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/coffer-s3/coffer/internal/cors"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
@@ -81,8 +82,10 @@ func writeXML(w http.ResponseWriter, status int, v any) error {
 }
 
 // keptOnError are the response headers an error response keeps; whatever
-// else a handler set before failing is dropped. A read-only lookup table.
-var keptOnError = [...]string{"x-amz-request-id", "x-amz-id-2", "Server"}
+// else a handler set before failing is dropped. The CORS headers are kept
+// so that a browser lets the page read the error. A read-only lookup
+// table.
+var keptOnError = append([]string{"x-amz-request-id", "x-amz-id-2", "Server"}, cors.ResponseHeaders[:]...)
 
 // keptOnNotModified are the headers a 304 keeps besides keptOnError: RFC
 // 9110 §15.4.5 wants the validators a 200 would have sent. A read-only

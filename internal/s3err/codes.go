@@ -10,9 +10,11 @@ type Code string
 // https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html#ErrorCodeList
 const (
 	AccessDenied                      Code = "AccessDenied"
+	AccessForbidden                   Code = "AccessForbidden"
 	AuthorizationHeaderMalformed      Code = "AuthorizationHeaderMalformed"
 	AuthorizationQueryParametersError Code = "AuthorizationQueryParametersError"
 	BadDigest                         Code = "BadDigest"
+	BadRequest                        Code = "BadRequest"
 	BucketAlreadyExists               Code = "BucketAlreadyExists"
 	BucketAlreadyOwnedByYou           Code = "BucketAlreadyOwnedByYou"
 	BucketNotEmpty                    Code = "BucketNotEmpty"
@@ -46,6 +48,7 @@ const (
 	MissingSecurityHeader             Code = "MissingSecurityHeader"
 	NoSuchBucket                      Code = "NoSuchBucket"
 	NoSuchBucketPolicy                Code = "NoSuchBucketPolicy"
+	NoSuchCORSConfiguration           Code = "NoSuchCORSConfiguration"
 	NoSuchKey                         Code = "NoSuchKey"
 	NoSuchTagSet                      Code = "NoSuchTagSet"
 	NoSuchUpload                      Code = "NoSuchUpload"
@@ -71,13 +74,20 @@ type info struct {
 	Message string
 }
 
+// msgCORSNotAllowed is S3's answer to a CORS preflight that no rule allows,
+// "evalution" included.
+const msgCORSNotAllowed = "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, " +
+	"request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec."
+
 // table is the only place that maps an S3 error code to its HTTP status and
 // default message. Messages follow the wording S3 itself uses.
 var table = map[Code]info{
 	AccessDenied:                      {http.StatusForbidden, "Access Denied."},
+	AccessForbidden:                   {http.StatusForbidden, msgCORSNotAllowed},
 	AuthorizationHeaderMalformed:      {http.StatusBadRequest, "The authorization header is malformed."},
 	AuthorizationQueryParametersError: {http.StatusBadRequest, "Error parsing the X-Amz-Credential parameter."},
 	BadDigest:                         {http.StatusBadRequest, "The Content-MD5 you specified did not match what we received."},
+	BadRequest:                        {http.StatusBadRequest, "Bad Request."},
 	BucketAlreadyExists:               {http.StatusConflict, "The requested bucket name is not available. The bucket namespace is shared by all users of the system. Please select a different name and try again."},
 	BucketAlreadyOwnedByYou:           {http.StatusConflict, "Your previous request to create the named bucket succeeded and you already own it."},
 	BucketNotEmpty:                    {http.StatusConflict, "The bucket you tried to delete is not empty."},
@@ -114,6 +124,7 @@ var table = map[Code]info{
 	MissingSecurityHeader:             {http.StatusBadRequest, "Your request was missing a required header."},
 	NoSuchBucket:                      {http.StatusNotFound, "The specified bucket does not exist."},
 	NoSuchBucketPolicy:                {http.StatusNotFound, "The bucket policy does not exist."},
+	NoSuchCORSConfiguration:           {http.StatusNotFound, "The CORS configuration does not exist"},
 	NoSuchKey:                         {http.StatusNotFound, "The specified key does not exist."},
 	NoSuchTagSet:                      {http.StatusNotFound, "The TagSet does not exist."},
 	NoSuchUpload:                      {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},

@@ -38,6 +38,25 @@ const (
 	hostID   = "ZRzGY6f3nTtBpDvjyu3mqIzbPs5TTrfdpCn2xNgrVSH4w3mnnuKzaS8oB2Q2ZAYd6mSHYlDUoHQ="
 )
 
+// corsConfig is the example of the PutBucketCors reference, with an ID
+// and a header wildcard added.
+var corsConfig = s3xml.CORSConfiguration{Rules: []s3xml.CORSRule{
+	{
+		AllowedHeaders: []string{"*"},
+		AllowedMethods: []string{"PUT", "POST", "DELETE"},
+		AllowedOrigins: []string{"http://www.example.com"},
+		ExposeHeaders:  []string{"x-amz-server-side-encryption"},
+		ID:             "writers",
+		MaxAgeSeconds:  maxAge3000(),
+	},
+	{
+		AllowedMethods: []string{"GET"},
+		AllowedOrigins: []string{"*"},
+	},
+}}
+
+func maxAge3000() *int { n := 3000; return &n }
+
 // goldenCases returns every document s3xml writes, by golden file name.
 // Each renders itself to w.
 func goldenCases() []struct {
@@ -138,6 +157,7 @@ func goldenCases() []struct {
 		{"LocationConstraint-us-east-1", enc(s3xml.LocationConstraint{})},
 		{"VersioningConfiguration", enc(s3xml.VersioningConfiguration{Status: "Enabled", MFADelete: "Disabled"})},
 		{"VersioningConfiguration-never", enc(s3xml.VersioningConfiguration{})},
+		{"CORSConfiguration", enc(corsConfig)},
 		{"InitiateMultipartUploadResult", enc(s3xml.InitiateMultipartUploadResult{
 			Bucket: "example-bucket", Key: "example-object", UploadID: uploadID,
 		})},

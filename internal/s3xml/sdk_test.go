@@ -286,6 +286,20 @@ func sdkCases() []sdkCase {
 			want: &s3.GetBucketVersioningOutput{},
 		},
 		{
+			name: "GetBucketCors", golden: "CORSConfiguration",
+			call: func(ctx context.Context, c *s3.Client) (any, error) {
+				return c.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: bucket})
+			},
+			want: &s3.GetBucketCorsOutput{CORSRules: []types.CORSRule{
+				{
+					AllowedHeaders: []string{"*"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
+					AllowedOrigins: []string{"http://www.example.com"}, ExposeHeaders: []string{"x-amz-server-side-encryption"},
+					ID: aws.String("writers"), MaxAgeSeconds: aws.Int32(3000),
+				},
+				{AllowedMethods: []string{"GET"}, AllowedOrigins: []string{"*"}},
+			}},
+		},
+		{
 			name: "CreateMultipartUpload", golden: "InitiateMultipartUploadResult",
 			call: func(ctx context.Context, c *s3.Client) (any, error) {
 				return c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: bucket, Key: key})
@@ -480,6 +494,28 @@ func sdkCases() []sdkCase {
 				return v, err
 			},
 			wantRequest: s3xml.VersioningConfiguration{Status: "Suspended"},
+		},
+		{
+			name: "PutBucketCors",
+			call: func(ctx context.Context, c *s3.Client) (any, error) {
+				_, err := c.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: bucket, CORSConfiguration: &types.CORSConfiguration{
+					CORSRules: []types.CORSRule{
+						{
+							AllowedHeaders: []string{"*"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
+							AllowedOrigins: []string{"http://www.example.com"}, ExposeHeaders: []string{"x-amz-server-side-encryption"},
+							ID: aws.String("writers"), MaxAgeSeconds: aws.Int32(3000),
+						},
+						{AllowedMethods: []string{"GET"}, AllowedOrigins: []string{"*"}},
+					},
+				}})
+				return nil, err
+			},
+			decode: func(r io.Reader, limit int64) (any, error) {
+				var v s3xml.CORSConfiguration
+				err := s3xml.Decode(r, limit, &v)
+				return v, err
+			},
+			wantRequest: corsConfig,
 		},
 	}
 }

@@ -194,6 +194,20 @@ def main():
     check(not lv.get("Versions") and not lv.get("DeleteMarkers"), "object_versions.delete() removed every version")
     s3.delete_bucket(Bucket=vb)
 
+    # CORS: botocore sends the checksum PutBucketCors requires.
+    code, status = error_code(s3.get_bucket_cors, Bucket=bucket)
+    check((code, status) == ("NoSuchCORSConfiguration", 404), "get_bucket_cors without one: %s %s" % (code, status))
+    rules = [{"ID": "app", "AllowedOrigins": ["https://app.example.com"], "AllowedMethods": ["GET", "PUT"],
+              "AllowedHeaders": ["*"], "ExposeHeaders": ["ETag"], "MaxAgeSeconds": 600}]
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": rules})
+    check(s3.get_bucket_cors(Bucket=bucket)["CORSRules"] == rules, "get_bucket_cors returns the rules put")
+    code, status = error_code(s3.put_bucket_cors, Bucket=bucket,
+                              CORSConfiguration={"CORSRules": [{"AllowedOrigins": ["*"], "AllowedMethods": ["PATCH"]}]})
+    check((code, status) == ("InvalidRequest", 400), "put_bucket_cors with PATCH: %s %s" % (code, status))
+    s3.delete_bucket_cors(Bucket=bucket)
+    code, status = error_code(s3.get_bucket_cors, Bucket=bucket)
+    check(status == 404, "get_bucket_cors after delete_bucket_cors: %s %s" % (code, status))
+
     # delete_objects, then the bucket.
     all_keys = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):

@@ -1,0 +1,130 @@
+package cors
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// MaxRequestHeaders is the most header names a preflight's
+// Access-Control-Request-Headers may list. Browsers list only the headers
+// a script set that are not CORS-safelisted, a handful; the bound keeps an
+// unauthenticated preflight from making the server compare a megabyte of
+// names against every rule.
+const MaxRequestHeaders = 256
+
+// Resource types of a preflight, as S3 names them in its error document.
+const (
+	ResourceBucket = "BUCKET"
+	ResourceObject = "OBJECT"
+)
+
+// Preflight is a parsed CORS preflight request (OPTIONS).
+type Preflight struct {
+	Origin string
+	// Method is the Access-Control-Request-Method: one of Methods.
+	Method string
+	// Headers are the names of Access-Control-Request-Headers, in lower
+	// case, in the order sent; nil when there are none.
+	Headers []string
+}
+
+// ParsePreflight reads a preflight's headers. Like S3 it answers
+// BadRequest for a missing Origin, for a missing
+// Access-Control-Request-Method or one that is not one of Methods (S3
+// writes "null" for a missing one), and for an
+// Access-Control-Request-Headers that is not a list of header names. It
+// does no I/O.
+func ParsePreflight(h http.Header) (Preflight, error) {
+	origin := h.Get("Origin")
+	if origin == "" {
+		return Preflight{}, s3err.Newf(s3err.BadRequest, "", "Insufficient information. Origin request header needed.")
+	}
+	vs, ok := h["Access-Control-Request-Method"]
+	if !ok {
+		return Preflight{}, s3err.Newf(s3err.BadRequest, "", "Invalid Access-Control-Request-Method: null")
+	}
+	method := strings.Join(vs, ",")
+	if !IsMethod(method) {
+		return Preflight{}, s3err.Newf(s3err.BadRequest, "", "Invalid Access-Control-Request-Method: "+method)
+	}
+	headers, err := ParseRequestHeaders(strings.Join(h["Access-Control-Request-Headers"], ","))
+	if err != nil {
+		return Preflight{}, err
+	}
+	return Preflight{Origin: origin, Method: method, Headers: headers}, nil
+}
+
+// ParseRequestHeaders splits an Access-Control-Request-Headers value into
+// header names in lower case, as S3 echoes them in
+// Access-Control-Allow-Headers. Whitespace around names is dropped and
+// empty or whitespace-only values list none; a name that is empty or not
+// an RFC 9110 token is BadRequest with S3's message, and so is a list of
+// more than MaxRequestHeaders names.
+func ParseRequestHeaders(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	names := strings.Split(v, ",")
+	if len(names) > MaxRequestHeaders {
+		return nil, s3err.Newf(s3err.BadRequest, "", "Access-Control-Request-Headers names more than 256 headers.")
+	}
+	for i, raw := range names {
+		name := strings.Trim(raw, " \t")
+		if !isToken(name) {
+			return nil, s3err.Newf(s3err.BadRequest, "", `Access-Control-Request-Headers "`+raw+`" contains invalid character.`)
+		}
+		names[i] = strings.ToLower(name)
+	}
+	return names, nil
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token, what a header
+// name must be.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Answer returns the rule of c that allows p, or S3's refusal:
+// AccessForbidden "CORS is not enabled for this bucket" when c is nil (the
+// bucket has no configuration), AccessForbidden with S3's "not allowed"
+// message when no rule matches. Both name p's method and resourceType
+// (ResourceBucket or ResourceObject) in the error document, as S3 does.
+func (p Preflight) Answer(c *Config, resourceType string) (*Rule, error) {
+	if c == nil {
+		return nil, s3err.Newf(s3err.AccessForbidden, "", "CORSResponse: CORS is not enabled for this bucket.").
+			With("Method", p.Method).With("ResourceType", resourceType)
+	}
+	if r := c.Match(p.Origin, p.Method, p.Headers); r != nil {
+		return r, nil
+	}
+	return nil, s3err.New(s3err.AccessForbidden, "").With("Method", p.Method).With("ResourceType", resourceType)
+}
+
+// ActualMethod returns the method an actual (not preflight) request with
+// headers h and HTTP method method is matched with: its
+// Access-Control-Request-Method if it sends one, as S3 does (browsers send
+// it only in preflights), else method. It returns "" when the request
+// names a method no rule can allow, which matches nothing.
+func ActualMethod(h http.Header, method string) string {
+	if vs, ok := h["Access-Control-Request-Method"]; ok {
+		method = strings.Join(vs, ",")
+	}
+	if !IsMethod(method) {
+		return ""
+	}
+	return method
+}
