@@ -171,7 +171,7 @@ func TestWithIAMBuckets(t *testing.T) {
 	}
 	root := newTestClient(t, h, rootCred)
 	for _, b := range []string{"alice-photos", "alice-docs", "bob-stuff"} {
-		mustDo(t, "create "+b, svc.CreateBucket(ctx, b, ""))
+		mustDo(t, "create "+b, svc.CreateBucket(ctx, b, objects.CreateBucketInput{}))
 	}
 	for i, size := range []int{5, 1000, 0} {
 		_, err := svc.PutObject(ctx, "alice-photos", string(rune('a'+i)), objects.PutInput{Size: int64(size)}, bytes.NewReader(make([]byte, size)))

@@ -22,7 +22,7 @@ import (
 func (s *adminServer) fill(t *testing.T, bucket string, sizes ...int) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.objects.CreateBucket(ctx, bucket, ""); err != nil {
+	if err := s.objects.CreateBucket(ctx, bucket, objects.CreateBucketInput{}); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range sizes {

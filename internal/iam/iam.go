@@ -20,7 +20,9 @@ package iam
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -79,6 +81,10 @@ const (
 	DeleteObjectTagging        Action = "s3:DeleteObjectTagging"
 	DeleteObjectVersionTagging Action = "s3:DeleteObjectVersionTagging"
 	GetBucketTagging           Action = "s3:GetBucketTagging"
+	GetBucketOwnership         Action = "s3:GetBucketOwnershipControls"
+	PutBucketOwnership         Action = "s3:PutBucketOwnershipControls"
+	GetObjectVersionAcl        Action = "s3:GetObjectVersionAcl"
+	PutObjectVersionAcl        Action = "s3:PutObjectVersionAcl"
 	PutBucketTagging           Action = "s3:PutBucketTagging"
 	NotImplementedAction       Action = "s3:*"
 )
@@ -99,6 +105,11 @@ type Request struct {
 	Bucket    string // "" for service-level and admin actions
 	Key       string // "" for bucket-level actions
 	Cond      Conditions
+	// ACL, if set, reports whether the resource's access control list
+	// grants the request (S3 ACLs: see package acl). It is consulted only
+	// when no policy allows the request, and never overrides an explicit
+	// Deny or an access key's scope.
+	ACL func() bool
 }
 
 // Conditions are the request facts policy conditions may test. Zero
@@ -242,6 +253,48 @@ func (m *IAM) SecretKey(_ context.Context, accessKeyID string) (string, error) {
 	return k.secret, nil
 }
 
+// CanonicalID returns the canonical user ID of p, which S3 shows as the
+// owner of its buckets and objects and which ACL grants name: 64 hex
+// digits derived from the user's name (stable across its keys), or from
+// "root"; "" for an anonymous principal.
+func CanonicalID(p Principal) string {
+	switch {
+	case p.Anonymous:
+		return ""
+	case p.Root:
+		return canonicalID("root")
+	}
+	return canonicalID("user:" + p.User)
+}
+
+func canonicalID(name string) string {
+	sum := sha256.Sum256([]byte("coffer-canonical:" + name))
+	return hex.EncodeToString(sum[:])
+}
+
+// DisplayName returns the display name S3 shows with p's canonical ID:
+// the user's name, or "root".
+func DisplayName(p Principal) string {
+	if p.Root {
+		return "root"
+	}
+	return p.User
+}
+
+// CanonicalUser returns the principal whose canonical ID is id: root or a
+// user that exists now. An ACL grant may name only those.
+func (m *IAM) CanonicalUser(id string) (Principal, bool) {
+	if id == canonicalID("root") {
+		return Principal{Root: true}, true
+	}
+	for name := range m.snap.Load().users {
+		if canonicalID("user:"+name) == id {
+			return Principal{User: name}, true
+		}
+	}
+	return Principal{}, false
+}
+
 // Principal returns the principal for an authenticated access key.
 func (m *IAM) Principal(accessKeyID string) Principal {
 	if m.isRoot(accessKeyID) {
@@ -284,7 +337,15 @@ func (m *IAM) decide(rq *Request) bool {
 		bp = (*m.bp.Load())[rq.Bucket]
 	}
 	if rq.Principal.Anonymous {
-		return bp != nil && bp.Evaluate(&c) == policy.Allow
+		if bp != nil {
+			switch bp.Evaluate(&c) {
+			case policy.Deny:
+				return false
+			case policy.Allow:
+				return true
+			}
+		}
+		return rq.ACL != nil && rq.ACL()
 	}
 	k, ok := m.snap.Load().keys[rq.Principal.AccessKeyID]
 	if !ok || !k.usable(c.CurrentTime) {
@@ -313,7 +374,9 @@ func (m *IAM) decide(rq *Request) bool {
 	if rq.Action == ListAllMyBuckets {
 		return true // no explicit deny: CanSeeBucket filters
 	}
-	return allowed
+	// An ACL grant allows what no policy does, but never against an
+	// explicit Deny or outside a key's scope (both checked above).
+	return allowed || rq.ACL != nil && rq.ACL()
 }
 
 // context returns the policy evaluation context of rq.

@@ -10,6 +10,14 @@ import (
 
 // CreateBucket creates b. It returns ErrConflict if the bucket exists.
 func (db *DB) CreateBucket(ctx context.Context, b Bucket) error {
+	return db.CreateBucketWith(ctx, b, nil)
+}
+
+// CreateBucketWith creates b with configuration documents (by name, see
+// PutBucketConfig) in the same batch, so that a bucket never exists
+// without them (an ACL given at creation, say). It returns ErrConflict if
+// the bucket exists.
+func (db *DB) CreateBucketWith(ctx context.Context, b Bucket, configs map[string][]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -30,6 +38,12 @@ func (db *DB) CreateBucket(ctx context.Context, b Bucket) error {
 	// An explicit zero, replacing whatever a bucket of the same name left
 	// (DeleteBucket removes it, so nothing should be there).
 	batch.set(usageKey(nil, b.Name), appendUsage(nil, Usage{}))
+	for name, doc := range configs {
+		if name == "" || doc == nil {
+			return fmt.Errorf("meta: bucket %s: configuration %q without a document", b.Name, name)
+		}
+		batch.set(configKey(b.Name, name), doc)
+	}
 	if err := batch.commit(db.sync); err != nil {
 		return fmt.Errorf("meta: commit bucket %s: %w", b.Name, err)
 	}

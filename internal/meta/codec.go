@@ -343,21 +343,22 @@ func decodeData(v []byte) (versionID, data []byte, err error) {
 }
 
 // Bucket records: version 1 held the region and creation time; version 2
-// adds the versioning state. Version 1 records are still read (as
-// unversioned buckets).
-const bucketVersion = 2
+// adds the versioning state, version 3 the owner. Older records are still
+// read (unversioned, owner unknown).
+const bucketVersion = 3
 
 func appendBucket(b []byte, x *Bucket) []byte {
 	b = append(b, bucketVersion)
 	b = appendString(b, x.Region)
 	b = appendTime(b, x.Created)
-	return binary.AppendUvarint(b, uint64(x.Versioning))
+	b = binary.AppendUvarint(b, uint64(x.Versioning))
+	return appendString(b, x.Owner)
 }
 
 func decodeBucket(name string, b []byte) (Bucket, error) {
 	x := Bucket{Name: name}
 	d := decoder{b: b}
-	v := d.version(recordVersion, bucketVersion)
+	v := d.version(recordVersion, 2, bucketVersion)
 	x.Region = d.string()
 	x.Created = d.time()
 	if v >= 2 {
@@ -366,6 +367,9 @@ func decodeBucket(name string, b []byte) (Bucket, error) {
 		} else {
 			x.Versioning = Versioning(s)
 		}
+	}
+	if v >= 3 {
+		x.Owner = d.string()
 	}
 	return x, d.end()
 }

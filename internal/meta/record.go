@@ -8,6 +8,9 @@ type Bucket struct {
 	Region     string
 	Created    time.Time
 	Versioning Versioning
+	// Owner is the canonical ID of the principal that created the bucket;
+	// "" for buckets created before owners were recorded (root's).
+	Owner string
 }
 
 // Versioning is a bucket's versioning state. A bucket starts Unversioned;

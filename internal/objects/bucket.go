@@ -22,16 +22,39 @@ func (s *Service) ListBuckets(ctx context.Context) ([]Bucket, error) {
 	return out, nil
 }
 
+// CreateBucketInput describes a CreateBucket.
+type CreateBucketInput struct {
+	Region string // LocationConstraint as given; the caller checks it against the server's
+	Owner  string // canonical ID of the creator
+	// ACL is the bucket's access control list in its stored form (package
+	// acl), nil for the default (private); Ownership its Object Ownership
+	// setting, "" for the default. Both are stored with the bucket,
+	// atomically.
+	ACL       []byte
+	Ownership string
+}
+
 // CreateBucket creates a bucket. Errors: InvalidBucketName,
-// BucketAlreadyOwnedByYou. region is recorded as given; the caller checks
-// it against the server's.
-func (s *Service) CreateBucket(ctx context.Context, name, region string) error {
+// BucketAlreadyOwnedByYou (the caller owns a bucket of that name),
+// BucketAlreadyExists (someone else does).
+func (s *Service) CreateBucket(ctx context.Context, name string, in CreateBucketInput) error {
 	ctx = writeContext(ctx)
 	if err := checkBucketName(name); err != nil {
 		return err
 	}
-	err := s.db.CreateBucket(ctx, meta.Bucket{Name: name, Region: region, Created: s.clock()})
+	configs := map[string][]byte{}
+	if in.ACL != nil {
+		configs[string(ConfigACL)] = in.ACL
+	}
+	if in.Ownership != "" {
+		configs[string(ConfigOwnership)] = []byte(in.Ownership)
+	}
+	err := s.db.CreateBucketWith(ctx, meta.Bucket{Name: name, Region: in.Region, Created: s.clock(), Owner: in.Owner}, configs)
 	if errors.Is(err, meta.ErrConflict) {
+		b, berr := s.db.Bucket(ctx, name)
+		if berr == nil && b.Owner != "" && in.Owner != "" && b.Owner != in.Owner {
+			return s3err.New(s3err.BucketAlreadyExists, name).With("BucketName", name)
+		}
 		return s3err.New(s3err.BucketAlreadyOwnedByYou, name).With("BucketName", name)
 	}
 	if err != nil {
@@ -53,7 +76,7 @@ func (s *Service) HeadBucket(ctx context.Context, name string) (Bucket, error) {
 }
 
 func bucketInfo(b meta.Bucket) Bucket {
-	return Bucket{Name: b.Name, Region: b.Region, Created: b.Created, Versioning: b.Versioning.String()}
+	return Bucket{Name: b.Name, Region: b.Region, Created: b.Created, Versioning: b.Versioning.String(), Owner: b.Owner}
 }
 
 // PutBucketVersioning sets a bucket's versioning to status "Enabled" or

@@ -51,10 +51,10 @@ func TestCheckBucketName(t *testing.T) {
 func TestBuckets(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t) // has "bkt"
-	wantCode(t, "CreateBucket(invalid)", e.s.CreateBucket(ctx, "Bad_Name", ""), s3err.InvalidBucketName)
-	wantCode(t, "CreateBucket(existing)", e.s.CreateBucket(ctx, "bkt", ""), s3err.BucketAlreadyOwnedByYou)
+	wantCode(t, "CreateBucket(invalid)", e.s.CreateBucket(ctx, "Bad_Name", CreateBucketInput{Region: ""}), s3err.InvalidBucketName)
+	wantCode(t, "CreateBucket(existing)", e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Region: ""}), s3err.BucketAlreadyOwnedByYou)
 	for _, n := range []string{"zeta", "alpha"} {
-		if err := e.s.CreateBucket(ctx, n, "eu-west-1"); err != nil {
+		if err := e.s.CreateBucket(ctx, n, CreateBucketInput{Region: "eu-west-1"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -123,6 +123,7 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		Modified:  now,
 		Meta:      u.Meta,
 		Tags:      u.Tags,
+		ACL:       u.ACL,
 		UploadID:  u.ID,
 		PartSizes: make([]int64, len(chosen)),
 	}

@@ -50,7 +50,7 @@ func TestBucketConfig(t *testing.T) {
 	if err := e.s.DeleteBucket(ctx, "bkt"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.s.CreateBucket(ctx, "bkt", ""); err != nil {
+	if err := e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Region: ""}); err != nil {
 		t.Fatal(err)
 	}
 	check("bucket made again", "bkt", result{}, result{})

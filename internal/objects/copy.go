@@ -73,6 +73,7 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 	if in.ReplaceTags {
 		rec.Tags = toMetaTags(in.Tags)
 	}
+	rec.ACL = in.ACL
 	info, err := s.commit(ctx, bucket, key, in.Cond, rec, data)
 	if err != nil {
 		return CopyResult{}, err

@@ -48,7 +48,7 @@ func newEnvSync(t testing.TB, cfg Config, sync bool) *env {
 	t.Helper()
 	e := &env{store: memblob.New(), dir: t.TempDir(), sync: sync}
 	e.open(t, cfg, e.store)
-	if err := e.s.CreateBucket(context.Background(), "bkt", ""); err != nil {
+	if err := e.s.CreateBucket(context.Background(), "bkt", CreateBucketInput{Region: ""}); err != nil {
 		t.Fatal(err)
 	}
 	return e

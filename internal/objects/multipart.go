@@ -38,7 +38,7 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string,
 	now := s.clock()
 	u := meta.Upload{
 		Bucket: bucket, Key: key, ID: newUploadID(now), Initiated: now, Meta: toMetaMetadata(in.Meta),
-		ChecksumAlgorithm: string(in.ChecksumAlgorithm), ChecksumType: typ, Tags: toMetaTags(in.Tags),
+		ChecksumAlgorithm: string(in.ChecksumAlgorithm), ChecksumType: typ, Tags: toMetaTags(in.Tags), ACL: in.ACL,
 	}
 	if err := s.db.CreateUpload(ctx, u); err != nil {
 		return Upload{}, s.writeErr(err, bucket, key)

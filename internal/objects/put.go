@@ -76,6 +76,7 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 	}
 	rec := s.newRecord(in.Size, in.Meta, d.alg, data)
 	rec.Tags = toMetaTags(in.Tags)
+	rec.ACL = in.ACL
 	return s.commit(ctx, bucket, key, in.Cond, rec, data)
 }
 

@@ -48,7 +48,7 @@ func newCountingEnv(t *testing.T) (*env, *countingStore) {
 	cs := &countingStore{Store: memblob.New()}
 	e := &env{store: cs.Store.(*memblob.Store), dir: t.TempDir()}
 	e.open(t, Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock}, cs)
-	if err := e.s.CreateBucket(context.Background(), "bkt", ""); err != nil {
+	if err := e.s.CreateBucket(context.Background(), "bkt", CreateBucketInput{Region: ""}); err != nil {
 		t.Fatal(err)
 	}
 	return e, cs

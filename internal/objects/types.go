@@ -13,6 +13,7 @@ type Bucket struct {
 	Region     string // LocationConstraint given at creation; "" for the default region
 	Created    time.Time
 	Versioning string // "", "Enabled" or "Suspended", as GetBucketVersioning reports it
+	Owner      string // canonical ID of the creator; "" for a bucket from before owners were recorded
 }
 
 // Metadata is what a client stores with an object besides its bytes: the
@@ -120,7 +121,8 @@ type PutInput struct {
 	ContentMD5 string // base64 as sent; "" if absent. Mismatch is BadDigest.
 	Checksum   ChecksumInput
 	Meta       Metadata
-	Tags       []Tag // x-amz-tagging
+	Tags       []Tag  // x-amz-tagging
+	ACL        []byte // the object's ACL in stored form (package acl); nil: private to the bucket's owner
 	Cond       WriteConditions
 }
 
@@ -133,6 +135,7 @@ type CopyInput struct {
 	Meta              Metadata // used when ReplaceMeta
 	ReplaceTags       bool     // x-amz-tagging-directive: REPLACE
 	Tags              []Tag    // used when ReplaceTags
+	ACL               []byte   // the copy's ACL, as PutInput.ACL (S3 never copies an ACL)
 	Cond              WriteConditions
 	ChecksumAlgorithm checksum.Algorithm // x-amz-checksum-algorithm for the new object; "" keeps the source's
 }
@@ -140,7 +143,8 @@ type CopyInput struct {
 // CreateUploadInput describes a CreateMultipartUpload.
 type CreateUploadInput struct {
 	Meta              Metadata
-	Tags              []Tag // the object's tags (x-amz-tagging)
+	Tags              []Tag  // the object's tags (x-amz-tagging)
+	ACL               []byte // the object's ACL, as PutInput.ACL
 	ChecksumAlgorithm checksum.Algorithm
 	ChecksumType      string // "COMPOSITE" (default when an algorithm is set) or "FULL_OBJECT"
 }

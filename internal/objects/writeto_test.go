@@ -37,7 +37,7 @@ func TestBlockReaderSendfile(t *testing.T) {
 	e := &env{dir: t.TempDir()}
 	e.open(t, Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock}, store)
 	ctx := context.Background()
-	if err := e.s.CreateBucket(ctx, "bkt", ""); err != nil {
+	if err := e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Region: ""}); err != nil {
 		t.Fatal(err)
 	}
 	data := randBytes(3*testBlock+100, 4)
@@ -112,7 +112,7 @@ func TestBlockReaderWriteToPlain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &env{store: memblob.New(), dir: t.TempDir()}
 			e.open(t, Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock}, plainStore{e.store, tc.extra})
-			if err := e.s.CreateBucket(context.Background(), "bkt", ""); err != nil {
+			if err := e.s.CreateBucket(context.Background(), "bkt", CreateBucketInput{Region: ""}); err != nil {
 				t.Fatal(err)
 			}
 			data := randBytes(2*testBlock+5, 5)
@@ -139,7 +139,7 @@ func TestBlockReaderWriteToPlain(t *testing.T) {
 func TestBlockReaderWriteToOverlong(t *testing.T) {
 	e := &env{store: memblob.New(), dir: t.TempDir()}
 	e.open(t, Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock}, longStore{e.store})
-	if err := e.s.CreateBucket(context.Background(), "bkt", ""); err != nil {
+	if err := e.s.CreateBucket(context.Background(), "bkt", CreateBucketInput{Region: ""}); err != nil {
 		t.Fatal(err)
 	}
 	e.put(t, "k", randBytes(2*testBlock+5, 6))

@@ -44,7 +44,8 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 	if key != "" && tagConditionActions[action] {
 		c.ExistingObjectTags = h.existingTags(r, rq, bucket, key)
 	}
-	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c})
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c,
+		ACL: h.aclGrants(r, rq, action, bucket, key)})
 }
 
 // tagConditionActions are the actions on an existing object whose

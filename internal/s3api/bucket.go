@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/acl"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -81,32 +83,32 @@ func (h *Handler) bucketRegion(b objects.Bucket) string {
 	return h.cfg.Region
 }
 
-// parseCreateBucket checks the headers of a CreateBucket. Coffer has one
-// owner and no ACLs or object lock; headers asking for more are
-// NotImplemented.
-func parseCreateBucket(h http.Header) error {
-	if err := checkCannedACL(h); err != nil {
-		return err
-	}
-	for _, k := range [...]string{"X-Amz-Grant-Full-Control", "X-Amz-Grant-Read", "X-Amz-Grant-Read-Acp", "X-Amz-Grant-Write", "X-Amz-Grant-Write-Acp"} {
-		if _, ok := h[k]; ok {
-			return notImplementedHeader(k)
-		}
-	}
+// parseCreateBucket checks the headers of a CreateBucket: object lock is
+// NotImplemented; x-amz-object-ownership must name a setting.
+func parseCreateBucket(h http.Header) (acl.Ownership, error) {
 	if v := h.Get("X-Amz-Bucket-Object-Lock-Enabled"); strings.EqualFold(v, "true") {
-		return notImplementedHeader("x-amz-bucket-object-lock-enabled")
+		return "", notImplementedHeader("x-amz-bucket-object-lock-enabled")
 	}
-	if v := h.Get("X-Amz-Object-Ownership"); v != "" && v != "BucketOwnerEnforced" {
-		return notImplementedHeader("x-amz-object-ownership")
+	o := acl.Ownership(h.Get("X-Amz-Object-Ownership"))
+	if o != "" && !o.Valid() {
+		return "", invalidArgument("x-amz-object-ownership", string(o), "Invalid x-amz-object-ownership header: "+string(o))
 	}
-	return nil
+	return o, nil
 }
 
 // createBucket serves CreateBucket. The optional body names the region;
 // Coffer serves one, so any other is IllegalLocationConstraintException,
 // as S3 answers a request for another region's bucket at this endpoint.
+// The caller owns the bucket; x-amz-acl or x-amz-grant-* set its ACL, and
+// x-amz-object-ownership its Object Ownership (with BucketOwnerEnforced,
+// an ACL other than private is InvalidBucketAclWithObjectOwnership).
 func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
-	if err := parseCreateBucket(r.Header); err != nil {
+	ownership, err := parseCreateBucket(r.Header)
+	if err != nil {
+		return err
+	}
+	ra, err := parseACLHeaders(r.Header, h.resolveID)
+	if err != nil {
 		return err
 	}
 	cfg, err := s3xml.DecodeCreateBucketConfiguration(rq.body, rq.op.limit)
@@ -118,7 +120,19 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *reque
 		return s3err.Newf(s3err.IllegalLocationConstraintExc, rq.bucket,
 			"The "+region+" location constraint is incompatible for the region specific endpoint this request was sent to.")
 	}
-	if err := h.objects.CreateBucket(r.Context(), rq.bucket, region); err != nil {
+	owner := bucketOwnerID(iam.CanonicalID(rq.principal))
+	a, err := ra.build(owner, owner)
+	if err != nil {
+		return err
+	}
+	in := objects.CreateBucketInput{Region: region, Owner: owner, Ownership: string(ownership)}
+	if !a.IsPrivate() {
+		if ownership == acl.BucketOwnerEnforced {
+			return s3err.New(s3err.InvalidBucketAclWithObjectOwnership, rq.bucket)
+		}
+		in.ACL = acl.Encode(a)
+	}
+	if err := h.objects.CreateBucket(r.Context(), rq.bucket, in); err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/"+rq.bucket)

@@ -32,8 +32,12 @@ func TestBucketOps(t *testing.T) {
 		"CreateBucket_MalformedXML", http.StatusBadRequest, s3err.MalformedXML)
 	hs.do(call{method: "PUT", path: "/locked", header: header("X-Amz-Bucket-Object-Lock-Enabled", "true")}).
 		want(t, http.StatusNotImplemented, s3err.NotImplemented)
-	hs.do(call{method: "PUT", path: "/public", header: header("X-Amz-Acl", "public-read")}).
+	hs.do(call{method: "PUT", path: "/execread", header: header("X-Amz-Acl", "aws-exec-read")}).
 		want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	// Another principal asking for a bucket of that name: it exists, and
+	// is not theirs.
+	bob := hs.user("bob", "readwrite")
+	goldenError(t, hs.do(call{method: "PUT", path: "/photos", cred: bob}), "CreateBucket_BucketAlreadyExists", http.StatusConflict, s3err.BucketAlreadyExists)
 
 	rp = hs.do(call{method: "GET", path: "/"}).mustStatus(t, http.StatusOK)
 	golden(t, "ListBuckets", rp.body)

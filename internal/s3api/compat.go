@@ -63,15 +63,7 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
 		hdrs = append(hdrs, "`"+strings.ToLower(h)+"`")
 	}
 	b.WriteString(strings.Join(hdrs, ", "))
-	b.WriteString(", `x-amz-storage-class` other than `STANDARD`,\nand `x-amz-acl` other than ")
-	var acls []string
-	for acl, ok := range cannedACLs {
-		if ok {
-			acls = append(acls, "`"+acl+"`")
-		}
-	}
-	slices.Sort(acls)
-	b.WriteString(strings.Join(acls, " or "))
+	b.WriteString(", `x-amz-storage-class` other than `STANDARD`,\nand `x-amz-acl: aws-exec-read`")
 	b.WriteString(`.
 
 ## Behaviour
@@ -102,10 +94,22 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   size and, for objects uploaded with a checksum, its checksum),
   StorageClass and ObjectSize, of any version; the caller needs
   ` + "`s3:GetObject`" + ` (or ` + "`s3:GetObjectVersion`" + `) besides ` + "`s3:GetObjectAttributes`" + `.
-- There are no ACLs: every bucket and object belongs to the caller's access
-  key. Get*Acl returns the owner's ` + "`FULL_CONTROL`" + ` grant; Put*Acl accepts only
-  the private ACL (canned, or a body granting the owner alone
-  ` + "`FULL_CONTROL`" + `) and answers ` + "`NotImplemented`" + ` to anything else.
+- ACLs: every bucket and object has an owner, the principal that created it
+  (its canonical ID is derived from the user, so all its keys share it; root
+  has its own), and an access control list: private unless ` + "`x-amz-acl`" + `
+  (every canned ACL but ` + "`aws-exec-read`" + `), ` + "`x-amz-grant-*`" + ` headers or an
+  AccessControlPolicy body say otherwise, on CreateBucket, PutObject,
+  CopyObject (S3 never copies an ACL), CreateMultipartUpload, PutBucketAcl and
+  PutObjectAcl (any version). Grants name Coffer principals by canonical ID
+  (an unknown one is ` + "`InvalidArgument`" + `; e-mail grantees are
+  ` + "`UnresolvableGrantByEmailAddress`" + `) or the AllUsers, AuthenticatedUsers and
+  LogDelivery groups. ACLs are enforced: a grant allows what no policy allows
+  (` + "`public-read`" + ` opens GET to anonymous callers), never against an explicit
+  Deny or outside an access key's scope. Object Ownership
+  (Put/Get/DeleteBucketOwnershipControls, ` + "`x-amz-object-ownership`" + ` on
+  CreateBucket) is ObjectWriter by default; BucketOwnerEnforced turns ACLs
+  off as in S3 (` + "`AccessControlListNotSupported`" + `). A root write without ACL
+  headers belongs to the bucket's owner.
 - GetObject serves one byte range. A Range header with several ranges, or
   one that does not parse, is ignored and the whole object is returned with
   200, as S3 does. ` + "`partNumber`" + ` selects a part and sets

@@ -110,6 +110,9 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
 		return err
 	}
+	if in.ACL, err = h.newObjectACL(r, rq); err != nil {
+		return err
+	}
 	info, err := h.objects.CopyObject(r.Context(), rq.bucket, rq.key, in)
 	if err != nil {
 		return copySourceFailed(err)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -285,17 +284,10 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 	return rq.op.handle(h, w, r, rq)
 }
 
-// owner returns the owner S3 reports for the caller's buckets and objects:
-// Coffer has one owner per access key, with a stable canonical ID derived
-// from it (64 hex digits, like S3's) and the display name "coffer".
+// owner returns the owner S3 reports for the caller: its canonical ID
+// (derived from its user, so the same for all its keys) and display name.
 func (h *Handler) owner(rq *request) s3xml.Owner {
-	return s3xml.Owner{ID: ownerID(rq.principal.AccessKeyID), DisplayName: "coffer"}
-}
-
-// ownerID derives a canonical user ID from an access key ID.
-func ownerID(accessKeyID string) string {
-	sum := sha256.Sum256([]byte("coffer-owner:" + accessKeyID))
-	return hex.EncodeToString(sum[:])
+	return s3xml.Owner{ID: iam.CanonicalID(rq.principal), DisplayName: iam.DisplayName(rq.principal)}
 }
 
 // quoteETag returns etag in double quotes, as S3 sends ETags.

@@ -226,21 +226,6 @@ func parseChecksumAlgorithm(h http.Header) (checksum.Algorithm, error) {
 	return a, nil
 }
 
-// cannedACLs says, for every canned ACL S3 knows, whether Coffer honours
-// it. Coffer has one owner and no ACLs, so only the ACLs that grant the
-// owner alone are accepted; the others would be false successes. A
-// read-only lookup table.
-var cannedACLs = map[string]bool{
-	"private":                   true,
-	"bucket-owner-full-control": true,
-	"public-read":               false,
-	"public-read-write":         false,
-	"authenticated-read":        false,
-	"aws-exec-read":             false,
-	"bucket-owner-read":         false,
-	"log-delivery-write":        false,
-}
-
 // storageClasses lists the storage classes S3 knows. Coffer has one,
 // STANDARD; asking for another is NotImplemented, and an unknown name is
 // InvalidStorageClass. A read-only lookup table.
@@ -264,11 +249,6 @@ var unsupportedHeaders = [...]string{
 	"X-Amz-Object-Lock-Mode",
 	"X-Amz-Object-Lock-Retain-Until-Date",
 	"X-Amz-Object-Lock-Legal-Hold",
-	"X-Amz-Grant-Full-Control",
-	"X-Amz-Grant-Read",
-	"X-Amz-Grant-Read-Acp",
-	"X-Amz-Grant-Write",
-	"X-Amz-Grant-Write-Acp",
 }
 
 // checkUnsupported returns NotImplemented if h asks an object write for a
@@ -280,30 +260,11 @@ func checkUnsupported(h http.Header) error {
 			return notImplementedHeader(k)
 		}
 	}
-	if err := checkCannedACL(h); err != nil {
-		return err
-	}
 	if sc := h.Get("X-Amz-Storage-Class"); sc != "" && sc != "STANDARD" {
 		if storageClasses[sc] {
 			return notImplementedHeader("x-amz-storage-class")
 		}
 		return s3err.New(s3err.InvalidStorageClass, "").With("StorageClassRequested", sc)
-	}
-	return nil
-}
-
-// checkCannedACL checks x-amz-acl against cannedACLs.
-func checkCannedACL(h http.Header) error {
-	acl := h.Get("X-Amz-Acl")
-	if acl == "" {
-		return nil
-	}
-	ok, known := cannedACLs[acl]
-	switch {
-	case !known:
-		return invalidArgument("x-amz-acl", acl, "")
-	case !ok:
-		return notImplementedHeader("x-amz-acl")
 	}
 	return nil
 }

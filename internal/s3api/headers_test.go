@@ -77,11 +77,10 @@ func TestParsePutObject(t *testing.T) {
 		{name: "tagging", h: header("X-Amz-Tagging", "a=b"), want: objects.PutInput{Tags: []objects.Tag{{Key: "a", Value: "b"}}}},
 		{name: "tagging duplicate", h: header("X-Amz-Tagging", "a=b&a=c"), wantErr: s3err.InvalidArgument},
 		{name: "object lock", h: header("X-Amz-Object-Lock-Mode", "GOVERNANCE"), wantErr: s3err.NotImplemented},
-		{name: "grant", h: header("X-Amz-Grant-Read", "uri=http://acs.amazonaws.com/groups/global/AllUsers"), wantErr: s3err.NotImplemented},
+
 		{name: "acl private", h: header("X-Amz-Acl", "private")},
 		{name: "acl bucket-owner-full-control", h: header("X-Amz-Acl", "bucket-owner-full-control")},
-		{name: "acl public-read", h: header("X-Amz-Acl", "public-read"), wantErr: s3err.NotImplemented},
-		{name: "acl unknown", h: header("X-Amz-Acl", "everyone"), wantErr: s3err.InvalidArgument},
+
 		{name: "storage class standard", h: header("X-Amz-Storage-Class", "STANDARD")},
 		{name: "storage class glacier", h: header("X-Amz-Storage-Class", "GLACIER"), wantErr: s3err.NotImplemented},
 		{name: "storage class unknown", h: header("X-Amz-Storage-Class", "COLD"), wantErr: s3err.InvalidStorageClass},

@@ -80,6 +80,9 @@ func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
 		return err
 	}
+	if in.ACL, err = h.newObjectACL(r, rq); err != nil {
+		return err
+	}
 	up, err := h.objects.CreateMultipartUpload(r.Context(), rq.bucket, rq.key, in)
 	if err != nil {
 		return err

@@ -20,6 +20,9 @@ func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, rq *request)
 	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {
 		return err
 	}
+	if in.ACL, err = h.newObjectACL(r, rq); err != nil {
+		return err
+	}
 	info, err := h.objects.PutObject(r.Context(), rq.bucket, rq.key, in, rq.body)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -269,7 +270,7 @@ func TestACL(t *testing.T) {
 	hs := newHarness(t, Config{})
 	hs.mkBucket("bkt")
 	hs.put("bkt", "k", []byte("x"))
-	owner := ownerID(rootAccessKey)
+	owner := iam.CanonicalID(iam.Principal{Root: true})
 
 	rp := hs.do(call{method: "GET", path: "/bkt?acl"}).mustStatus(t, http.StatusOK)
 	golden(t, "GetBucketAcl", rp.body)
@@ -280,8 +281,6 @@ func TestACL(t *testing.T) {
 
 	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Acl", "private")}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "bucket-owner-full-control")}).mustStatus(t, http.StatusOK)
-	goldenError(t, hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "public-read")}),
-		"PutObjectAcl_NotImplemented", http.StatusNotImplemented, s3err.NotImplemented)
 	private := xmlBody(`
 <AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
   <Owner><ID>` + owner + `</ID></Owner>
@@ -292,15 +291,60 @@ func TestACL(t *testing.T) {
 </AccessControlPolicy>`)
 	hs.do(call{method: "PUT", path: "/bkt/k?acl", body: private}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "PUT", path: "/bkt?acl", body: private}).mustStatus(t, http.StatusOK)
-	public := bytes.Replace(private, []byte("</AccessControlList>"), []byte(`<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant></AccessControlList>`), 1)
-	hs.do(call{method: "PUT", path: "/bkt?acl", body: public}).want(t, http.StatusNotImplemented, s3err.NotImplemented)
 	hs.do(call{method: "PUT", path: "/bkt?acl", body: []byte("<AccessControlPolicy>")}).want(t, http.StatusBadRequest, s3err.MalformedACLError)
 	hs.do(call{method: "PUT", path: "/bkt?acl", body: private, header: header("X-Amz-Acl", "private")}).want(t, http.StatusBadRequest, s3err.UnexpectedContent)
 	hs.do(call{method: "PUT", path: "/bkt?acl"}).want(t, http.StatusBadRequest, s3err.MissingSecurityHeader)
 	goldenError(t, hs.do(call{method: "PUT", path: "/bkt?acl", body: bytes.Repeat([]byte(" "), maxConfigBody+1)}),
 		"PutBucketAcl_MaxMessageLengthExceeded", http.StatusBadRequest, s3err.MaxMessageLengthExceeded)
-	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Grant-Read", "id=x")}).want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	goldenError(t, hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Grant-Read", "id=x")}),
+		"PutBucketAcl_InvalidArgument", http.StatusBadRequest, s3err.InvalidArgument)
+	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Grant-Read", `emailAddress="a@example.com"`)}).
+		want(t, http.StatusBadRequest, s3err.UnresolvableGrantByEmailAddress)
+	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Acl", "public-read", "X-Amz-Grant-Read", "uri=http://acs.amazonaws.com/groups/global/AllUsers")}).
+		want(t, http.StatusBadRequest, s3err.InvalidRequest)
+	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Acl", "everyone")}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
 	hs.do(call{method: "PUT", path: "/bkt/nope?acl", header: header("X-Amz-Acl", "private")}).want(t, http.StatusNotFound, s3err.NoSuchKey)
+
+	// public-read opens GET of the object to anonymous callers; the
+	// bucket's ACL stays private, so listing does not open.
+	hs.do(call{method: "GET", path: "/bkt/k", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "public-read")}).mustStatus(t, http.StatusOK)
+	rp = hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK)
+	golden(t, "GetObjectAcl_public-read", rp.body)
+	hs.do(call{method: "GET", path: "/bkt/k", anon: true}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt/anon", body: []byte("x"), anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	// A bucket ACL granting AllUsers WRITE and READ opens writes and lists.
+	hs.do(call{method: "PUT", path: "/bkt?acl", header: header("X-Amz-Acl", "public-read-write")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt", anon: true}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt/anon", body: []byte("x"), anon: true}).mustStatus(t, http.StatusOK)
+	// An object written anonymously belongs to the bucket's owner.
+	hs.do(call{method: "GET", path: "/bkt/anon", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt/anon"}).mustStatus(t, http.StatusOK)
+
+	// Object Ownership BucketOwnerEnforced turns ACLs off.
+	oc := []byte(`<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt?ownershipControls"}), "GetBucketOwnershipControls_NotFound",
+		http.StatusNotFound, s3err.OwnershipControlsNotFoundError)
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: oc}).mustStatus(t, http.StatusOK)
+	rp = hs.do(call{method: "GET", path: "/bkt?ownershipControls"}).mustStatus(t, http.StatusOK)
+	golden(t, "GetBucketOwnershipControls", rp.body)
+	hs.do(call{method: "GET", path: "/bkt/k", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "public-read")}).
+		want(t, http.StatusBadRequest, s3err.AccessControlListNotSupported)
+	hs.do(call{method: "PUT", path: "/bkt/k2", body: []byte("x"), header: header("X-Amz-Acl", "public-read")}).
+		want(t, http.StatusBadRequest, s3err.AccessControlListNotSupported)
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>Nobody</ObjectOwnership></Rule></OwnershipControls>`)}).
+		want(t, http.StatusBadRequest, s3err.MalformedXML)
+	hs.do(call{method: "DELETE", path: "/bkt?ownershipControls"}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "GET", path: "/bkt/k", anon: true}).mustStatus(t, http.StatusOK)
+
+	// CreateBucket with an ACL, and the conflict with BucketOwnerEnforced.
+	hs.do(call{method: "PUT", path: "/pub", header: header("X-Amz-Acl", "public-read")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/pub", anon: true}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/enforced", header: header("X-Amz-Acl", "public-read", "X-Amz-Object-Ownership", "BucketOwnerEnforced")}).
+		want(t, http.StatusBadRequest, s3err.InvalidBucketAclWithObjectOwnership)
+	hs.do(call{method: "HEAD", path: "/enforced"}).want(t, http.StatusNotFound, "")
 }
 
 func TestVerifyBodyDigest(t *testing.T) {

@@ -105,6 +105,7 @@ var ops = []op{
 	{name: "ListObjectVersions", method: http.MethodGet, scope: scopeBucket, query: "versions", action: iam.ListBucketVersions, handle: (*Handler).listObjectVersions},
 	{name: "GetBucketAcl", method: http.MethodGet, scope: scopeBucket, query: "acl", action: iam.GetBucketAcl, handle: (*Handler).getBucketACL},
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
+	{name: "GetBucketOwnershipControls", method: http.MethodGet, scope: scopeBucket, query: "ownershipControls", action: iam.GetBucketOwnership, handle: (*Handler).getBucketOwnership},
 	{name: "GetBucketTagging", method: http.MethodGet, scope: scopeBucket, query: "tagging", action: iam.GetBucketTagging, handle: (*Handler).getBucketTagging},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
 	{name: "GetBucketCors", method: http.MethodGet, scope: scopeBucket, query: "cors", action: iam.GetBucketCORS, handle: (*Handler).getBucketCORS},
@@ -114,11 +115,13 @@ var ops = []op{
 	{name: "HeadBucket", method: http.MethodHead, scope: scopeBucket, action: iam.ListBucket, handle: (*Handler).headBucket},
 	{name: "PutBucketAcl", method: http.MethodPut, scope: scopeBucket, query: "acl", action: iam.PutBucketAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketACL},
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
+	{name: "PutBucketOwnershipControls", method: http.MethodPut, scope: scopeBucket, query: "ownershipControls", action: iam.PutBucketOwnership, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketOwnership},
 	{name: "PutBucketTagging", method: http.MethodPut, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketTagging},
 	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
 	{name: "PutBucketCors", method: http.MethodPut, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketCORS},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "DeleteBucketOwnershipControls", method: http.MethodDelete, scope: scopeBucket, query: "ownershipControls", action: iam.PutBucketOwnership, handle: (*Handler).deleteBucketOwnership},
 	{name: "DeleteBucketTagging", method: http.MethodDelete, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, handle: (*Handler).deleteBucketTagging},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
 	// S3 authorizes DeleteBucketCors with s3:PutBucketCORS.
@@ -128,7 +131,7 @@ var ops = []op{
 
 	// Objects.
 	{name: "ListParts", method: http.MethodGet, scope: scopeObject, query: "uploadId", action: iam.ListMultipartUploadParts, handle: (*Handler).listParts},
-	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, handle: (*Handler).getObjectACL},
+	{name: "GetObjectAcl", method: http.MethodGet, scope: scopeObject, query: "acl", action: iam.GetObjectAcl, versionAction: iam.GetObjectVersionAcl, handle: (*Handler).getObjectACL},
 	{name: "GetObjectAttributes", method: http.MethodGet, scope: scopeObject, query: "attributes", action: iam.GetObjectAttributes, versionAction: iam.GetObjectVersionAttributes, handle: (*Handler).getObjectAttributes},
 	{name: "GetObjectTagging", method: http.MethodGet, scope: scopeObject, query: "tagging", action: iam.GetObjectTagging, versionAction: iam.GetObjectVersionTagging, handle: (*Handler).getObjectTagging},
 	{name: "GetObject", method: http.MethodGet, scope: scopeObject, action: iam.GetObject, versionAction: iam.GetObjectVersion, handle: (*Handler).getObject},
@@ -136,7 +139,7 @@ var ops = []op{
 	{name: "UploadPartCopy", method: http.MethodPut, scope: scopeObject, query: "uploadId", header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).uploadPartCopy},
 	{name: "UploadPart", method: http.MethodPut, scope: scopeObject, query: "uploadId", action: iam.PutObject, body: bodyStream, handle: (*Handler).uploadPart},
 	{name: "PutObjectTagging", method: http.MethodPut, scope: scopeObject, query: "tagging", action: iam.PutObjectTagging, versionAction: iam.PutObjectVersionTagging, perKey: true, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectTagging},
-	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
+	{name: "PutObjectAcl", method: http.MethodPut, scope: scopeObject, query: "acl", action: iam.PutObjectAcl, versionAction: iam.PutObjectVersionAcl, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putObjectACL},
 	{name: "CopyObject", method: http.MethodPut, scope: scopeObject, header: "x-amz-copy-source", action: iam.PutObject, handle: (*Handler).copyObject},
 	{name: "PutObject", method: http.MethodPut, scope: scopeObject, action: iam.PutObject, body: bodyStream, handle: (*Handler).putObject},
 	{name: "CreateMultipartUpload", method: http.MethodPost, scope: scopeObject, query: "uploads", action: iam.PutObject, handle: (*Handler).createMultipartUpload},
@@ -166,13 +169,13 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "attributes": true, "cors": true, "delete": true, "location": true, "policy": true,
-	"policyStatus": true, "tagging": true, "uploadId": true, "uploads": true, "versioning": true, "versions": true,
+	"acl": true, "attributes": true, "cors": true, "delete": true, "location": true, "ownershipControls": true,
+	"policy": true, "policyStatus": true, "tagging": true, "uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
 	"abac": true, "accelerate": true, "analytics": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
-	"metrics": true, "notification": true, "object-lock": true, "ownershipControls": true,
+	"metrics": true, "notification": true, "object-lock": true,
 	"publicAccessBlock": true, "renameObject": true,
 	"replication": true, "requestPayment": true, "restore": true, "retention": true,
 	"select": true, "session": true, "torrent": true,

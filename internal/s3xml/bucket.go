@@ -94,3 +94,17 @@ func DecodeCreateBucketConfiguration(r io.Reader, limit int64) (CreateBucketConf
 	}
 	return c, nil
 }
+
+// OwnershipControls is the PutBucketOwnershipControls body and the
+// GetBucketOwnershipControls response: one rule naming the bucket's Object
+// Ownership. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketOwnershipControls.html
+type OwnershipControls struct {
+	XMLName xml.Name                `xml:"http://s3.amazonaws.com/doc/2006-03-01/ OwnershipControls"`
+	Rules   []OwnershipControlsRule `xml:"Rule"`
+}
+
+// OwnershipControlsRule is one <Rule> of OwnershipControls.
+type OwnershipControlsRule struct {
+	ObjectOwnership string `xml:"ObjectOwnership"`
+}

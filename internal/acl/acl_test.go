@@ -1,0 +1,112 @@
+package acl
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+const (
+	alice = "alice-id"
+	bob   = "bob-id"
+)
+
+func TestExpand(t *testing.T) {
+	own := func(id string) Grant { return Grant{Grantee: Grantee{ID: id}, Permission: FullControl} }
+	for _, tc := range []struct {
+		canned             Canned
+		owner, bucketOwner string
+		want               []Grant
+		wantErr            error
+	}{
+		{CannedPrivate, alice, alice, []Grant{own(alice)}, nil},
+		{CannedPublicRead, alice, alice, []Grant{own(alice), {Grantee{URI: AllUsers}, Read}}, nil},
+		{CannedPublicReadWrite, alice, alice, []Grant{own(alice), {Grantee{URI: AllUsers}, Read}, {Grantee{URI: AllUsers}, Write}}, nil},
+		{CannedAuthenticatedRead, alice, alice, []Grant{own(alice), {Grantee{URI: AuthenticatedUsers}, Read}}, nil},
+		{CannedBucketOwnerRead, alice, bob, []Grant{own(alice), {Grantee{ID: bob}, Read}}, nil},
+		{CannedBucketOwnerRead, alice, alice, []Grant{own(alice)}, nil},
+		{CannedBucketOwnerFullControl, alice, bob, []Grant{own(alice), own(bob)}, nil},
+		{CannedLogDeliveryWrite, alice, alice, []Grant{own(alice), {Grantee{URI: LogDelivery}, Write}, {Grantee{URI: LogDelivery}, ReadACP}}, nil},
+		{CannedAWSExecRead, alice, alice, nil, ErrUnsupportedCanned},
+		{"everyone", alice, alice, nil, ErrUnknownCanned},
+	} {
+		t.Run(string(tc.canned), func(t *testing.T) {
+			a, err := Expand(tc.canned, tc.owner, tc.bucketOwner)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Expand(%s) error = %v, want %v", tc.canned, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, a.Grants, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Expand(%s) grants (-want +got):\n%s", tc.canned, diff)
+			}
+		})
+	}
+}
+
+func TestAllows(t *testing.T) {
+	anon := Requester{Anonymous: true}
+	a := Requester{ID: alice}
+	b := Requester{ID: bob}
+	pubRead, _ := Expand(CannedPublicRead, alice, alice)
+	authRead, _ := Expand(CannedAuthenticatedRead, alice, alice)
+	bobWrite := ACL{Owner: alice, Grants: []Grant{{Grantee{ID: bob}, Write}}}
+	for _, tc := range []struct {
+		name string
+		acl  ACL
+		r    Requester
+		p    Permission
+		want bool
+	}{
+		{"owner full control", Private(alice), a, Write, true},
+		{"other on private", Private(alice), b, Read, false},
+		{"anonymous on private", Private(alice), anon, Read, false},
+		{"anonymous public read", pubRead, anon, Read, true},
+		{"anonymous public write", pubRead, anon, Write, false},
+		{"authenticated read: anonymous", authRead, anon, Read, false},
+		{"authenticated read: bob", authRead, b, Read, true},
+		{"grant to bob", bobWrite, b, Write, true},
+		{"grant to bob is not read", bobWrite, b, Read, false},
+		{"owner keeps ACP without a grant", bobWrite, a, WriteACP, true},
+		{"owner without a grant has no write", bobWrite, a, Write, false},
+		{"anonymous is no one's ID", ACL{Owner: alice, Grants: []Grant{{Grantee{ID: ""}, Read}}}, anon, Read, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.acl.Allows(tc.r, tc.p); got != tc.want {
+				t.Errorf("Allows(%+v, %s) = %v, want %v", tc.r, tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEncodeDecode(t *testing.T) {
+	a, _ := Expand(CannedPublicReadWrite, alice, bob)
+	got, err := Decode(Encode(a))
+	if err != nil || !cmp.Equal(a, got) {
+		t.Fatalf("Decode(Encode(%+v)) = %+v, %v", a, got, err)
+	}
+	for _, bad := range []string{`{}`, `{"owner":"a","grants":[{"grantee":{},"permission":"READ"}]}`,
+		`{"owner":"a","grants":[{"grantee":{"id":"x"},"permission":"ALL"}]}`,
+		`{"owner":"a","grants":[{"grantee":{"uri":"http://example.com/group"},"permission":"READ"}]}`, `not json`} {
+		if _, err := Decode([]byte(bad)); err == nil {
+			t.Errorf("Decode(%s) succeeded", bad)
+		}
+	}
+}
+
+// FuzzDecode checks that a stored ACL that decodes re-encodes to itself.
+func FuzzDecode(f *testing.F) {
+	a, _ := Expand(CannedPublicReadWrite, alice, bob)
+	f.Add(Encode(a))
+	f.Add([]byte(`{"owner":"a","grants":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := Decode(Encode(a))
+		if err != nil || !cmp.Equal(a, again, cmpopts.EquateEmpty()) {
+			t.Fatalf("round trip of %q: %+v, %v", b, again, err)
+		}
+	})
+}
