@@ -31,6 +31,17 @@ func TestConditionalWrites(t *testing.T) {
 			_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(randBytes(size)), IfNoneMatch: aws.String("*")})
 			wantErr(t, "second PutObject If-None-Match:*", err, "PreconditionFailed", 412)
 			checkBody(t, "object after refused overwrite", get(t, c, b, key), first)
+			// With an ETag: refused while the object has it, allowed once
+			// it has another.
+			_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(randBytes(size)),
+				IfNoneMatch: aws.String(quoted(md5Hex(first)))})
+			wantErr(t, "PutObject If-None-Match with the current ETag", err, "PreconditionFailed", 412)
+			second := randBytes(size)
+			if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(second),
+				IfNoneMatch: aws.String(quoted(md5Hex([]byte("another"))))}); err != nil {
+				t.Fatalf("PutObject If-None-Match with another ETag: %v", err)
+			}
+			checkBody(t, "object after If-None-Match with another ETag", get(t, c, b, key), second)
 		}
 	})
 

@@ -120,8 +120,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
   ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
   SHA256; in a header or an aws-chunked trailer) are verified.
-- Conditional writes: ` + "`If-None-Match: *`" + ` and ` + "`If-Match`" + ` on PutObject,
-  CopyObject and CompleteMultipartUpload.
+- Conditional writes: ` + "`If-None-Match`" + ` (` + "`*`" + ` or ETags) and ` + "`If-Match`" + ` on PutObject,
+  CopyObject and CompleteMultipartUpload, checked atomically with the commit
+  against the current version (a key under a delete marker has none). A
+  CompleteMultipartUpload retried after it succeeded (same upload, same parts)
+  gets the same answer.
 - DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
   verifies it; each key is authorized on its own.
 - CORS: PutBucketCors (up to 100 rules; ` + "`Content-MD5`" + ` or an

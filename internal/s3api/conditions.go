@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/objects"
-	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // parseReadConditions returns the If-Match, If-None-Match,
@@ -49,18 +48,13 @@ func parseHTTPDate(s string) time.Time {
 }
 
 // parseWriteConditions returns the conditional-write preconditions of
-// PutObject, CopyObject and CompleteMultipartUpload. S3 supports only
-// If-None-Match: * (create only); any other If-None-Match value is
-// NotImplemented.
+// PutObject, CopyObject and CompleteMultipartUpload: If-None-Match (* to
+// create only, or ETags the current object must not have) and If-Match.
+// The service evaluates them atomically with the commit.
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
 func parseWriteConditions(h http.Header) (objects.WriteConditions, error) {
-	c := objects.WriteConditions{
+	return objects.WriteConditions{
 		IfMatch:     strings.TrimSpace(h.Get("If-Match")),
 		IfNoneMatch: strings.TrimSpace(h.Get("If-None-Match")),
-	}
-	if c.IfNoneMatch != "" && c.IfNoneMatch != "*" {
-		return objects.WriteConditions{}, s3err.Newf(s3err.NotImplemented, "",
-			"A header you provided implies functionality that is not implemented: If-None-Match other than *.").With("Header", "If-None-Match")
-	}
-	return c, nil
+	}, nil
 }

@@ -65,7 +65,7 @@ func TestParseWriteConditions(t *testing.T) {
 		{name: "none", h: header()},
 		{name: "create only", h: header("If-None-Match", "*"), want: objects.WriteConditions{IfNoneMatch: "*"}},
 		{name: "replace only", h: header("If-Match", `"d41d8cd98f00b204e9800998ecf8427e"`), want: objects.WriteConditions{IfMatch: `"d41d8cd98f00b204e9800998ecf8427e"`}},
-		{name: "If-None-Match etag", h: header("If-None-Match", `"abc"`), wantErr: s3err.NotImplemented},
+		{name: "If-None-Match etag", h: header("If-None-Match", `"abc"`), want: objects.WriteConditions{IfNoneMatch: `"abc"`}},
 		{name: "read conditions ignored", h: header("If-Modified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func TestParsePutObject(t *testing.T) {
 		{name: "bad md5", h: header("Content-MD5", "not base64"), wantErr: s3err.InvalidDigest},
 		{name: "short md5", h: header("Content-MD5", "AAAA"), wantErr: s3err.InvalidDigest},
 		{name: "empty md5", h: header("Content-MD5", ""), wantErr: s3err.InvalidDigest},
-		{name: "conditional etag", h: header("If-None-Match", `"x"`), wantErr: s3err.NotImplemented},
+		{name: "conditional etag", h: header("If-None-Match", `"x"`), want: objects.PutInput{Cond: objects.WriteConditions{IfNoneMatch: `"x"`}}},
 		{name: "sse", h: header("X-Amz-Server-Side-Encryption", "AES256"), wantErr: s3err.NotImplemented},
 		{name: "tagging", h: header("X-Amz-Tagging", "a=b"), want: objects.PutInput{Tags: []objects.Tag{{Key: "a", Value: "b"}}}},
 		{name: "tagging duplicate", h: header("X-Amz-Tagging", "a=b&a=c"), wantErr: s3err.InvalidArgument},

@@ -116,8 +116,8 @@ func TestParseComplete(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parseComplete mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := parseComplete(header("If-None-Match", "etag"), doc); s3err.CodeOf(err) != s3err.NotImplemented {
-		t.Errorf("parseComplete with If-None-Match etag: error %v, want NotImplemented", err)
+	if got, err := parseComplete(header("If-None-Match", "etag"), doc); err != nil || got.Cond.IfNoneMatch != "etag" {
+		t.Errorf("parseComplete with If-None-Match etag: %+v, %v", got.Cond, err)
 	}
 	if _, err := parseComplete(header("X-Amz-Checksum-Crc32", "bad"), doc); s3err.CodeOf(err) != s3err.InvalidRequest {
 		t.Errorf("parseComplete with a bad checksum: error %v, want InvalidRequest", err)
@@ -196,8 +196,8 @@ func TestMultipartUpload(t *testing.T) {
 		"CompleteMultipartUpload_InvalidPart", http.StatusBadRequest, s3err.InvalidPart)
 	goldenError(t, hs.do(call{method: "POST", path: "/bkt/big?" + q, body: []byte("<CompleteMultipartUpload>")}),
 		"CompleteMultipartUpload_MalformedXML", http.StatusBadRequest, s3err.MalformedXML)
-	hs.do(call{method: "POST", path: "/bkt/big?" + q, body: completeDoc("1", e1, "2", e2, "3", e3), header: header("If-None-Match", `"x"`)}).
-		want(t, http.StatusNotImplemented, s3err.NotImplemented)
+	hs.do(call{method: "POST", path: "/bkt/big?" + q, body: completeDoc("1", e1, "2", e2, "3", e3), header: header("If-Match", `"x"`)}).
+		want(t, http.StatusNotFound, s3err.NoSuchKey)
 
 	rp = hs.do(call{method: "POST", path: "/bkt/big?" + q, host: testDomain, body: completeDoc("1", e1, "2", e2, "3", e3)}).mustStatus(t, http.StatusOK)
 	golden(t, "CompleteMultipartUpload", rp.body)
