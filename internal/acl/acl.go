@@ -109,19 +109,25 @@ var ErrUnsupportedCanned = errors.New("acl: canned ACL not supported")
 // in a bucket owned by bucketOwner (the same for a bucket). See
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/acl-overview.html#canned-acl
 // (bucket-owner-read and bucket-owner-full-control grant the bucket owner
-// only on objects; on a bucket they are private).
+// only on objects; on a bucket they are private). Group grants come
+// before the owner's, as S3 lists them: clients that index into the list
+// (ceph/s3-tests does) depend on it.
 func Expand(c Canned, owner, bucketOwner string) (ACL, error) {
+	var groups []Grant
 	a := Private(owner)
+	group := func(uri string, p Permission) {
+		groups = append(groups, Grant{Grantee: Grantee{URI: uri}, Permission: p})
+	}
 	add := func(g Grantee, p Permission) { a.Grants = append(a.Grants, Grant{Grantee: g, Permission: p}) }
 	switch c {
 	case CannedPrivate:
 	case CannedPublicRead:
-		add(Grantee{URI: AllUsers}, Read)
+		group(AllUsers, Read)
 	case CannedPublicReadWrite:
-		add(Grantee{URI: AllUsers}, Read)
-		add(Grantee{URI: AllUsers}, Write)
+		group(AllUsers, Read)
+		group(AllUsers, Write)
 	case CannedAuthenticatedRead:
-		add(Grantee{URI: AuthenticatedUsers}, Read)
+		group(AuthenticatedUsers, Read)
 	case CannedBucketOwnerRead:
 		if bucketOwner != owner {
 			add(Grantee{ID: bucketOwner}, Read)
@@ -131,13 +137,14 @@ func Expand(c Canned, owner, bucketOwner string) (ACL, error) {
 			add(Grantee{ID: bucketOwner}, FullControl)
 		}
 	case CannedLogDeliveryWrite:
-		add(Grantee{URI: LogDelivery}, Write)
-		add(Grantee{URI: LogDelivery}, ReadACP)
+		group(LogDelivery, Write)
+		group(LogDelivery, ReadACP)
 	case CannedAWSExecRead:
 		return ACL{}, fmt.Errorf("%w: %s", ErrUnsupportedCanned, c)
 	default:
 		return ACL{}, fmt.Errorf("%w: %q", ErrUnknownCanned, c)
 	}
+	a.Grants = append(groups, a.Grants...)
 	return a, nil
 }
 

@@ -22,13 +22,13 @@ func TestExpand(t *testing.T) {
 		wantErr            error
 	}{
 		{CannedPrivate, alice, alice, []Grant{own(alice)}, nil},
-		{CannedPublicRead, alice, alice, []Grant{own(alice), {Grantee{URI: AllUsers}, Read}}, nil},
-		{CannedPublicReadWrite, alice, alice, []Grant{own(alice), {Grantee{URI: AllUsers}, Read}, {Grantee{URI: AllUsers}, Write}}, nil},
-		{CannedAuthenticatedRead, alice, alice, []Grant{own(alice), {Grantee{URI: AuthenticatedUsers}, Read}}, nil},
+		{CannedPublicRead, alice, alice, []Grant{{Grantee{URI: AllUsers}, Read}, own(alice)}, nil},
+		{CannedPublicReadWrite, alice, alice, []Grant{{Grantee{URI: AllUsers}, Read}, {Grantee{URI: AllUsers}, Write}, own(alice)}, nil},
+		{CannedAuthenticatedRead, alice, alice, []Grant{{Grantee{URI: AuthenticatedUsers}, Read}, own(alice)}, nil},
 		{CannedBucketOwnerRead, alice, bob, []Grant{own(alice), {Grantee{ID: bob}, Read}}, nil},
 		{CannedBucketOwnerRead, alice, alice, []Grant{own(alice)}, nil},
 		{CannedBucketOwnerFullControl, alice, bob, []Grant{own(alice), own(bob)}, nil},
-		{CannedLogDeliveryWrite, alice, alice, []Grant{own(alice), {Grantee{URI: LogDelivery}, Write}, {Grantee{URI: LogDelivery}, ReadACP}}, nil},
+		{CannedLogDeliveryWrite, alice, alice, []Grant{{Grantee{URI: LogDelivery}, Write}, {Grantee{URI: LogDelivery}, ReadACP}, own(alice)}, nil},
 		{CannedAWSExecRead, alice, alice, nil, ErrUnsupportedCanned},
 		{"everyone", alice, alice, nil, ErrUnknownCanned},
 	} {

@@ -93,10 +93,15 @@ func TestBuckets(t *testing.T) {
 		}
 	})
 
-	t.Run("AlreadyOwnedByYou", func(t *testing.T) {
+	t.Run("RecreateOwned", func(t *testing.T) {
+		// us-east-1: re-creating one's own bucket is 200 OK and keeps its
+		// objects, as in S3 (other regions answer BucketAlreadyOwnedByYou).
 		b := mkBucket(t, c, "owned")
-		_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)})
-		wantErr(t, "second CreateBucket", err, "BucketAlreadyOwnedByYou", 409)
+		put(t, c, b, "k", []byte("kept"))
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatalf("second CreateBucket in us-east-1: %v", err)
+		}
+		checkBody(t, "object after re-creating its bucket", get(t, c, b, "k"), []byte("kept"))
 	})
 
 	t.Run("NotEmpty", func(t *testing.T) {

@@ -32,11 +32,19 @@ type CreateBucketInput struct {
 	// atomically.
 	ACL       []byte
 	Ownership string
+	// LegacyOwner is whom a bucket without a recorded owner (created
+	// before owners were recorded) belongs to: root's canonical ID.
+	LegacyOwner string
+	// RecreateOwned makes re-creating a bucket the caller owns a success
+	// that resets its ACL, as S3 answers in us-east-1; elsewhere it is
+	// BucketAlreadyOwnedByYou.
+	RecreateOwned bool
 }
 
 // CreateBucket creates a bucket. Errors: InvalidBucketName,
-// BucketAlreadyOwnedByYou (the caller owns a bucket of that name),
-// BucketAlreadyExists (someone else does).
+// BucketAlreadyOwnedByYou (the caller owns a bucket of that name, unless
+// in.RecreateOwned), BucketAlreadyExists (someone else does). See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html
 func (s *Service) CreateBucket(ctx context.Context, name string, in CreateBucketInput) error {
 	ctx = writeContext(ctx)
 	if err := checkBucketName(name); err != nil {
@@ -51,16 +59,31 @@ func (s *Service) CreateBucket(ctx context.Context, name string, in CreateBucket
 	}
 	err := s.db.CreateBucketWith(ctx, meta.Bucket{Name: name, Region: in.Region, Created: s.clock(), Owner: in.Owner}, configs)
 	if errors.Is(err, meta.ErrConflict) {
-		b, berr := s.db.Bucket(ctx, name)
-		if berr == nil && b.Owner != "" && in.Owner != "" && b.Owner != in.Owner {
-			return s3err.New(s3err.BucketAlreadyExists, name).With("BucketName", name)
-		}
-		return s3err.New(s3err.BucketAlreadyOwnedByYou, name).With("BucketName", name)
+		return s.recreate(ctx, name, in)
 	}
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
 	return nil
+}
+
+// recreate answers a CreateBucket of an existing bucket.
+func (s *Service) recreate(ctx context.Context, name string, in CreateBucketInput) error {
+	b, err := s.db.Bucket(ctx, name)
+	if err != nil {
+		return fmt.Errorf("read bucket %s: %w", name, err)
+	}
+	owner := b.Owner
+	if owner == "" {
+		owner = in.LegacyOwner
+	}
+	switch {
+	case owner != in.Owner:
+		return s3err.New(s3err.BucketAlreadyExists, name).With("BucketName", name)
+	case !in.RecreateOwned:
+		return s3err.New(s3err.BucketAlreadyOwnedByYou, name).With("BucketName", name)
+	}
+	return s.PutBucketConfig(ctx, name, ConfigACL, in.ACL)
 }
 
 // HeadBucket returns a bucket. Errors: NoSuchBucket.

@@ -53,6 +53,20 @@ func TestBuckets(t *testing.T) {
 	e := newEnv(t) // has "bkt"
 	wantCode(t, "CreateBucket(invalid)", e.s.CreateBucket(ctx, "Bad_Name", CreateBucketInput{Region: ""}), s3err.InvalidBucketName)
 	wantCode(t, "CreateBucket(existing)", e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Region: ""}), s3err.BucketAlreadyOwnedByYou)
+	// Owners: the test bucket has none recorded, so it is LegacyOwner's.
+	wantCode(t, "CreateBucket(someone else's)", e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Owner: "alice", LegacyOwner: "root"}), s3err.BucketAlreadyExists)
+	if err := e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Owner: "root", LegacyOwner: "root", RecreateOwned: true, ACL: []byte("acl")}); err != nil {
+		t.Errorf("re-creating one's own bucket in us-east-1: %v", err)
+	}
+	if doc, ok, err := e.s.BucketConfig(ctx, "bkt", ConfigACL); err != nil || !ok || string(doc) != "acl" {
+		t.Errorf("ACL after re-creating = %q, %v, %v; want the new one", doc, ok, err)
+	}
+	if err := e.s.CreateBucket(ctx, "bkt", CreateBucketInput{Owner: "root", LegacyOwner: "root", RecreateOwned: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := e.s.BucketConfig(ctx, "bkt", ConfigACL); ok {
+		t.Error("re-creating without an ACL kept the old one; S3 resets it")
+	}
 	for _, n := range []string{"zeta", "alpha"} {
 		if err := e.s.CreateBucket(ctx, n, CreateBucketInput{Region: "eu-west-1"}); err != nil {
 			t.Fatal(err)

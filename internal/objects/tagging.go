@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -86,6 +87,8 @@ func validTagText(s string) bool {
 	return true
 }
 
+// toMetaTags returns ts as stored: sorted by key, the order S3 (and
+// clients comparing tag sets) return them in.
 func toMetaTags(ts []Tag) []meta.Tag {
 	if len(ts) == 0 {
 		return nil
@@ -94,6 +97,7 @@ func toMetaTags(ts []Tag) []meta.Tag {
 	for i, t := range ts {
 		out[i] = meta.Tag{Key: t.Key, Value: t.Value}
 	}
+	slices.SortFunc(out, func(a, b meta.Tag) int { return strings.Compare(a.Key, b.Key) })
 	return out
 }
 
@@ -182,6 +186,7 @@ func (s *Service) PutBucketTagging(ctx context.Context, bucket string, tags []Ta
 	if err := CheckTags(tags, true); err != nil {
 		return err
 	}
+	tags = slices.SortedFunc(slices.Values(tags), func(a, b Tag) int { return strings.Compare(a.Key, b.Key) })
 	doc, err := json.Marshal(tags)
 	if err != nil {
 		return fmt.Errorf("encode tags of %s: %w", bucket, err)

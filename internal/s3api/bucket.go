@@ -102,6 +102,9 @@ func parseCreateBucket(h http.Header) (acl.Ownership, error) {
 // The caller owns the bucket; x-amz-acl or x-amz-grant-* set its ACL, and
 // x-amz-object-ownership its Object Ownership (with BucketOwnerEnforced,
 // an ACL other than private is InvalidBucketAclWithObjectOwnership).
+// Re-creating one's own bucket is 200 OK and resets its ACL when the
+// server's region is us-east-1, as in S3 (BucketAlreadyOwnedByYou
+// elsewhere); someone else's is BucketAlreadyExists.
 func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
 	ownership, err := parseCreateBucket(r.Header)
 	if err != nil {
@@ -125,7 +128,8 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
-	in := objects.CreateBucketInput{Region: region, Owner: owner, Ownership: string(ownership)}
+	in := objects.CreateBucketInput{Region: region, Owner: owner, Ownership: string(ownership),
+		LegacyOwner: bucketOwnerID(""), RecreateOwned: h.cfg.Region == "us-east-1"}
 	if !a.IsPrivate() {
 		if ownership == acl.BucketOwnerEnforced {
 			return s3err.New(s3err.InvalidBucketAclWithObjectOwnership, rq.bucket)
