@@ -37,6 +37,7 @@ func (s *Service) CreateBucket(ctx context.Context, name, region string) error {
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
+	s.configGen.bump()
 	return nil
 }
 
@@ -105,5 +106,6 @@ func (s *Service) DeleteBucket(ctx context.Context, name string) error {
 	case err != nil:
 		return fmt.Errorf("delete bucket %s: %w", name, err)
 	}
+	s.configGen.bump() // its configurations went with it
 	return nil
 }
