@@ -77,6 +77,8 @@ const (
 	DeleteObjectVersionTagging Action = "s3:DeleteObjectVersionTagging"
 	GetBucketTagging           Action = "s3:GetBucketTagging"
 	PutBucketTagging           Action = "s3:PutBucketTagging"
+	GetLifecycleConfiguration  Action = "s3:GetLifecycleConfiguration"
+	PutLifecycleConfiguration  Action = "s3:PutLifecycleConfiguration"
 	NotImplementedAction       Action = "s3:*"
 )
 
