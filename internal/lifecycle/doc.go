@@ -1,6 +1,6 @@
 // Package lifecycle is S3 bucket lifecycle: the rules a bucket's
-// lifecycle configuration holds, how they are checked and when they fall due
-// for a version or an upload.
+// lifecycle configuration holds, how they are checked, when they fall due
+// for a version or an upload, and the worker that applies them.
 //
 // # The model
 //
@@ -21,4 +21,12 @@
 // service and keeps them parsed, so that the x-amz-expiration header of a
 // GET, HEAD or PUT costs evaluating the bucket's rules for one object and
 // no metadata read.
+//
+// # The worker
+//
+// A Worker (worker.go) walks every bucket that has a configuration, in
+// bounded batches, and removes what is due through the object service,
+// which decides again under the keys' locks: a version that changed since
+// the worker looked at it is left alone. See
+// docs/design/0008-lifecycle.md.
 package lifecycle

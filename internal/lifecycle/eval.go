@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -25,6 +24,10 @@ import (
 type Calendar struct {
 	Day time.Duration
 }
+
+// httpDate is the layout of dates in HTTP headers (net/http's TimeFormat;
+// this package stays out of HTTP).
+const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // s3Day is the day of S3's calendar.
 const s3Day = 24 * time.Hour
@@ -306,13 +309,13 @@ func cover(ps []string) []string {
 // character, or spaces at an end is percent-encoded whole, as S3
 // documents the ID ("URL-encoded").
 func ExpirationHeader(d Due) string {
-	return fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, d.At.UTC().Format(http.TimeFormat), headerID(d.RuleID))
+	return fmt.Sprintf(`expiry-date="%s", rule-id="%s"`, d.At.UTC().Format(httpDate), headerID(d.RuleID))
 }
 
 // AbortHeaders returns x-amz-abort-date and x-amz-abort-rule-id for an
 // upload a rule aborts as d says, the ID as ExpirationHeader sends it.
 func AbortHeaders(d Due) (date, ruleID string) {
-	return d.At.UTC().Format(http.TimeFormat), headerID(d.RuleID)
+	return d.At.UTC().Format(httpDate), headerID(d.RuleID)
 }
 
 func headerID(id string) string {
