@@ -14,7 +14,16 @@
 # COFFER_CONFORMANCE_DIR); its README says how it was taken. The server is
 # built from this tree, started on a free loopback port with a fresh storage
 # path and two users (root, and "alt" with the canned readwrite policy),
-# and stopped at the end.
+# and stopped at the end. Results are copied to
+# $COFFER_CONFORMANCE_OUT/coffer-conformance.results.tsv (default /tmp).
+#
+# COFFER_CONFORMANCE_SERVE_FLAGS are extra flags for `coffer serve`. By
+# default they give the lifecycle worker the suite's day: s3-tests count a
+# lifecycle day as 10 seconds (Ceph's rgw_lc_debug_interval, the suite's
+# lc_debug_interval), so `--lifecycle.day 10s --lifecycle.interval 1s`.
+# These change only when the worker acts on buckets that have lifecycle
+# rules; x-amz-expiration and every other answer stay S3's. Set the
+# variable to "" to run with production settings.
 #
 # Exit status: 0 when every test passes that is not listed as an expected
 # failure (a listed test that now passes is reported, not an error), 1 when
@@ -41,8 +50,10 @@ trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 ops=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export COFFER_ROOT_ACCESS_KEY=conformance-root COFFER_ROOT_SECRET_KEY=conformance-root-secret-0123456789
+serve_flags=${COFFER_CONFORMANCE_SERVE_FLAGS-"--lifecycle.day 10s --lifecycle.interval 1s"}
+# shellcheck disable=SC2086 # the flags are words
 "$work/coffer" serve --storage-path "$work/data" --address "127.0.0.1:$port" \
-	--console-address "127.0.0.1:$ops" >"$work/server.log" 2>&1 &
+	--console-address "127.0.0.1:$ops" $serve_flags >"$work/server.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do
 	curl -sf "http://127.0.0.1:$port/_coffer/health/ready" >/dev/null 2>&1 && break

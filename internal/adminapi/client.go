@@ -228,6 +228,14 @@ func (c *Client) GC(ctx context.Context, in GCRequest) (GCResult, error) {
 	return out, err
 }
 
+// RunLifecycle runs a lifecycle pass on the server now, over one bucket or
+// (bucket "") every bucket with a lifecycle configuration.
+func (c *Client) RunLifecycle(ctx context.Context, in LifecycleRunRequest) (LifecycleRunResult, error) {
+	var out LifecycleRunResult
+	err := c.call(ctx, http.MethodPost, apiPath("lifecycle", "run"), nil, in, &out)
+	return out, err
+}
+
 // Buckets lists the buckets the Client's key may see, with their usage.
 func (c *Client) Buckets(ctx context.Context) ([]BucketInfo, error) {
 	var out BucketList

@@ -109,6 +109,11 @@ func TestClientRoundTrip(t *testing.T) {
 			r.DurationSeconds = 0
 			return r, err
 		}, "", GCResult{GraceSeconds: 90, Scanned: 7, Deleted: 3, DeletedBytes: 300, ExpiredUploads: 1}},
+		{"RunLifecycle", func(ctx context.Context, c *Client) (any, error) {
+			r, err := c.RunLifecycle(ctx, LifecycleRunRequest{Bucket: "logs"})
+			return r.Totals, err
+		}, "", LifecycleBucketResult{Examined: 14, ObjectsExpired: 3, DeleteMarkersCreated: 1, VersionsRemoved: 2, DeleteMarkersRemoved: 1,
+			UploadsAborted: 1, Skipped: 1, DeletedBytes: 500, Error: "InternalError: We encountered an internal error. Please try again."}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

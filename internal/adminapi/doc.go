@@ -57,6 +57,7 @@
 //	GET    /buckets                     s3:ListAllMyBuckets     → BucketList
 //	GET    /buckets/{name}              s3:ListAllMyBuckets     → BucketInfo
 //	POST   /gc                          admin:RunGC             GCRequest → GCResult
+//	POST   /lifecycle/run               admin:RunLifecycle      LifecycleRunRequest → LifecycleRunResult
 //	POST   /usage/check                 admin:CheckUsage        UsageCheckRequest → UsageCheckResult
 //	GET    /audit?filters               admin:GetAuditLog       → AuditPage (newest first)
 //	GET    /audit/export?filters        admin:GetAuditLog       → JSON Lines, oldest first

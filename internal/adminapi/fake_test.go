@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -273,6 +275,28 @@ func (g *fakeGC) run(_ context.Context, grace time.Duration) (objects.GCStats, e
 	return objects.GCStats{Scanned: 7, Deleted: 3, DeletedBytes: 300, ExpiredUploads: 1}, g.err
 }
 
+// fakeLifecycle stands for lifecycle.Worker.RunPass: it records the
+// buckets asked for and answers a pass over two buckets, one failed.
+type fakeLifecycle struct {
+	mu      sync.Mutex // guards buckets
+	buckets []string
+	err     error
+}
+
+func (l *fakeLifecycle) run(_ context.Context, bucket string) (lifecycle.PassResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buckets = append(l.buckets, bucket)
+	if l.err != nil {
+		return lifecycle.PassResult{}, l.err
+	}
+	return lifecycle.PassResult{Duration: time.Second, Buckets: []lifecycle.BucketResult{
+		{Bucket: "logs", Examined: 10, ObjectsExpired: 3, DeleteMarkersCreated: 1, VersionsRemoved: 2, DeleteMarkersRemoved: 1,
+			UploadsAborted: 1, Skipped: 1, DeletedBytes: 500},
+		{Bucket: "photos", Examined: 4, Err: errors.New("disk on fire")},
+	}}, nil
+}
+
 // syncBuffer is a bytes.Buffer safe for the logger and the test to share.
 type syncBuffer struct {
 	mu sync.Mutex // guards b
@@ -296,17 +320,19 @@ type fixture struct {
 	h    *Handler
 	be   *fakeBackend
 	gc   *fakeGC
+	lc   *fakeLifecycle
 	logs *syncBuffer
 	obs  *recordingObserver
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{be: newFakeBackend(), gc: &fakeGC{}, logs: &syncBuffer{}, obs: &recordingObserver{}}
+	f := &fixture{be: newFakeBackend(), gc: &fakeGC{}, lc: &fakeLifecycle{}, logs: &syncBuffer{}, obs: &recordingObserver{}}
 	h, err := New(Deps{
 		IAM:          f.be,
 		Verifier:     sigv4.NewVerifier(sigv4.Config{}, f.be),
 		GC:           f.gc.run,
+		Lifecycle:    f.lc.run,
 		Buckets:      f.be,
 		Audit:        f.be,
 		Observer:     f.obs,

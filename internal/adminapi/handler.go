@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -76,6 +77,10 @@ type Deps struct {
 	// GC runs one garbage-collection pass keeping blobs younger than
 	// grace, as objects.Service.GC does. Nil makes POST /gc answer 501.
 	GC func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	// Lifecycle runs one lifecycle pass over bucket ("" for every bucket
+	// with a lifecycle configuration), as lifecycle.Worker.RunPass does.
+	// Nil makes POST /lifecycle/run answer 501.
+	Lifecycle func(ctx context.Context, bucket string) (lifecycle.PassResult, error)
 	// Buckets answers the bucket and usage endpoints. Nil makes them
 	// answer 501.
 	Buckets Buckets
@@ -98,6 +103,7 @@ type Handler struct {
 	iam      Backend
 	verifier *sigv4.Verifier
 	gc       func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	runLC    func(ctx context.Context, bucket string) (lifecycle.PassResult, error)
 	buckets  Buckets
 	audit    AuditLog
 	observer Observer
@@ -122,7 +128,7 @@ func New(d Deps) (*Handler, error) {
 	case d.Logger == nil:
 		return nil, errors.New("adminapi: no logger")
 	}
-	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, buckets: d.Buckets, audit: d.Audit, observer: d.Observer,
+	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, runLC: d.Lifecycle, buckets: d.Buckets, audit: d.Audit, observer: d.Observer,
 		log: d.Logger, newID: d.NewRequestID}
 	if h.newID == nil {
 		h.newID = newRequestIDs()

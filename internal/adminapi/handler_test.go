@@ -74,6 +74,13 @@ var endpointCases = []struct {
 		wantCall: "DetachPolicy(p1, user=, group=devs)"},
 	{endpoint: "RunGC", method: "POST", path: "/gc", body: `{"graceSeconds":60}`, wantStatus: 200,
 		wantJSON: `{"graceSeconds":60,"scanned":7,"deleted":3,"deletedBytes":300,"expiredUploads":1,"durationSeconds":"*"}`},
+	{endpoint: "RunLifecycle", method: "POST", path: "/lifecycle/run", body: `{"bucket":"logs"}`, wantStatus: 200,
+		wantJSON: `{"buckets":[` +
+			`{"bucket":"logs","examined":10,"objectsExpired":3,"deleteMarkersCreated":1,"versionsRemoved":2,"deleteMarkersRemoved":1,"uploadsAborted":1,"skipped":1,"deletedBytes":500},` +
+			`{"bucket":"photos","examined":4,"objectsExpired":0,"deleteMarkersCreated":0,"versionsRemoved":0,"deleteMarkersRemoved":0,"uploadsAborted":0,"skipped":0,"deletedBytes":0,` +
+			`"error":"InternalError: We encountered an internal error. Please try again."}],` +
+			`"totals":{"examined":14,"objectsExpired":3,"deleteMarkersCreated":1,"versionsRemoved":2,"deleteMarkersRemoved":1,"uploadsAborted":1,"skipped":1,"deletedBytes":500,` +
+			`"error":"InternalError: We encountered an internal error. Please try again."},"durationSeconds":1}`},
 	{endpoint: "ListBuckets", method: "GET", path: "/buckets", wantStatus: 200, wantCall: "BucketsUsage()",
 		wantJSON: `{"buckets":[` +
 			`{"name":"photos","created":"2025-01-02T03:04:05Z","objects":3,"bytes":3145728,"uploads":1,"partBytes":5242880,"public":true},` +
@@ -187,7 +194,7 @@ var wantActions = map[string]iam.Action{
 	"ListPolicies": "admin:ListPolicies", "PutPolicy": "admin:CreatePolicy", "GetPolicy": "admin:GetPolicy",
 	"DeletePolicy": "admin:DeletePolicy", "AttachPolicy": "admin:AttachPolicy", "DetachPolicy": "admin:DetachPolicy",
 	"ListBuckets": "s3:ListAllMyBuckets", "GetBucket": "s3:ListAllMyBuckets",
-	"RunGC": "admin:RunGC", "CheckUsage": "admin:CheckUsage",
+	"RunGC": "admin:RunGC", "RunLifecycle": "admin:RunLifecycle", "CheckUsage": "admin:CheckUsage",
 	"GetAuditLog": "admin:GetAuditLog", "ExportAuditLog": "admin:GetAuditLog",
 	"WhoAmI": "",
 }
@@ -609,6 +616,54 @@ func TestGC(t *testing.T) {
 		if id := w.Header().Get("x-amz-request-id"); len(id) != 16 {
 			t.Errorf("default request id %q, want 16 hex digits", id)
 		}
+	})
+}
+
+func TestRunLifecycle(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		err        error
+		wantStatus int
+		wantCode   string
+		want       []string // buckets the worker was asked for
+	}{
+		{name: "every bucket, empty body", wantStatus: 200, want: []string{""}},
+		{name: "every bucket, empty object", body: `{}`, wantStatus: 200, want: []string{""}},
+		{name: "one bucket", body: `{"bucket":"logs"}`, wantStatus: 200, want: []string{"logs"}},
+		{name: "not JSON", body: `bucket`, wantStatus: 400, wantCode: CodeMalformedJSON},
+		{name: "unknown field", body: `{"buckets":["a"]}`, wantStatus: 400, wantCode: CodeMalformedJSON},
+		{name: "no such bucket", body: `{"bucket":"nope"}`, err: s3err.New(s3err.NoSuchBucket, "nope"), wantStatus: 404,
+			wantCode: "NoSuchBucket", want: []string{"nope"}},
+		{name: "no configuration", body: `{"bucket":"plain"}`, err: s3err.New(s3err.NoSuchLifecycleConfiguration, "plain"), wantStatus: 404,
+			wantCode: "NoSuchLifecycleConfiguration", want: []string{"plain"}},
+		{name: "failure", err: errors.New("meta unreachable"), wantStatus: 500, wantCode: CodeInternalError, want: []string{""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			f.lc.err = tc.err
+			w := f.serve(signed(t, rootCred, "POST", BasePath+"/lifecycle/run", tc.body))
+			if tc.wantCode != "" {
+				checkError(t, w, tc.wantStatus, tc.wantCode, "")
+			} else if w.Code != tc.wantStatus {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.wantStatus, w.Body)
+			}
+			if diff := cmp.Diff(tc.want, f.lc.buckets); diff != "" {
+				t.Errorf("passes asked for (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("unavailable", func(t *testing.T) {
+		t.Parallel()
+		be := newFakeBackend()
+		h, err := New(Deps{IAM: be, Verifier: sigv4.NewVerifier(sigv4.Config{}, be), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, signed(t, rootCred, "POST", BasePath+"/lifecycle/run", ""))
+		checkError(t, w, 501, CodeNotImplemented, "not available")
 	})
 }
 

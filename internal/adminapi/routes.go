@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 )
 
 // bodyKind says what an endpoint reads from the request body.
@@ -65,6 +66,7 @@ var endpoints = []endpoint{
 	{"GetBucket", http.MethodGet, "buckets/{}", iam.ListAllMyBuckets, bodyNone, (*Handler).getBucket},
 
 	{"RunGC", http.MethodPost, "gc", "admin:RunGC", bodyJSON, (*Handler).runGC},
+	{"RunLifecycle", http.MethodPost, "lifecycle/run", "admin:RunLifecycle", bodyJSON, (*Handler).runLifecycle},
 	{"CheckUsage", http.MethodPost, "usage/check", "admin:CheckUsage", bodyJSON, (*Handler).checkUsage},
 	{"GetAuditLog", http.MethodGet, "audit", "admin:GetAuditLog", bodyNone, (*Handler).queryAudit},
 	{"ExportAuditLog", http.MethodGet, "audit/export", "admin:GetAuditLog", bodyNone, (*Handler).exportAudit},
@@ -331,4 +333,43 @@ func (h *Handler) runGC(ctx context.Context, rq *request) (any, error) {
 func (h *Handler) whoAmI(_ context.Context, rq *request) (any, error) {
 	p := rq.principal
 	return WhoAmI{AccessKey: p.AccessKeyID, User: p.User, Root: p.Root}, nil
+}
+
+// runLifecycle runs a lifecycle pass now and reports what it did. A
+// bucket named that does not exist, or has no lifecycle configuration, is
+// 404 (NoSuchBucket, NoSuchLifecycleConfiguration).
+func (h *Handler) runLifecycle(ctx context.Context, rq *request) (any, error) {
+	if h.runLC == nil {
+		return nil, errorf(http.StatusNotImplemented, CodeNotImplemented, "the lifecycle worker is not available on this server")
+	}
+	var in LifecycleRunRequest
+	if len(bytes.TrimSpace(rq.body)) > 0 {
+		if err := decodeJSON(rq.body, &in); err != nil {
+			return nil, err
+		}
+	}
+	res, err := h.runLC(ctx, in.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	out := LifecycleRunResult{Buckets: []LifecycleBucketResult{}, DurationSeconds: res.Duration.Seconds()}
+	for _, b := range res.Buckets {
+		out.Buckets = append(out.Buckets, lifecycleResult(b))
+	}
+	out.Totals = lifecycleResult(res.Totals())
+	out.Totals.Bucket = ""
+	return out, nil
+}
+
+func lifecycleResult(b lifecycle.BucketResult) LifecycleBucketResult {
+	r := LifecycleBucketResult{
+		Bucket: b.Bucket, Examined: b.Examined, ObjectsExpired: b.ObjectsExpired, DeleteMarkersCreated: b.DeleteMarkersCreated,
+		VersionsRemoved: b.VersionsRemoved, DeleteMarkersRemoved: b.DeleteMarkersRemoved, UploadsAborted: b.UploadsAborted,
+		Skipped: b.Skipped, DeletedBytes: b.DeletedBytes,
+	}
+	if b.Err != nil {
+		_, code, msg := classify(b.Err)
+		r.Error = code + ": " + msg
+	}
+	return r
 }

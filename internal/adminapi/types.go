@@ -142,6 +142,38 @@ type GCResult struct {
 	DurationSeconds float64 `json:"durationSeconds"`
 }
 
+// LifecycleRunRequest is the body of POST /lifecycle/run; the body may
+// also be empty.
+type LifecycleRunRequest struct {
+	// Bucket limits the pass to one bucket; "" runs it over every bucket
+	// with a lifecycle configuration.
+	Bucket string `json:"bucket,omitempty"`
+}
+
+// LifecycleBucketResult is what a lifecycle pass did in one bucket (or,
+// as Totals, in all of them).
+type LifecycleBucketResult struct {
+	Bucket   string `json:"bucket,omitempty"`
+	Examined int    `json:"examined"`
+	// ObjectsExpired counts current versions expired: deleted, or hidden
+	// under a delete marker (DeleteMarkersCreated of them).
+	ObjectsExpired       int    `json:"objectsExpired"`
+	DeleteMarkersCreated int    `json:"deleteMarkersCreated"`
+	VersionsRemoved      int    `json:"versionsRemoved"`
+	DeleteMarkersRemoved int    `json:"deleteMarkersRemoved"`
+	UploadsAborted       int    `json:"uploadsAborted"`
+	Skipped              int    `json:"skipped"`
+	DeletedBytes         int64  `json:"deletedBytes"`
+	Error                string `json:"error,omitempty"`
+}
+
+// LifecycleRunResult is the response of POST /lifecycle/run.
+type LifecycleRunResult struct {
+	Buckets         []LifecycleBucketResult `json:"buckets"`
+	Totals          LifecycleBucketResult   `json:"totals"`
+	DurationSeconds float64                 `json:"durationSeconds"`
+}
+
 // Usage is what a bucket holds, counted exactly (it changes in the same
 // atomic commit as the records it counts). Sizes are logical: the bytes
 // clients stored.

@@ -83,6 +83,13 @@ var rules = []rule{
 		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/s3api"},
 	},
 	{
+		name: "the lifecycle worker acts only through the object service and reports through its Observer",
+		from: []string{"internal/lifecycle"},
+		forbid: []string{"net/http", mod + "internal/meta", mod + "internal/blob", mod + "internal/s3api", mod + "internal/s3xml",
+			mod + "internal/sigv4", mod + "internal/audit", mod + "internal/metrics", mod + "internal/adminapi",
+			"github.com/cockroachdb/pebble"},
+	},
+	{
 		name:   "the HTTP layer reaches storage only through the object service",
 		from:   []string{"internal/s3api"},
 		forbid: []string{mod + "internal/meta", mod + "internal/blob", "github.com/cockroachdb/pebble"},

@@ -8,8 +8,9 @@ import (
 
 // The Sources of an Event.
 const (
-	SourceS3    = "s3"    // an S3 API request
-	SourceAdmin = "admin" // an admin API action
+	SourceS3        = "s3"        // an S3 API request
+	SourceAdmin     = "admin"     // an admin API action
+	SourceLifecycle = "lifecycle" // an action of the lifecycle worker (user "lifecycle")
 )
 
 // Event is one audited action. JSON (admin API, export) uses the tags
@@ -18,12 +19,12 @@ type Event struct {
 	ID        int64     `json:"id"`                  // assigned when stored; 0 before
 	Time      time.Time `json:"time"`                // when the request started; stored in UTC with nanoseconds
 	Source    string    `json:"source"`              // SourceS3 or SourceAdmin
-	Op        string    `json:"op"`                  // S3 op name ("PutObject") or admin action ("admin:CreateUser")
+	Op        string    `json:"op"`                  // S3 op name ("PutObject"), admin action ("admin:CreateUser") or lifecycle action ("S3.EXPIRE.OBJECT")
 	Status    int       `json:"status"`              // HTTP status sent
 	Code      string    `json:"code,omitempty"`      // S3/admin error code, "" on success
 	Bucket    string    `json:"bucket,omitempty"`    // target bucket, "" if none
 	Key       string    `json:"key,omitempty"`       // target key, "" if none
-	Target    string    `json:"target,omitempty"`    // admin: what it acted on, e.g. "user/alice"
+	Target    string    `json:"target,omitempty"`    // admin: what it acted on, e.g. "user/alice"; lifecycle: the version or upload and the rule
 	User      string    `json:"user,omitempty"`      // user name; "root" for root; "" anonymous or unauthenticated
 	AccessKey string    `json:"accessKey,omitempty"` // the key that signed, or the one a failed signature claimed
 	SourceIP  string    `json:"sourceIp,omitempty"`  // IP only, no port

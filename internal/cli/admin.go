@@ -52,7 +52,7 @@ const noTimeout = -1
 // adminCommands returns the table of admin commands, in the order of the
 // usage text.
 func adminCommands() []adminCmd {
-	return slices.Concat(adminIAMCommands(), adminBucketCommands(), adminS3Commands(), adminServerCommands(), adminUsageCommands(), adminAuditCommands())
+	return slices.Concat(adminIAMCommands(), adminBucketCommands(), adminS3Commands(), adminServerCommands(), adminLifecycleCommands(), adminUsageCommands(), adminAuditCommands())
 }
 
 // adminGroups returns the command groups: every proper prefix of a
@@ -86,8 +86,9 @@ func adminUsage(cmds []adminCmd, prefix string) string {
 		b.WriteString("Usage: coffer admin <command> [arguments] [flags]\n\n" +
 			"Administers a running Coffer server through its admin API: users, access\n" +
 			"keys, groups, policies, buckets and their usage, bucket policies,\n" +
-			"presigned URLs and garbage collection. Requests are signed with an access\n" +
-			"key whose policies allow the admin actions (root may do everything).\n\nCommands:\n")
+			"presigned URLs, garbage collection and lifecycle passes. Requests are\n" +
+			"signed with an access key whose policies allow the admin actions (root\n" +
+			"may do everything).\n\nCommands:\n")
 	} else {
 		fmt.Fprintf(&b, "Usage: coffer admin %s <command> [arguments] [flags]\n\nCommands:\n", prefix)
 	}

@@ -19,7 +19,7 @@ func adminAuditCommands() []adminCmd {
 	const filters = "Filters (all optional, combined with AND):\n" +
 		"  --since T|D  events at or after T (RFC 3339) or in the last D (e.g. 1h)\n" +
 		"  --until T|D  events before T or before D ago\n" +
-		"  --source S   s3 or admin\n" +
+		"  --source S   s3, admin or lifecycle\n" +
 		"  --op OP      S3 operation (PutObject) or admin operation (CreateUser)\n" +
 		"  --bucket B, --prefix P   bucket, and key prefix within it\n" +
 		"  --user U, --key-id K, --ip IP   who, with which access key, from where\n" +
@@ -43,7 +43,7 @@ func auditFlags(fs *flag.FlagSet) func(now time.Time) (audit.Filter, error) {
 	since := fs.String("since", "", "events at or after this time (RFC 3339) or this long ago (1h)")
 	until := fs.String("until", "", "events before this time (RFC 3339) or this long ago")
 	var f audit.Filter
-	fs.StringVar(&f.Source, "source", "", "s3 or admin")
+	fs.StringVar(&f.Source, "source", "", "s3, admin or lifecycle")
 	fs.StringVar(&f.Op, "op", "", "operation name, e.g. PutObject or CreateUser")
 	fs.StringVar(&f.Bucket, "bucket", "", "bucket")
 	fs.StringVar(&f.KeyPrefix, "prefix", "", "key prefix")
@@ -59,8 +59,10 @@ func auditFlags(fs *flag.FlagSet) func(now time.Time) (audit.Filter, error) {
 		if f.Until, err = auditTime("--until", *until, now); err != nil {
 			return f, err
 		}
-		if f.Source != "" && f.Source != "s3" && f.Source != "admin" {
-			return f, usagef("--source %q: want s3 or admin", f.Source)
+		switch f.Source {
+		case "", audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle:
+		default:
+			return f, usagef("--source %q: want s3, admin or lifecycle", f.Source)
 		}
 		return f, nil
 	}

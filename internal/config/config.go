@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3api"
 )
@@ -80,6 +81,10 @@ type Config struct {
 
 	// S3 configures the S3 HTTP surface (region, virtual-host domain).
 	S3 s3api.Config
+
+	// Lifecycle configures the worker that applies buckets' lifecycle
+	// rules.
+	Lifecycle lifecycle.Config
 
 	// Root holds the root credentials. They come only from the environment
 	// (COFFER_ROOT_ACCESS_KEY, COFFER_ROOT_SECRET_KEY), never from flags or
@@ -157,6 +162,7 @@ func Default() Config {
 			GCInterval:      10 * time.Minute,
 			GCGrace:         time.Hour,
 		},
-		S3: s3api.Config{Region: "us-east-1"},
+		S3:        s3api.Config{Region: "us-east-1"},
+		Lifecycle: lifecycle.Config{Interval: time.Hour, Day: 24 * time.Hour},
 	}
 }

@@ -122,7 +122,7 @@ func TestLoadPrecedence(t *testing.T) {
 				"COFFER_PPROF_HOST": "::1", "COFFER_PPROF_PORT": "7070", "COFFER_CONSOLE_ADDRESS": "[::1]:7071",
 				"COFFER_ROOT_ACCESS_KEY": "rootkey", "COFFER_ROOT_SECRET_KEY": "rootsecret",
 				"COFFER_AUDIT_ENABLED": "false", "COFFER_AUDIT_PATH": "/a/audit.db", "COFFER_AUDIT_READ_SAMPLE": "0.5",
-				"COFFER_AUDIT_RETENTION": "24h",
+				"COFFER_AUDIT_RETENTION": "24h", "COFFER_LIFECYCLE_INTERVAL": "2s", "COFFER_LIFECYCLE_DAY": "10s",
 			},
 			want: func(c *Config) {
 				c.StoragePath, c.Address, c.S3.Region, c.S3.Domain = "/d", ":1", "r1", "s3.test"
@@ -134,6 +134,7 @@ func TestLoadPrecedence(t *testing.T) {
 				c.ConsoleAddress = "[::1]:7071"
 				c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "rootsecret"
 				c.Audit = Audit{Path: "/a/audit.db", ReadSample: 0.5, Retention: 24 * time.Hour}
+				c.Lifecycle.Interval, c.Lifecycle.Day = 2*time.Second, 10*time.Second
 			},
 		},
 	} {
@@ -253,6 +254,7 @@ func TestLoadTestdata(t *testing.T) {
 			c.Objects.GCInterval, c.Objects.GCGrace, c.ShutdownTimeout = 5*time.Minute, 2*time.Hour, time.Minute
 			c.Log = Log{Level: slog.LevelDebug, Format: LogJSON, AccessLogSample: 0.25}
 			c.Pprof = Pprof{Enabled: true, Host: "0.0.0.0", Port: 6061}
+			c.Lifecycle.Interval, c.Lifecycle.Day = -1, 10*time.Second
 		}},
 		"dotted.toml":             {want: func(c *Config) { c.Blob.Kind = BlobMemory; c.Objects.BlockSize = 4 << 20 }},
 		"inline_table.toml":       {want: func(c *Config) { c.Blob.Kind = BlobMemory }},

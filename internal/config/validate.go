@@ -78,6 +78,12 @@ func (c Config) Validate() error {
 	if c.Audit.Retention < 0 {
 		add("audit.retention", errors.New("must not be negative"))
 	}
+	if c.Lifecycle.Interval == 0 {
+		add("lifecycle.interval", errors.New("must be positive (or negative to disable)"))
+	}
+	if c.Lifecycle.Day <= 0 {
+		add("lifecycle.day", errors.New("must be positive"))
+	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateS3()...)
 	if err := checkRoot(c.Root.RootAccessKey, c.Root.RootSecretKey); err != nil {

@@ -57,6 +57,7 @@ type testServer struct {
 	ak, sk   string
 	cfg      config.Config
 	logs     *syncBuffer // everything the server logged
+	console  string      // address of the ops listener (/metrics); "" when off
 }
 
 // syncBuffer is a goroutine-safe bytes.Buffer for logs written after a test
@@ -108,6 +109,14 @@ func startServer(t *testing.T, extra ...string) *testServer {
 // startServerEnv is startServer with more environment variables.
 func startServerEnv(t *testing.T, moreEnv map[string]string, extra ...string) *testServer {
 	t.Helper()
+	return startServerWith(t, moreEnv, nil, extra...)
+}
+
+// startServerWith is startServerEnv that lets modify change the loaded
+// configuration before the server starts, for what no flag sets: the
+// lifecycle worker's clock.
+func startServerWith(t *testing.T, moreEnv map[string]string, modify func(*config.Config), extra ...string) *testServer {
+	t.Helper()
 	dir := t.TempDir()
 	args := append([]string{"--storage-path", dir}, inProcessArgs...)
 	args = append(args, extra...)
@@ -121,6 +130,9 @@ func startServerEnv(t *testing.T, moreEnv map[string]string, extra ...string) *t
 	cfg, err := config.Load(args, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("config.Load(%q): %v", args, err)
+	}
+	if modify != nil {
+		modify(&cfg)
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -153,7 +165,7 @@ func startServerEnv(t *testing.T, moreEnv map[string]string, extra ...string) *t
 	if addr == "" || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("Addr() = %q, want the bound address", addr)
 	}
-	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg, logs: logs}
+	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg, logs: logs, console: srv.ConsoleAddr()}
 }
 
 // newHTTPClient returns a client with no shared state between tests.

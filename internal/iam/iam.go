@@ -86,6 +86,8 @@ const (
 	GetObjectVersionAcl        Action = "s3:GetObjectVersionAcl"
 	PutObjectVersionAcl        Action = "s3:PutObjectVersionAcl"
 	PutBucketTagging           Action = "s3:PutBucketTagging"
+	GetLifecycleConfiguration  Action = "s3:GetLifecycleConfiguration"
+	PutLifecycleConfiguration  Action = "s3:PutLifecycleConfiguration"
 	NotImplementedAction       Action = "s3:*"
 )
 

@@ -56,6 +56,10 @@ const (
 	// objectVersionSummary is objectSummary with the version ID: what a
 	// listing of versions needs.
 	objectVersionSummary
+	// objectTagged is objectVersionSummary with the tags, skipping the
+	// metadata and every other field: what the lifecycle worker needs
+	// when a rule filters on tags.
+	objectTagged
 	// objectLayout reads everything but the inline data of a version 1
 	// record: what GC and a replacing write need.
 	objectLayout
@@ -296,6 +300,19 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	o.Modified = d.time()
 	d.checksum(&o.Checksum)
 	if detail <= objectVersionSummary {
+		return o, v, d.err
+	}
+	if detail == objectTagged {
+		d.skipMetadata()
+		if v >= objectVersion {
+			d.eachField(func(tag uint64, f *decoder) bool {
+				if tag != fieldTags {
+					return false // skipped, as an unknown field is
+				}
+				o.Tags = f.tags()
+				return true
+			})
+		}
 		return o, v, d.err
 	}
 	d.metadata(&o.Meta)
@@ -571,6 +588,17 @@ func (d *decoder) metadata(m *Metadata) {
 			k := d.string()
 			m.User[k] = d.string()
 		}
+	}
+}
+
+// skipMetadata steps over what metadata reads, without copying it.
+func (d *decoder) skipMetadata() {
+	for range 6 {
+		d.bytes()
+	}
+	for range d.count() {
+		d.bytes()
+		d.bytes()
 	}
 }
 

@@ -92,6 +92,17 @@ func TestObjectCodec(t *testing.T) {
 		{name: "fields layout", in: withFields(fullObject()), detail: objectLayout, want: withFields(fullObject())},
 		{name: "fields summary", in: withFields(fullObject()), detail: objectSummary,
 			want: Object{Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2", Modified: testTime, Checksum: fullObject().Checksum}},
+		{name: "tagged", in: withFields(fullObject()), detail: objectTagged,
+			want: Object{VersionID: fullObject().VersionID, Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2",
+				Modified: testTime, Checksum: fullObject().Checksum, Tags: withFields(fullObject()).Tags}},
+		{name: "tagged without tags", in: fullObject(), detail: objectTagged,
+			want: Object{VersionID: fullObject().VersionID, Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2",
+				Modified: testTime, Checksum: fullObject().Checksum}},
+		{name: "v2 tagged", in: withFields(fullObject()), v2: true, detail: objectTagged,
+			want: Object{VersionID: fullObject().VersionID, Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2",
+				Modified: testTime, Checksum: fullObject().Checksum}},
+		{name: "v1 tagged", in: inline, v1: true, detail: objectTagged,
+			want: Object{VersionID: "v", Size: 5, ETag: "e", Modified: testTime}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := appendObject(nil, &tc.in)
@@ -200,7 +211,16 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 		_, _ = decodeObject(b, objectSummary)
-		_, _ = decodeObject(b, objectLayout)
+		if lo, err := decodeObject(b, objectLayout); err == nil {
+			// The lifecycle's tagged decode agrees with the layout.
+			tg, err := decodeObject(b, objectTagged)
+			if err != nil {
+				t.Fatalf("tagged decode of a record the layout decodes: %v", err)
+			}
+			if !cmp.Equal(lo.Tags, tg.Tags, cmpopts.EquateEmpty()) || lo.VersionID != tg.VersionID || lo.Modified != tg.Modified {
+				t.Fatalf("tagged decode %+v disagrees with the layout %+v", tg, lo)
+			}
+		}
 		if u, err := decodeUpload("b", "k", "i", b); err == nil {
 			again, err := decodeUpload("b", "k", "i", appendUpload(nil, &u))
 			if err != nil || !cmp.Equal(u, again, cmpopts.EquateEmpty()) {

@@ -63,7 +63,10 @@ type kvBatch interface {
 type kvIter interface {
 	first() bool
 	seekGE(key []byte) bool
+	// seekLT positions at the last key less than key.
+	seekLT(key []byte) bool
 	next() bool
+	prev() bool
 	key() []byte
 	value() ([]byte, error)
 	// close releases the iterator and returns any error met while iterating.

@@ -239,7 +239,9 @@ type pebbleIter struct{ it *pebble.Iterator }
 
 func (i pebbleIter) first() bool            { return i.it.First() }
 func (i pebbleIter) seekGE(k []byte) bool   { return i.it.SeekGE(k) }
+func (i pebbleIter) seekLT(k []byte) bool   { return i.it.SeekLT(k) }
 func (i pebbleIter) next() bool             { return i.it.Next() }
+func (i pebbleIter) prev() bool             { return i.it.Prev() }
 func (i pebbleIter) key() []byte            { return i.it.Key() }
 func (i pebbleIter) value() ([]byte, error) { return i.it.ValueAndErr() }
 func (i pebbleIter) close() error           { return i.it.Close() }

@@ -64,6 +64,7 @@ func (s *Service) CreateBucket(ctx context.Context, name string, in CreateBucket
 	if err != nil {
 		return fmt.Errorf("create bucket %s: %w", name, err)
 	}
+	s.configGen.bump()
 	return nil
 }
 
@@ -151,5 +152,6 @@ func (s *Service) DeleteBucket(ctx context.Context, name string) error {
 	case err != nil:
 		return fmt.Errorf("delete bucket %s: %w", name, err)
 	}
+	s.configGen.bump() // its configurations went with it
 	return nil
 }

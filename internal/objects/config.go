@@ -33,6 +33,7 @@ func (s *Service) PutBucketConfig(ctx context.Context, bucket string, name Confi
 	case err != nil:
 		return fmt.Errorf("%s configuration of %s: %w", name, bucket, err)
 	}
+	s.configGen.bump()
 	return nil
 }
 

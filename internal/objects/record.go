@@ -36,7 +36,7 @@ func objectInfo(bucket, key string, o *meta.Object) ObjectInfo {
 	return ObjectInfo{
 		Bucket: bucket, Key: key, Size: o.Size, ETag: o.ETag, LastModified: o.Modified,
 		Meta: fromMetaMetadata(o.Meta), Checksum: fromMetaChecksum(o.Checksum), PartSizes: o.PartSizes,
-		TagCount: len(o.Tags), VersionID: reportedVersionID(o),
+		TagCount: len(o.Tags), Tags: fromMetaTags(o.Tags), VersionID: reportedVersionID(o),
 	}
 }
 

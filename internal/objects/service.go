@@ -125,6 +125,8 @@ type Service struct {
 	readers  readerTable // object versions being streamed
 
 	gcMu sync.Mutex // serialises GC passes
+
+	configGen configGen // see ConfigGeneration
 }
 
 // New returns a Service over db and store. A nil log discards.

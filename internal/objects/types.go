@@ -46,6 +46,7 @@ type ObjectInfo struct {
 	Checksum     ChecksumValue
 	PartSizes    []int64 // sizes of the parts of a multipart object, in order; nil otherwise
 	TagCount     int     // number of tags (x-amz-tagging-count)
+	Tags         []Tag   // the tags, in the order given; nil in listings
 	// VersionID is the S3 version ID to report in x-amz-version-id: the
 	// version's own ID, "null" for a null version of a bucket that has
 	// versioning configured, "" for an object of a bucket that had none

@@ -29,6 +29,7 @@ const (
 	AdminAttachPolicy       = "admin:AttachPolicy"
 	AdminDetachPolicy       = "admin:DetachPolicy"
 	AdminRunGC              = "admin:RunGC"
+	AdminRunLifecycle       = "admin:RunLifecycle"
 	AdminServerInfo         = "admin:ServerInfo"
 	AdminCheckUsage         = "admin:CheckUsage"
 	AdminGetAuditLog        = "admin:GetAuditLog"
@@ -231,6 +232,7 @@ var knownActions = [...]string{
 	AdminAttachPolicy,
 	AdminDetachPolicy,
 	AdminRunGC,
+	AdminRunLifecycle,
 	AdminServerInfo,
 	AdminCheckUsage,
 	AdminGetAuditLog,

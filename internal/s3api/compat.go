@@ -110,6 +110,30 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   CreateBucket) is ObjectWriter by default; BucketOwnerEnforced turns ACLs
   off as in S3 (` + "`AccessControlListNotSupported`" + `). A root write without ACL
   headers belongs to the bucket's owner.
+- Lifecycle: Put/Get/DeleteBucketLifecycleConfiguration, up to 1000 rules
+  (the PUT needs ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; rules without an
+  ID get one). Actions: Expiration (Days, Date at midnight UTC, or
+  ExpiredObjectDeleteMarker), NoncurrentVersionExpiration (NoncurrentDays,
+  NewerNoncurrentVersions) and AbortIncompleteMultipartUpload; filters: the
+  rule-level Prefix or a Filter of one Prefix, Tag, ObjectSizeGreaterThan,
+  ObjectSizeLessThan or And. Configurations are checked as S3 checks them
+  (` + "`MalformedXML`" + `, ` + "`InvalidArgument`" + `, ` + "`InvalidRequest`" + ` with S3's messages);
+  Transition and NoncurrentVersionTransition are checked, then answered
+  ` + "`NotImplemented`" + `: Coffer has one storage class. Days count from an object's
+  Last-Modified (a noncurrent version's from that of the version that
+  replaced it) and round up to the next midnight UTC. A background worker
+  applies the rules (hourly, and on ` + "`coffer admin lifecycle run`" + `): it deletes
+  expired current versions of unversioned buckets and writes delete markers
+  over them in versioned ones (` + "`null`" + ` markers when suspended), removes noncurrent
+  versions (keeping the NewerNoncurrentVersions newest), delete markers left
+  alone (ExpiredObjectDeleteMarker, or Days/Date once the marker is that old)
+  and expired multipart uploads; a version changed since the worker looked
+  at it is left alone. GET and HEAD of the current version, PutObject,
+  CopyObject and CompleteMultipartUpload answer ` + "`x-amz-expiration`" + ` when a rule
+  will expire the object; CreateMultipartUpload and ListParts answer
+  ` + "`x-amz-abort-date`" + ` and ` + "`x-amz-abort-rule-id`" + `.
+  ` + "`x-amz-transition-default-minimum-object-size`" + ` is kept and returned, and has
+  no effect.
 - GetObject serves one byte range. A Range header with several ranges, or
   one that does not parse, is ignored and the whole object is returned with
   200, as S3 does. ` + "`partNumber`" + ` selects a part and sets

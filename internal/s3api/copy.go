@@ -118,6 +118,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 		return copySourceFailed(err)
 	}
 	setVersionHeaders(w.Header(), info.VersionID, info.SourceVersionID)
+	h.setExpiration(r.Context(), w.Header(), rq.bucket, &info.ObjectInfo)
 	out := s3xml.CopyObjectResult{
 		LastModified: s3xml.Time(info.LastModified),
 		ETag:         quoteETag(info.ETag),

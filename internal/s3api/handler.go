@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -88,9 +89,12 @@ type Handler struct {
 	log      *slog.Logger
 	clock    func() time.Time
 	newID    func() string
-	observer Observer  // nil when none
-	bufs     sync.Pool // *[]byte of copyBufSize, for streaming object bodies
-	obs      sync.Pool // *observation, when there is an observer
+	observer Observer // nil when none
+	// lifecycle stores buckets' lifecycle configurations and keeps them
+	// parsed for x-amz-expiration.
+	lifecycle *lifecycle.Store
+	bufs      sync.Pool // *[]byte of copyBufSize, for streaming object bodies
+	obs       sync.Pool // *observation, when there is an observer
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -122,6 +126,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		clock:    d.Clock,
 		newID:    d.NewRequestID,
 		observer: d.Observer,
+
+		lifecycle: lifecycle.NewStore(d.Objects),
 	}
 	if h.clock == nil {
 		h.clock = time.Now

@@ -91,6 +91,7 @@ func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 		w.Header()["x-amz-checksum-algorithm"] = []string{string(up.ChecksumAlgorithm)}
 		w.Header()["x-amz-checksum-type"] = []string{uploadChecksumType(up)}
 	}
+	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, up.Initiated)
 	return writeXML(w, http.StatusOK, s3xml.InitiateMultipartUploadResult{Bucket: rq.bucket, Key: rq.key, UploadID: up.UploadID})
 }
 
@@ -200,6 +201,7 @@ func (h *Handler) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	setVersionHeaders(w.Header(), info.VersionID, "")
+	h.setExpiration(r.Context(), w.Header(), rq.bucket, &info)
 	out := s3xml.CompleteMultipartUploadResult{
 		Location:     objectLocation(r, rq),
 		Bucket:       rq.bucket,
@@ -267,6 +269,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 	if err != nil {
 		return err
 	}
+	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, res.Upload.Initiated)
 	owner := h.owner(rq)
 	out := s3xml.ListPartsResult{
 		Bucket:            rq.bucket,

@@ -25,6 +25,9 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	defer obj.Body.Close()
 	status := setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides)
+	if opt.VersionID == "" {
+		h.setExpiration(r.Context(), w.Header(), rq.bucket, &obj.Info)
+	}
 	w.WriteHeader(status)
 	buf := h.bufs.Get().(*[]byte)
 	defer h.bufs.Put(buf)
@@ -47,7 +50,11 @@ func (h *Handler) headObject(w http.ResponseWriter, r *http.Request, rq *request
 	if obj.Body != nil {
 		obj.Body.Close()
 	}
-	w.WriteHeader(setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides))
+	status := setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides)
+	if opt.VersionID == "" {
+		h.setExpiration(r.Context(), w.Header(), rq.bucket, &obj.Info)
+	}
+	w.WriteHeader(status)
 	return nil
 }
 

@@ -33,6 +33,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, rq *request)
 	if in.Checksum.Algorithm != "" {
 		setChecksumHeaders(hdr, info.Checksum)
 	}
+	h.setExpiration(r.Context(), hdr, rq.bucket, &info)
 	hdr.Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil

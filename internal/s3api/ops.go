@@ -47,7 +47,8 @@ const maxObjectSize = 5 << 30
 // XML bodies are read whole, so each op that takes one has a limit, checked
 // against Content-Length before reading and again while reading. The
 // limits are s3xml's, sized for the largest legitimate body of each kind: a
-// configuration document (64 KiB), a DeleteObjects of 1000 keys of 1024
+// configuration document (64 KiB; a lifecycle configuration of 1000 rules,
+// 2 MiB), a DeleteObjects of 1000 keys of 1024
 // bytes with escaping (8 MiB), a CompleteMultipartUpload of 10000 parts
 // with checksums (8 MiB; 1 MiB would refuse a valid upload of 10000 parts
 // with SHA-256 checksums, about 1.6 MB).
@@ -55,6 +56,8 @@ const (
 	maxConfigBody   = s3xml.MaxConfigBody
 	maxDeleteBody   = s3xml.MaxDeleteBody
 	maxCompleteBody = s3xml.MaxCompleteBody
+	// maxLifecycleBody admits S3's 1000 rules.
+	maxLifecycleBody = s3xml.MaxLifecycleBody
 	// maxPolicyBody admits a bucket policy of S3's 20 KB limit with room
 	// to spare; the policy parser enforces the limit itself, with S3's
 	// MalformedPolicy message.
@@ -107,6 +110,7 @@ var ops = []op{
 	{name: "GetBucketPolicy", method: http.MethodGet, scope: scopeBucket, query: "policy", action: iam.GetBucketPolicy, handle: (*Handler).getBucketPolicy},
 	{name: "GetBucketOwnershipControls", method: http.MethodGet, scope: scopeBucket, query: "ownershipControls", action: iam.GetBucketOwnership, handle: (*Handler).getBucketOwnership},
 	{name: "GetBucketTagging", method: http.MethodGet, scope: scopeBucket, query: "tagging", action: iam.GetBucketTagging, handle: (*Handler).getBucketTagging},
+	{name: "GetBucketLifecycleConfiguration", method: http.MethodGet, scope: scopeBucket, query: "lifecycle", action: iam.GetLifecycleConfiguration, handle: (*Handler).getBucketLifecycle},
 	{name: "GetBucketPolicyStatus", method: http.MethodGet, scope: scopeBucket, query: "policyStatus", action: iam.GetBucketPolicyStatus, handle: (*Handler).getBucketPolicyStatus},
 	{name: "GetBucketCors", method: http.MethodGet, scope: scopeBucket, query: "cors", action: iam.GetBucketCORS, handle: (*Handler).getBucketCORS},
 	{name: "ListMultipartUploads", method: http.MethodGet, scope: scopeBucket, query: "uploads", action: iam.ListBucketMultipartUploads, handle: (*Handler).listMultipartUploads},
@@ -117,12 +121,14 @@ var ops = []op{
 	{name: "PutBucketPolicy", method: http.MethodPut, scope: scopeBucket, query: "policy", action: iam.PutBucketPolicy, body: bodyXML, limit: maxPolicyBody, handle: (*Handler).putBucketPolicy},
 	{name: "PutBucketOwnershipControls", method: http.MethodPut, scope: scopeBucket, query: "ownershipControls", action: iam.PutBucketOwnership, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketOwnership},
 	{name: "PutBucketTagging", method: http.MethodPut, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketTagging},
+	{name: "PutBucketLifecycleConfiguration", method: http.MethodPut, scope: scopeBucket, query: "lifecycle", action: iam.PutLifecycleConfiguration, body: bodyXML, limit: maxLifecycleBody, handle: (*Handler).putBucketLifecycle},
 	{name: "PutBucketVersioning", method: http.MethodPut, scope: scopeBucket, query: "versioning", action: iam.PutBucketVersioning, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketVersioning},
 	{name: "PutBucketCors", method: http.MethodPut, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketCORS},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
 	{name: "DeleteBucketOwnershipControls", method: http.MethodDelete, scope: scopeBucket, query: "ownershipControls", action: iam.PutBucketOwnership, handle: (*Handler).deleteBucketOwnership},
 	{name: "DeleteBucketTagging", method: http.MethodDelete, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, handle: (*Handler).deleteBucketTagging},
+	{name: "DeleteBucketLifecycle", method: http.MethodDelete, scope: scopeBucket, query: "lifecycle", action: iam.PutLifecycleConfiguration, handle: (*Handler).deleteBucketLifecycle},
 	{name: "DeleteBucketPolicy", method: http.MethodDelete, scope: scopeBucket, query: "policy", action: iam.DeleteBucketPolicy, handle: (*Handler).deleteBucketPolicy},
 	// S3 authorizes DeleteBucketCors with s3:PutBucketCORS.
 	{name: "DeleteBucketCors", method: http.MethodDelete, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, handle: (*Handler).deleteBucketCORS},
@@ -169,12 +175,12 @@ var opNotImplemented = op{
 // every op's query is here.
 var subresources = map[string]bool{
 	// Served (for some method and scope).
-	"acl": true, "attributes": true, "cors": true, "delete": true, "location": true, "ownershipControls": true,
+	"acl": true, "attributes": true, "cors": true, "delete": true, "lifecycle": true, "location": true, "ownershipControls": true,
 	"policy": true, "policyStatus": true, "tagging": true, "uploadId": true, "uploads": true, "versioning": true, "versions": true,
 	// Not served.
 	"abac": true, "accelerate": true, "analytics": true,
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
-	"lifecycle": true, "logging": true, "metadataConfiguration": true, "metadataTable": true,
+	"logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true,
 	"publicAccessBlock": true, "renameObject": true,
 	"replication": true, "requestPayment": true, "restore": true, "retention": true,

@@ -54,6 +54,7 @@ const (
 	NoSuchBucketPolicy                  Code = "NoSuchBucketPolicy"
 	NoSuchCORSConfiguration             Code = "NoSuchCORSConfiguration"
 	NoSuchKey                           Code = "NoSuchKey"
+	NoSuchLifecycleConfiguration        Code = "NoSuchLifecycleConfiguration"
 	NoSuchTagSet                        Code = "NoSuchTagSet"
 	NoSuchUpload                        Code = "NoSuchUpload"
 	NoSuchVersion                       Code = "NoSuchVersion"
@@ -134,6 +135,7 @@ var table = map[Code]info{
 	NoSuchBucketPolicy:                  {http.StatusNotFound, "The bucket policy does not exist."},
 	NoSuchCORSConfiguration:             {http.StatusNotFound, "The CORS configuration does not exist"},
 	NoSuchKey:                           {http.StatusNotFound, "The specified key does not exist."},
+	NoSuchLifecycleConfiguration:        {http.StatusNotFound, "The lifecycle configuration does not exist."},
 	NoSuchTagSet:                        {http.StatusNotFound, "The TagSet does not exist."},
 	NoSuchUpload:                        {http.StatusNotFound, "The specified multipart upload does not exist. The upload ID might be invalid, or the multipart upload might have been aborted or completed."},
 	NoSuchVersion:                       {http.StatusNotFound, "The specified version does not exist."},

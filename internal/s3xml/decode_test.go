@@ -426,3 +426,95 @@ func TestDecodeTagging(t *testing.T) {
 		}
 	}
 }
+
+type lifecycleCase struct {
+	name    string
+	body    string
+	want    s3xml.LifecycleConfiguration
+	wantErr s3err.Code
+}
+
+func lifecycleCases() []lifecycleCase {
+	str := func(s string) *string { return &s }
+	wrap := func(rules string) string {
+		return `<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">` + rules + `</LifecycleConfiguration>`
+	}
+	rule := func(inner string) string { return wrap("<Rule>" + inner + "</Rule>") }
+	return []lifecycleCase{
+		{name: "aws example", body: wrap(`<Rule><ID>id1</ID><Filter><And><Prefix>documents/</Prefix>` +
+			`<Tag><Key>key1</Key><Value>value1</Value></Tag><Tag><Key>key2</Key><Value>value2</Value></Tag></And></Filter>` +
+			`<Status>Enabled</Status><Transition><Days>365</Days><StorageClass>GLACIER</StorageClass></Transition>` +
+			`<Expiration><Days>3650</Days></Expiration></Rule>` +
+			`<Rule><ID>id2</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status>` +
+			`<NoncurrentVersionExpiration><NoncurrentDays>30</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration>` +
+			`<AbortIncompleteMultipartUpload><DaysAfterInitiation>7</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule>`),
+			want: s3xml.LifecycleConfiguration{Rules: []s3xml.LifecycleRule{
+				{
+					ID: []string{"id1"}, Status: []string{"Enabled"},
+					Filter: []s3xml.LifecycleFilter{{And: []s3xml.LifecycleAnd{{
+						Prefix: []string{"documents/"},
+						Tags:   []s3xml.Tag{{Key: str("key1"), Value: "value1"}, {Key: str("key2"), Value: "value2"}},
+					}}}},
+					Transitions: []s3xml.LifecycleTransition{{Days: []int32{365}, StorageClass: []string{"GLACIER"}}},
+					Expiration:  []s3xml.LifecycleExpiration{{Days: []int32{3650}}},
+				},
+				{
+					ID: []string{"id2"}, Status: []string{"Enabled"},
+					Filter:                         []s3xml.LifecycleFilter{{Prefix: []string{"logs/"}}},
+					NoncurrentVersionExpiration:    []s3xml.NoncurrentVersionExpiration{{NoncurrentDays: []int32{30}, NewerNoncurrentVersions: []int32{3}}},
+					AbortIncompleteMultipartUpload: []s3xml.AbortIncompleteMultipartUpload{{DaysAfterInitiation: []int32{7}}},
+				},
+			}}},
+		{name: "legacy prefix, date, marker", body: wrap(`<Rule><Prefix></Prefix><Status>Disabled</Status>` +
+			`<Expiration><Date>2027-01-01T00:00:00.000Z</Date></Expiration></Rule>` +
+			`<Rule><Prefix>a</Prefix><Status>Enabled</Status><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration></Rule>`),
+			want: s3xml.LifecycleConfiguration{Rules: []s3xml.LifecycleRule{
+				{Prefix: []string{""}, Status: []string{"Disabled"}, Expiration: []s3xml.LifecycleExpiration{{Date: []string{"2027-01-01T00:00:00.000Z"}}}},
+				{Prefix: []string{"a"}, Status: []string{"Enabled"}, Expiration: []s3xml.LifecycleExpiration{{ExpiredObjectDeleteMarker: []bool{true}}}},
+			}}},
+		{name: "empty filter, sizes", body: rule(`<Filter></Filter><Status>Enabled</Status>` +
+			`<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition></Rule>` +
+			`<Rule><Filter><ObjectSizeGreaterThan>10</ObjectSizeGreaterThan></Filter><Status>Enabled</Status>` +
+			`<Expiration><Days>1</Days></Expiration>`),
+			want: s3xml.LifecycleConfiguration{Rules: []s3xml.LifecycleRule{
+				{Filter: []s3xml.LifecycleFilter{{}}, Status: []string{"Enabled"},
+					NoncurrentVersionTransitions: []s3xml.NoncurrentVersionTransition{{NoncurrentDays: []int32{1}, StorageClass: []string{"GLACIER"}}}},
+				{Filter: []s3xml.LifecycleFilter{{ObjectSizeGreaterThan: []int64{10}}}, Status: []string{"Enabled"},
+					Expiration: []s3xml.LifecycleExpiration{{Days: []int32{1}}}},
+			}}},
+		{name: "no rules", body: wrap(``), want: s3xml.LifecycleConfiguration{}},
+		{name: "no namespace", body: `<LifecycleConfiguration><Rule><Status>Enabled</Status></Rule></LifecycleConfiguration>`,
+			want: s3xml.LifecycleConfiguration{Rules: []s3xml.LifecycleRule{{Status: []string{"Enabled"}}}}},
+		{name: "two expirations", body: rule(`<Status>Enabled</Status><Expiration><Days>1</Days></Expiration><Expiration><Days>2</Days></Expiration>`), wantErr: s3err.MalformedXML},
+		{name: "two IDs", body: rule(`<ID>a</ID><ID>b</ID>`), wantErr: s3err.MalformedXML},
+		{name: "two filter prefixes", body: rule(`<Filter><Prefix>a</Prefix><Prefix>b</Prefix></Filter>`), wantErr: s3err.MalformedXML},
+		{name: "two and prefixes", body: rule(`<Filter><And><Prefix>a</Prefix><Prefix>b</Prefix></And></Filter>`), wantErr: s3err.MalformedXML},
+		{name: "two days", body: rule(`<Expiration><Days>1</Days><Days>2</Days></Expiration>`), wantErr: s3err.MalformedXML},
+		{name: "two transition classes", body: rule(`<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass><StorageClass>GLACIER</StorageClass></Transition>`), wantErr: s3err.MalformedXML},
+		{name: "two noncurrent transition days", body: rule(`<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionTransition>`), wantErr: s3err.MalformedXML},
+		{name: "two noncurrent days", body: rule(`<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays><NoncurrentDays>1</NoncurrentDays></NoncurrentVersionExpiration>`), wantErr: s3err.MalformedXML},
+		{name: "two abort days", body: rule(`<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>`), wantErr: s3err.MalformedXML},
+		{name: "tag without key", body: rule(`<Filter><Tag><Value>v</Value></Tag></Filter>`), wantErr: s3err.MalformedXML},
+		{name: "and tag without key", body: rule(`<Filter><And><Tag><Value>v</Value></Tag></And></Filter>`), wantErr: s3err.MalformedXML},
+		{name: "days not a number", body: rule(`<Expiration><Days>one</Days></Expiration>`), wantErr: s3err.MalformedXML},
+		{name: "days past int32", body: rule(`<Expiration><Days>2147483648</Days></Expiration>`), wantErr: s3err.MalformedXML},
+		{name: "marker not a bool", body: rule(`<Expiration><ExpiredObjectDeleteMarker>yes</ExpiredObjectDeleteMarker></Expiration>`), wantErr: s3err.MalformedXML},
+		{name: "wrong root", body: `<Lifecycle/>`, wantErr: s3err.MalformedXML},
+		{name: "empty", body: ``, wantErr: s3err.MissingRequestBodyError},
+		{name: "too large", body: wrap(strings.Repeat(" ", s3xml.MaxLifecycleBody)), wantErr: s3err.MaxMessageLengthExceeded},
+	}
+}
+
+func TestDecodeLifecycleConfiguration(t *testing.T) {
+	for _, tc := range lifecycleCases() {
+		for rname, r := range readers(tc.body) {
+			t.Run(tc.name+"/"+rname, func(t *testing.T) {
+				got, err := s3xml.DecodeLifecycleConfiguration(r, s3xml.MaxLifecycleBody)
+				checkCode(t, "DecodeLifecycleConfiguration", err, tc.wantErr)
+				if diff := cmp.Diff(tc.want, got, ignoreXMLName, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("DecodeLifecycleConfiguration mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}

@@ -84,3 +84,22 @@ func FuzzDecodeTagging(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeLifecycleConfiguration(f *testing.F) {
+	for _, tc := range lifecycleCases() {
+		if len(tc.body) <= maxSeed {
+			f.Add([]byte(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := s3xml.DecodeLifecycleConfiguration(bytes.NewReader(body), fuzzLimit)
+		if err != nil {
+			checkDecodeError(t, err, body)
+			return
+		}
+		again := roundTrip(t, got, s3xml.DecodeLifecycleConfiguration)
+		if diff := cmp.Diff(got, again, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("decode(encode(x)) != x for body %q (-x +again):\n%s", body, diff)
+		}
+	})
+}

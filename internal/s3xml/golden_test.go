@@ -158,6 +158,7 @@ func goldenCases() []struct {
 		{"VersioningConfiguration", enc(s3xml.VersioningConfiguration{Status: "Enabled", MFADelete: "Disabled"})},
 		{"VersioningConfiguration-never", enc(s3xml.VersioningConfiguration{})},
 		{"CORSConfiguration", enc(corsConfig)},
+		{"LifecycleConfiguration", enc(lifecycleDoc())},
 		{"InitiateMultipartUploadResult", enc(s3xml.InitiateMultipartUploadResult{
 			Bucket: "example-bucket", Key: "example-object", UploadID: uploadID,
 		})},
@@ -332,4 +333,32 @@ func wellFormed(doc []byte) error {
 		return fmt.Errorf("%d root elements", roots)
 	}
 	return nil
+}
+
+// lifecycleDoc is a lifecycle configuration with every kind of rule, for
+// the golden document and the SDK round trip.
+func lifecycleDoc() s3xml.LifecycleConfiguration {
+	key1, key2 := "key1", "key2"
+	return s3xml.LifecycleConfiguration{Rules: []s3xml.LifecycleRule{
+		{
+			ID: []string{"archive"}, Status: []string{"Enabled"},
+			Filter: []s3xml.LifecycleFilter{{And: []s3xml.LifecycleAnd{{
+				Prefix: []string{"documents/"}, ObjectSizeGreaterThan: []int64{1024},
+				Tags: []s3xml.Tag{{Key: &key1, Value: "value1"}, {Key: &key2}},
+			}}}},
+			Expiration: []s3xml.LifecycleExpiration{{Days: []int32{3650}}},
+		},
+		{
+			ID: []string{"logs"}, Status: []string{"Disabled"},
+			Filter:                         []s3xml.LifecycleFilter{{Prefix: []string{"logs/"}}},
+			Expiration:                     []s3xml.LifecycleExpiration{{Date: []string{"2027-01-01T00:00:00.000Z"}}},
+			NoncurrentVersionExpiration:    []s3xml.NoncurrentVersionExpiration{{NoncurrentDays: []int32{30}, NewerNoncurrentVersions: []int32{3}}},
+			AbortIncompleteMultipartUpload: []s3xml.AbortIncompleteMultipartUpload{{DaysAfterInitiation: []int32{7}}},
+		},
+		{
+			ID: []string{"markers"}, Prefix: []string{""}, Status: []string{"Enabled"},
+			Expiration: []s3xml.LifecycleExpiration{{ExpiredObjectDeleteMarker: []bool{true}}},
+		},
+		{ID: []string{"all"}, Filter: []s3xml.LifecycleFilter{{}}, Status: []string{"Enabled"}, Expiration: []s3xml.LifecycleExpiration{{Days: []int32{1}}}},
+	}}
 }

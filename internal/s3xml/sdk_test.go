@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -517,5 +518,54 @@ func sdkCases() []sdkCase {
 			},
 			wantRequest: corsConfig,
 		},
+		{
+			name: "GetBucketLifecycleConfiguration", golden: "LifecycleConfiguration",
+			call: func(ctx context.Context, c *s3.Client) (any, error) {
+				return c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: bucket})
+			},
+			want: &s3.GetBucketLifecycleConfigurationOutput{Rules: sdkLifecycleRules()},
+		},
+		{
+			name: "PutBucketLifecycleConfiguration",
+			call: func(ctx context.Context, c *s3.Client) (any, error) {
+				_, err := c.PutBucketLifecycleConfiguration(ctx, &s3.PutBucketLifecycleConfigurationInput{
+					Bucket: bucket, LifecycleConfiguration: &types.BucketLifecycleConfiguration{Rules: sdkLifecycleRules()},
+				})
+				return nil, err
+			},
+			decode: func(r io.Reader, limit int64) (any, error) { return s3xml.DecodeLifecycleConfiguration(r, limit) },
+			wantRequest: func() s3xml.LifecycleConfiguration {
+				doc := lifecycleDoc()
+				doc.Rules[1].Expiration[0].Date = []string{"2027-01-01T00:00:00Z"} // the SDK's timestamps have no fraction
+				return doc
+			}(),
+		},
+	}
+}
+
+// sdkLifecycleRules are the rules of lifecycleDoc as the SDK models them.
+func sdkLifecycleRules() []types.LifecycleRule {
+	date := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	return []types.LifecycleRule{
+		{
+			ID: aws.String("archive"), Status: types.ExpirationStatusEnabled,
+			Filter: &types.LifecycleRuleFilter{And: &types.LifecycleRuleAndOperator{
+				Prefix: aws.String("documents/"), ObjectSizeGreaterThan: aws.Int64(1024),
+				Tags: []types.Tag{{Key: aws.String("key1"), Value: aws.String("value1")}, {Key: aws.String("key2"), Value: aws.String("")}},
+			}},
+			Expiration: &types.LifecycleExpiration{Days: aws.Int32(3650)},
+		},
+		{
+			ID: aws.String("logs"), Status: types.ExpirationStatusDisabled,
+			Filter:                         &types.LifecycleRuleFilter{Prefix: aws.String("logs/")},
+			Expiration:                     &types.LifecycleExpiration{Date: &date},
+			NoncurrentVersionExpiration:    &types.NoncurrentVersionExpiration{NoncurrentDays: aws.Int32(30), NewerNoncurrentVersions: aws.Int32(3)},
+			AbortIncompleteMultipartUpload: &types.AbortIncompleteMultipartUpload{DaysAfterInitiation: aws.Int32(7)},
+		},
+		{
+			ID: aws.String("markers"), Prefix: aws.String(""), Status: types.ExpirationStatusEnabled,
+			Expiration: &types.LifecycleExpiration{ExpiredObjectDeleteMarker: aws.Bool(true)},
+		},
+		{ID: aws.String("all"), Filter: &types.LifecycleRuleFilter{}, Status: types.ExpirationStatusEnabled, Expiration: &types.LifecycleExpiration{Days: aws.Int32(1)}},
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -78,6 +79,8 @@ type Server struct {
 
 	audit *audit.Log // nil when audit.enabled is false
 
+	lifecycle *lifecycle.Worker // applies buckets' lifecycle rules
+
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
 
@@ -125,6 +128,16 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 	if s.audit, err = openAudit(cfg, log.With("component", "audit")); err != nil {
 		return s, err
 	}
+	var lcObs lifecycle.Observer
+	if s.audit != nil {
+		lcObs = lifecycleAuditor{s.audit}
+	}
+	if s.lifecycle, err = lifecycle.New(cfg.Lifecycle, st.objects, log.With("component", "lifecycle"), lcObs); err != nil {
+		return s, err
+	}
+	if cfg.Lifecycle.Day != 24*time.Hour {
+		log.Warn("lifecycle.day is not 24h: rules count days of another length, not rounded to midnight; for tests only", "lifecycle_day", cfg.Lifecycle.Day)
+	}
 	if cfg.ConsoleAddress != "" {
 		s.metrics, err = metrics.New(metrics.Config{Version: version.Version(), Logger: log.With("component", "metrics")})
 		if err != nil {
@@ -137,6 +150,9 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 			if err = registerAuditMetrics(s.metrics, s.audit); err != nil {
 				return s, err
 			}
+		}
+		if err = registerLifecycleMetrics(s.metrics, s.lifecycle); err != nil {
+			return s, err
 		}
 	}
 	handler, err := s.handler()
@@ -230,13 +246,14 @@ func (s *Server) handler() (http.Handler, error) {
 	}
 	health := s.ready.healthHandler()
 	admin, err := adminapi.New(adminapi.Deps{
-		IAM:      m,
-		Verifier: v,
-		GC:       s.st.objects.GC,
-		Buckets:  s.st.objects,
-		Audit:    auditLog,
-		Observer: adminAudit,
-		Logger:   s.log.With("component", "adminapi"),
+		IAM:       m,
+		Verifier:  v,
+		GC:        s.st.objects.GC,
+		Lifecycle: s.lifecycle.RunPass,
+		Buckets:   s.st.objects,
+		Audit:     auditLog,
+		Observer:  adminAudit,
+		Logger:    s.log.With("component", "adminapi"),
 	})
 	if err != nil {
 		return nil, err
@@ -321,13 +338,20 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.access != nil {
 		g.Go(func() error { s.access.run(stopAccess); return nil })
 	}
-	// The object service's background work (GC) stops only after the HTTP
-	// servers have: requests in flight may still enqueue garbage.
+	// The object service's background work (GC) and the lifecycle worker
+	// stop only after the HTTP servers have: requests in flight may still
+	// enqueue garbage, and an admin request may be running a pass.
 	objCtx, stopObjects := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopObjects()
 	g.Go(func() error {
 		if err := s.st.objects.Run(objCtx); err != nil && !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("object service: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if err := s.lifecycle.Run(objCtx); err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("lifecycle worker: %w", err)
 		}
 		return nil
 	})

@@ -207,6 +207,45 @@ def main():
     s3.delete_bucket_cors(Bucket=bucket)
     code, status = error_code(s3.get_bucket_cors, Bucket=bucket)
     check(status == 404, "get_bucket_cors after delete_bucket_cors: %s %s" % (code, status))
+    # Lifecycle configuration: none yet, put (boto3 sends a checksum, which
+    # the operation requires), read back as given (an ID made for the rule
+    # without one), x-amz-expiration on PUT and HEAD, refusals as S3's,
+    # delete.
+    code, status = error_code(s3.get_bucket_lifecycle_configuration, Bucket=bucket)
+    check((code, status) == ("NoSuchLifecycleConfiguration", 404), "get_bucket_lifecycle_configuration without one: 404 (%s %s)" % (code, status))
+    rules = [
+        {"ID": "logs", "Filter": {"Prefix": "logs/"}, "Status": "Enabled", "Expiration": {"Days": 30},
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 7, "NewerNoncurrentVersions": 2}},
+        {"ID": "tmp", "Filter": {"And": {"Prefix": "tmp/", "Tags": [{"Key": "t", "Value": "1"}], "ObjectSizeGreaterThan": 0}},
+         "Status": "Disabled", "Expiration": {"Days": 1}},
+        {"Filter": {}, "Status": "Enabled", "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 3}},
+    ]
+    r = s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 200, "put_bucket_lifecycle_configuration")
+    got = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    check(got[:2] == rules[:2], "get_bucket_lifecycle_configuration returns the rules as put: %r" % got)
+    check(len(got) == 3 and len(got[2].get("ID", "")) > 0 and got[2]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 3},
+          "a rule put without an ID gets one: %r" % got[2:])
+    p = s3.put_object(Bucket=bucket, Key="logs/today", Body=b"log line")
+    check('rule-id="logs"' in p.get("Expiration", ""), "put_object reports the expiration: %r" % p.get("Expiration"))
+    h = s3.head_object(Bucket=bucket, Key="logs/today")
+    check(h.get("Expiration") == p.get("Expiration"), "head_object reports the same expiration: %r" % h.get("Expiration"))
+    check("Expiration" not in s3.head_object(Bucket=bucket, Key="small.txt"), "no expiration for a key no rule selects")
+    code, status = error_code(s3.put_bucket_lifecycle_configuration, Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "x", "Prefix": "a/", "Status": "enabled", "Expiration": {"Days": 1}}]})
+    check((code, status) == ("MalformedXML", 400), "a lower-case status is MalformedXML (%s %s)" % (code, status))
+    code, status = error_code(s3.put_bucket_lifecycle_configuration, Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "x", "Prefix": "a/", "Status": "Enabled", "Expiration": {"Days": 0}}]})
+    check((code, status) == ("InvalidArgument", 400), "Days 0 is InvalidArgument (%s %s)" % (code, status))
+    code, status = error_code(s3.put_bucket_lifecycle_configuration, Bucket=bucket, LifecycleConfiguration={"Rules": [
+        {"ID": "x", "Filter": {}, "Status": "Enabled", "Transitions": [{"Days": 30, "StorageClass": "GLACIER"}]}]})
+    check((code, status) == ("NotImplemented", 501), "a transition is NotImplemented (%s %s)" % (code, status))
+    check(s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"][:2] == rules[:2], "refused configurations changed nothing")
+    r = s3.delete_bucket_lifecycle(Bucket=bucket)
+    check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "delete_bucket_lifecycle: 204")
+    code, status = error_code(s3.get_bucket_lifecycle_configuration, Bucket=bucket)
+    check(code == "NoSuchLifecycleConfiguration", "get_bucket_lifecycle_configuration after delete: %s" % code)
+    check("Expiration" not in s3.head_object(Bucket=bucket, Key="logs/today"), "no expiration once the rules are gone")
 
     # delete_objects, then the bucket.
     all_keys = []
