@@ -195,11 +195,6 @@ func TestExpire(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
 	yes := func(int, ExpireState) bool { return true }
-	type run struct {
-		targets func(db *DB) []ExpireTarget
-		cap     int
-		decide  ExpireFunc
-	}
 	for _, tc := range []struct {
 		name       string
 		versioning Versioning
