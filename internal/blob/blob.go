@@ -27,7 +27,8 @@ var ErrSize = errors.New("blob: size mismatch")
 //
 // All methods are safe for concurrent use.
 type Store interface {
-	// Put stores exactly size bytes from r under key. The blob becomes
+	// Put stores exactly size bytes from r under key, or, with size
+	// SizeUnknown, whatever r yields up to its end. The blob becomes
 	// visible, and durable if the store is configured to sync, only when Put
 	// returns nil. If r yields a different number of bytes, Put returns an
 	// error wrapping ErrSize and stores nothing; if r returns an error, Put
@@ -48,6 +49,13 @@ type Store interface {
 	// or deleted during List may or may not be seen. Used by GC and repair.
 	List(ctx context.Context, prefix string, fn func(key string) error) error
 }
+
+// SizeUnknown, as the size of a Put, stores whatever the reader yields up to
+// its end: a browser form upload (POST) learns the length of its file only
+// at the closing boundary. A store that must send a length up front
+// (s3blob) holds such a blob in memory, so the caller bounds the reader
+// (the object service passes at most one block).
+const SizeUnknown = -1
 
 // MaxKeyLen is the longest key a Store accepts.
 const MaxKeyLen = 200

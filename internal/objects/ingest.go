@@ -1,6 +1,8 @@
 package objects
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/md5"
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -18,6 +21,7 @@ import (
 // buffer, or as blocks already durable in the block store but not yet
 // referenced by any record (they sit in the in-flight set until settled).
 type ingested struct {
+	size   int64   // bytes read: the declared size, or what a body of unknown size held
 	inline []byte  // the data, when stored inline; aliases *buf
 	buf    *[]byte // pooled buffer behind inline
 	blocks []meta.Block
@@ -27,20 +31,28 @@ type ingested struct {
 
 // ingest reads exactly size bytes from body, computing MD5 and alg (if
 // set) on the way, and stores them inline if size ≤ InlineThreshold and
-// !forceBlocks, else as blocks of BlockSize. It never holds more than one
-// inline buffer. Errors: IncompleteBody if the body ends early or runs
-// long, and any error body.Read returns, unchanged. On error nothing is
-// left behind but blocks whose deletion failed, which GC collects.
+// !forceBlocks, else as blocks of BlockSize. With size SizeUnknown it reads
+// body to its end (at most MaxObjectSize bytes, else EntityTooLarge) and
+// decides once it knows. It never holds more than one inline buffer.
+// Errors: IncompleteBody if the body ends early or runs long, and any error
+// body.Read returns, unchanged. On error nothing is left behind but blocks
+// whose deletion failed, which GC collects.
 func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg checksum.Algorithm, forceBlocks bool, res string) (*ingested, error) {
 	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res}
+	if size == SizeUnknown {
+		br.left, br.unknown = s.cfg.MaxObjectSize, true
+	}
 	if alg != "" {
 		br.sum = alg.New()
 	}
-	in := &ingested{}
+	in := &ingested{size: size}
 	var err error
-	if size <= s.cfg.InlineThreshold && !forceBlocks {
+	switch {
+	case size == SizeUnknown:
+		err = s.ingestUnknown(ctx, br, in, forceBlocks)
+	case size <= s.cfg.InlineThreshold && !forceBlocks:
 		err = s.ingestInline(br, in, size)
-	} else {
+	default:
 		err = s.ingestBlocks(ctx, br, in, size)
 	}
 	if err == nil {
@@ -65,6 +77,68 @@ func (s *Service) ingestInline(br *bodyReader, in *ingested, size int64) error {
 	}
 	in.inline = b
 	return nil
+}
+
+// ingestUnknown stores a body of unknown length: inline if it ends within
+// InlineThreshold bytes (and !forceBlocks), else as blocks of BlockSize
+// and a shorter last one, each streamed to the store as it arrives.
+func (s *Service) ingestUnknown(ctx context.Context, br *bodyReader, in *ingested, forceBlocks bool) error {
+	var head []byte
+	if !forceBlocks {
+		// One byte past the threshold tells whether the body fits.
+		in.buf = s.inlineBufs.Get().(*[]byte)
+		b := (*in.buf)[:s.cfg.InlineThreshold+1]
+		n, err := io.ReadFull(br, b)
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			in.inline, in.size = b[:n], int64(n)
+			return nil
+		case err != nil:
+			return err
+		}
+		head = b
+	}
+	// The blocks start with what was read; a 16-byte buffer (bufio's
+	// least) is enough to peek whether a full block was the last, and
+	// larger reads go straight to the body.
+	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(head), br), 16)
+	in.size = 0
+	for {
+		key := newBlobKey(s.clock())
+		s.inflight.add(key)
+		in.blocks = append(in.blocks, meta.Block{Key: key})
+		cr := &countingReader{r: io.LimitReader(r, s.cfg.BlockSize)}
+		if err := s.store.Put(ctx, key, cr, blob.SizeUnknown); err != nil {
+			return fmt.Errorf("store block %s: %w", key, err)
+		}
+		in.blocks[len(in.blocks)-1].Size = cr.n
+		in.size += cr.n
+		if head != nil {
+			// Copied into the first block: the buffer can go.
+			s.releaseInline(in)
+			head = nil
+		}
+		if cr.n < s.cfg.BlockSize {
+			return nil
+		}
+		if _, err := r.Peek(1); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *Service) ingestBlocks(ctx context.Context, br *bodyReader, in *ingested, size int64) error {
@@ -143,14 +217,18 @@ var errShort = errors.New("body shorter than declared")
 // reports a body that ends early as errShort and remembers any error of the
 // underlying reader, so that the caller can return it unchanged even after
 // the block store wrapped it.
+//
+// With unknown set, the size is not known: left is the most the body may
+// hold, and a body that goes past it fails with EntityTooLarge.
 type bodyReader struct {
-	r    io.Reader
-	left int64
-	md5  hash.Hash
-	sum  hash.Hash // nil if no checksum
-	res  string
-	eof  bool  // r returned io.EOF
-	err  error // first error r returned other than io.EOF
+	r       io.Reader
+	left    int64
+	unknown bool
+	md5     hash.Hash
+	sum     hash.Hash // nil if no checksum
+	res     string
+	eof     bool  // r returned io.EOF
+	err     error // first error r returned other than io.EOF
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -158,6 +236,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		return 0, b.err
 	}
 	if b.left == 0 {
+		if b.unknown && !b.eof {
+			return 0, b.checkEnd()
+		}
 		return 0, io.EOF
 	}
 	if int64(len(p)) > b.left {
@@ -170,6 +251,9 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 		b.sum.Write(p[:n])
 	}
 	switch {
+	case err == io.EOF && b.unknown:
+		b.eof = true
+		return n, io.EOF
 	case err == io.EOF:
 		b.eof = true
 		if b.left > 0 {
@@ -183,10 +267,37 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// checkEnd is called when a body of unknown size has delivered the most
+// it may: it ends there (io.EOF) or is EntityTooLarge.
+func (b *bodyReader) checkEnd() error {
+	var one [1]byte
+	for range 100 {
+		n, err := b.r.Read(one[:])
+		switch {
+		case n > 0:
+			b.err = s3err.New(s3err.EntityTooLarge, b.res)
+			return b.err
+		case err == io.EOF:
+			b.eof = true
+			return io.EOF
+		case err != nil:
+			b.err = err
+			return err
+		}
+	}
+	return io.ErrNoProgress
+}
+
 // finish checks that the body ends where declared. Reading to EOF also lets
 // a streaming-signature reader verify its final chunk and trailer.
 func (b *bodyReader) finish() error {
 	if b.eof {
+		return nil
+	}
+	if b.unknown {
+		if err := b.checkEnd(); err != io.EOF {
+			return err
+		}
 		return nil
 	}
 	var one [1]byte

@@ -13,8 +13,8 @@ import (
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
-// PutObject stores body (exactly in.Size bytes) as bucket/key, replacing any
-// object there atomically. Errors: NoSuchBucket, KeyTooLongError,
+// PutObject stores body (exactly in.Size bytes, or all of it for
+// SizeUnknown) as bucket/key, replacing any object there atomically. Errors: NoSuchBucket, KeyTooLongError,
 // InvalidArgument (empty or non-UTF-8 key), MetadataTooLarge,
 // MissingContentLength (negative size), EntityTooLarge, BadDigest,
 // InvalidDigest, InvalidRequest (checksum header), IncompleteBody,
@@ -39,7 +39,7 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 		return ObjectInfo{}, err
 	}
 	switch {
-	case in.Size < 0:
+	case in.Size < 0 && in.Size != SizeUnknown:
 		return ObjectInfo{}, s3err.New(s3err.MissingContentLength, res)
 	case in.Size > s.cfg.MaxObjectSize:
 		return ObjectInfo{}, s3err.New(s3err.EntityTooLarge, res).
@@ -54,7 +54,7 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 	// written, so a missing bucket costs little to find at the commit,
 	// which checks it anyway, atomically; a larger body goes to blocks,
 	// and is not streamed into a bucket that is not there.
-	prechecked := in.Cond.set() || in.Size > s.cfg.InlineThreshold
+	prechecked := in.Cond.set() || in.Size > s.cfg.InlineThreshold || in.Size == SizeUnknown
 	if prechecked {
 		if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
 			return ObjectInfo{}, err
@@ -74,7 +74,7 @@ func (s *Service) PutObject(ctx context.Context, bucket, key string, in PutInput
 		}
 		return ObjectInfo{}, err
 	}
-	rec := s.newRecord(in.Size, in.Meta, d.alg, data)
+	rec := s.newRecord(data.size, in.Meta, d.alg, data)
 	rec.Tags = toMetaTags(in.Tags)
 	rec.ACL = in.ACL
 	return s.commit(ctx, bucket, key, in.Cond, rec, data)

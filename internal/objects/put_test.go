@@ -33,41 +33,49 @@ func TestPutGetRoundTrip(t *testing.T) {
 		{"exact blocks", 3 * testBlock, 3},
 		{"blocks and tail", 3*testBlock + 17, 4},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
-			data := randBytes(tc.size, uint64(tc.size))
-			key := "obj/" + tc.name
-			info, err := e.s.PutObject(ctx, "bkt", key, PutInput{Size: int64(len(data)), ContentMD5: md5B64(data), Meta: m},
-				iotest.HalfReader(bytes.NewReader(data)))
-			if err != nil {
-				t.Fatal(err)
+		for _, unknown := range []bool{false, true} {
+			name := tc.name
+			size := int64(tc.size)
+			if unknown {
+				// A form upload's file: the length is known at its end.
+				name, size = tc.name+" size unknown", SizeUnknown
 			}
-			want := ObjectInfo{Bucket: "bkt", Key: key, Size: int64(tc.size), ETag: md5Hex(data), LastModified: info.LastModified, Meta: m}
-			if diff := cmp.Diff(want, info); diff != "" {
-				t.Errorf("PutObject info mismatch (-want +got):\n%s", diff)
-			}
-			obj, got := e.get(t, key, GetOptions{})
-			if !bytes.Equal(got, data) {
-				t.Errorf("GetObject returned %d bytes that differ from the %d written", len(got), len(data))
-			}
-			if diff := cmp.Diff(want, obj.Info); diff != "" || obj.Partial || obj.Start != 0 {
-				t.Errorf("GetObject info mismatch (partial %v, start %d) (-want +got):\n%s", obj.Partial, obj.Start, diff)
-			}
-			rec, err := e.db.Object(ctx, "bkt", key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(rec.Blocks) != tc.blocks {
-				t.Errorf("stored as %d blocks, want %d", len(rec.Blocks), tc.blocks)
-			}
-			head, err := e.s.HeadObject(ctx, "bkt", key, GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n, _ := head.Body.Read(make([]byte, 1)); n != 0 || head.Length != int64(tc.size) {
-				t.Errorf("HeadObject body gave %d bytes, Length %d", n, head.Length)
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				data := randBytes(tc.size, uint64(tc.size))
+				key := "obj/" + name
+				info, err := e.s.PutObject(ctx, "bkt", key, PutInput{Size: size, ContentMD5: md5B64(data), Meta: m},
+					iotest.HalfReader(bytes.NewReader(data)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ObjectInfo{Bucket: "bkt", Key: key, Size: int64(tc.size), ETag: md5Hex(data), LastModified: info.LastModified, Meta: m}
+				if diff := cmp.Diff(want, info); diff != "" {
+					t.Errorf("PutObject info mismatch (-want +got):\n%s", diff)
+				}
+				obj, got := e.get(t, key, GetOptions{})
+				if !bytes.Equal(got, data) {
+					t.Errorf("GetObject returned %d bytes that differ from the %d written", len(got), len(data))
+				}
+				if diff := cmp.Diff(want, obj.Info); diff != "" || obj.Partial || obj.Start != 0 {
+					t.Errorf("GetObject info mismatch (partial %v, start %d) (-want +got):\n%s", obj.Partial, obj.Start, diff)
+				}
+				rec, err := e.db.Object(ctx, "bkt", key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rec.Blocks) != tc.blocks {
+					t.Errorf("stored as %d blocks, want %d", len(rec.Blocks), tc.blocks)
+				}
+				head, err := e.s.HeadObject(ctx, "bkt", key, GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n, _ := head.Body.Read(make([]byte, 1)); n != 0 || head.Length != int64(tc.size) {
+					t.Errorf("HeadObject body gave %d bytes, Length %d", n, head.Length)
+				}
+			})
+		}
 	}
 	if len(e.s.inflight.snapshot()) != 0 {
 		t.Errorf("in-flight set not empty after writes: %v", e.s.inflight.snapshot())
@@ -90,6 +98,43 @@ func (b *errBody) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.n -= n
 	return n, err
+}
+
+// TestPutSizeUnknownErrors: a body of unknown size that runs past
+// MaxObjectSize is EntityTooLarge, one that fails midway fails the write,
+// and neither leaves an object or a block behind.
+func TestPutSizeUnknownErrors(t *testing.T) {
+	const max = 3*testBlock + 5
+	e := newEnvConfig(t, Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock, MaxObjectSize: max})
+	errBoom := errors.New("boom")
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		want func(error) bool
+	}{
+		{"one byte too large", bytes.NewReader(randBytes(max+1, 1)), func(err error) bool { return s3err.Is(err, s3err.EntityTooLarge) }},
+		{"much too large", bytes.NewReader(randBytes(10*testBlock, 2)), func(err error) bool { return s3err.Is(err, s3err.EntityTooLarge) }},
+		{"fails inline", &errBody{r: bytes.NewReader(randBytes(testInline, 3)), n: 10, err: errBoom}, func(err error) bool { return errors.Is(err, errBoom) }},
+		{"fails in the second block", &errBody{r: bytes.NewReader(randBytes(max, 4)), n: testBlock + 10, err: errBoom}, func(err error) bool { return errors.Is(err, errBoom) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.s.PutObject(context.Background(), "bkt", "k", PutInput{Size: SizeUnknown}, tc.body)
+			if !tc.want(err) {
+				t.Fatalf("PutObject = %v", err)
+			}
+			if _, err := e.s.HeadObject(context.Background(), "bkt", "k", GetOptions{}); !s3err.Is(err, s3err.NoSuchKey) {
+				t.Errorf("HeadObject after a failed write = %v, want NoSuchKey", err)
+			}
+			if b := e.blobs(t); len(b) != 0 {
+				t.Errorf("blocks left behind: %v", b)
+			}
+		})
+	}
+	data := randBytes(max, 5)
+	info, err := e.s.PutObject(context.Background(), "bkt", "k", PutInput{Size: SizeUnknown}, bytes.NewReader(data))
+	if err != nil || info.Size != max || info.ETag != md5Hex(data) {
+		t.Fatalf("PutObject of exactly MaxObjectSize = %+v, %v", info, err)
+	}
 }
 
 func TestPutObjectErrors(t *testing.T) {

@@ -118,7 +118,10 @@ type ChecksumInput struct {
 
 // PutInput describes a PutObject body and its headers.
 type PutInput struct {
-	Size       int64  // exact body length (Content-Length or x-amz-decoded-content-length)
+	// Size is the exact body length (Content-Length or
+	// x-amz-decoded-content-length), or SizeUnknown for a body read to its
+	// end: the file of a browser form upload.
+	Size       int64
 	ContentMD5 string // base64 as sent; "" if absent. Mismatch is BadDigest.
 	Checksum   ChecksumInput
 	Meta       Metadata
@@ -126,6 +129,12 @@ type PutInput struct {
 	ACL        []byte // the object's ACL in stored form (package acl); nil: private to the bucket's owner
 	Cond       WriteConditions
 }
+
+// SizeUnknown is PutInput.Size for a body whose length is known only at
+// its end. The body is read to its end, at most Config.MaxObjectSize bytes
+// (else EntityTooLarge); a caller with a tighter limit enforces it in the
+// reader.
+const SizeUnknown = -1
 
 // CopyInput describes a CopyObject.
 type CopyInput struct {

@@ -98,7 +98,12 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 	}
 	if rq.auth != nil && !rq.auth.Anonymous {
 		c.AuthType, c.SignatureVersion = "REST-HEADER", "AWS4-HMAC-SHA256"
-		if rq.auth.Presigned {
+		if rq.op.form {
+			c.AuthType = "POST"
+			if rq.postSigV2 {
+				c.SignatureVersion = "AWS"
+			}
+		} else if rq.auth.Presigned {
 			c.AuthType = "REST-QUERY-STRING"
 			if _, v4 := rq.query["X-Amz-Algorithm"]; !v4 {
 				c.SignatureVersion = "AWS"

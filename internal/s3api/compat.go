@@ -149,6 +149,25 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   against the current version (a key under a delete marker has none). A
   CompleteMultipartUpload retried after it succeeded (same upload, same parts)
   gets the same answer.
+- PostObject (browser form uploads, ` + "`POST /{bucket}`" + ` with a multipart/form-data
+  body) is authenticated by its fields: a policy signed with SigV4
+  (` + "`x-amz-algorithm`" + `, ` + "`x-amz-credential`" + `, ` + "`x-amz-date`" + `, ` + "`x-amz-signature`" + `) or SigV2
+  (` + "`AWSAccessKeyId`" + `, ` + "`signature`" + `); a form without a policy is anonymous and
+  needs a bucket policy or ACL that lets anyone write. The policy's expiration
+  and every condition (exact, ` + "`eq`" + `, ` + "`starts-with`" + `, ` + "`content-length-range`" + `;
+  operators and field names in any case) are checked, and every field but
+  ` + "`policy`" + `, the signature, ` + "`AWSAccessKeyId`" + ` and ` + "`x-ignore-*`" + ` must be named by a
+  condition (` + "`403 AccessDenied`" + `, "Invalid according to Policy: …"); a policy
+  that does not parse is ` + "`400 InvalidPolicyDocument`" + `. The fields before the file
+  may take 64 KiB (` + "`MaxPostPreDataLengthExceededError`" + `); fields after it are
+  ignored. ` + "`key`" + ` (with ` + "`${filename}`" + `), ` + "`acl`" + `, ` + "`x-amz-grant-*`" + `, ` + "`tagging`" + ` (a
+  Tagging document), ` + "`Content-Type`" + ` and the other standard headers,
+  ` + "`x-amz-meta-*`" + ` and ` + "`x-amz-checksum-*`" + ` are stored as PutObject stores the same
+  headers. The file streams to storage as it arrives, its length checked
+  against the policy's range as it goes (` + "`EntityTooLarge`" + `, ` + "`EntityTooSmall`" + `).
+  The answer is ` + "`303`" + ` to ` + "`success_action_redirect`" + ` with the bucket, key and ETag
+  in its query, or ` + "`success_action_status`" + ` 200, 201 (a PostResponse document)
+  or, by default, 204.
 - DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
   verifies it; each key is authorized on its own.
 - CORS: PutBucketCors (up to 100 rules; ` + "`Content-MD5`" + ` or an

@@ -202,6 +202,8 @@ type request struct {
 	// claimedKey is the access key named by a request that failed
 	// authentication, when the verifier reported it.
 	claimedKey string
+	// postSigV2 says a form upload's policy is signed with SigV2.
+	postSigV2 bool
 }
 
 // opName returns the name of the request's op, or "" before routing.
@@ -275,6 +277,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		// Before authentication, so that a browser can read every error
 		// of a cross-origin request, as from S3.
 		h.setCORSHeaders(w, r, rq)
+	}
+	if rq.op.form {
+		return rq.op.handle(h, w, r, rq)
 	}
 	if err := h.authenticate(r, rq); err != nil {
 		return err

@@ -223,7 +223,7 @@ func TestNotImplemented(t *testing.T) {
 		{method: "PATCH", path: "/bkt/k"},
 		{method: "OPTIONS", path: "/"},
 		{method: "POST", path: "/bkt?cors", body: []byte("<CORSConfiguration/>")},
-		{method: "POST", path: "/bkt"},
+		{method: "POST", path: "/bkt/k"},
 	} {
 		hs.do(c).want(t, http.StatusNotImplemented, s3err.NotImplemented)
 	}

@@ -86,6 +86,10 @@ type op struct {
 	// and action is empty: a CORS preflight, which S3 answers from the
 	// bucket's CORS rules alone, whatever credentials it carries.
 	public bool
+	// form says the request is authenticated by the fields of its body,
+	// not its headers (a browser form upload): the handler authenticates
+	// and authorizes once it has read them.
+	form bool
 	// anyQuery says the row matches whatever sub-resources the query
 	// names: a preflight carries those of the request it precedes.
 	anyQuery bool
@@ -126,6 +130,7 @@ var ops = []op{
 	{name: "PutBucketCors", method: http.MethodPut, scope: scopeBucket, query: "cors", action: iam.PutBucketCORS, body: bodyXML, limit: maxConfigBody, handle: (*Handler).putBucketCORS},
 	{name: "CreateBucket", method: http.MethodPut, scope: scopeBucket, action: iam.CreateBucket, body: bodyXML, limit: maxConfigBody, handle: (*Handler).createBucket},
 	{name: "DeleteObjects", method: http.MethodPost, scope: scopeBucket, query: "delete", action: iam.DeleteObject, perKey: true, body: bodyXML, limit: maxDeleteBody, handle: (*Handler).deleteObjects},
+	{name: "PostObject", method: http.MethodPost, scope: scopeBucket, action: iam.PutObject, form: true, handle: (*Handler).postObject},
 	{name: "DeleteBucketOwnershipControls", method: http.MethodDelete, scope: scopeBucket, query: "ownershipControls", action: iam.PutBucketOwnership, handle: (*Handler).deleteBucketOwnership},
 	{name: "DeleteBucketTagging", method: http.MethodDelete, scope: scopeBucket, query: "tagging", action: iam.PutBucketTagging, handle: (*Handler).deleteBucketTagging},
 	{name: "DeleteBucketLifecycle", method: http.MethodDelete, scope: scopeBucket, query: "lifecycle", action: iam.PutLifecycleConfiguration, handle: (*Handler).deleteBucketLifecycle},

@@ -53,7 +53,8 @@ func TestParseOp(t *testing.T) {
 		{name: "GetBucketAcl", line: "GET /?acl", host: "bucket.s3.example.com", op: "GetBucketAcl", bucket: "bucket"},
 		{name: "PutBucketAcl", line: "PUT /?acl", host: "bucket.s3.example.com", op: "PutBucketAcl", bucket: "bucket"},
 		{name: "DeleteObjects", line: "POST /?delete", host: "bucketname.s3.example.com", op: "DeleteObjects", bucket: "bucketname"},
-		{name: "POST bucket (browser upload)", line: "POST /", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket"},
+		{name: "POST bucket (browser upload)", line: "POST /", host: "bucket.s3.example.com", op: "PostObject", bucket: "bucket"},
+		{name: "POST object (not S3)", line: "POST /key", host: "bucket.s3.example.com", op: "NotImplemented", bucket: "bucket", key: "key"},
 
 		// Buckets, path style.
 		{name: "path CreateBucket", line: "PUT /examplebucket", host: "s3.example.com", op: "CreateBucket", bucket: "examplebucket"},

@@ -71,6 +71,10 @@ const (
 	InvalidChunkSizeError               Code = "InvalidChunkSizeError"
 	UnexpectedContent                   Code = "UnexpectedContent"
 	InvalidTag                          Code = "InvalidTag"
+	InvalidPolicyDocument               Code = "InvalidPolicyDocument"
+	MalformedPOSTRequest                Code = "MalformedPOSTRequest"
+	IncorrectNumberOfFilesInPostRequest Code = "IncorrectNumberOfFilesInPostRequest"
+	MaxPostPreDataLengthExceededError   Code = "MaxPostPreDataLengthExceededError"
 )
 
 // info is one row of the error table.
@@ -121,6 +125,10 @@ var table = map[Code]info{
 	InvalidRequest:                      {http.StatusBadRequest, "Invalid Request."},
 	InvalidStorageClass:                 {http.StatusBadRequest, "The storage class you specified is not valid."},
 	InvalidTag:                          {http.StatusBadRequest, "The tag provided was not a valid tag."},
+	InvalidPolicyDocument:               {http.StatusBadRequest, "The content of the form does not meet the conditions specified in the policy document."},
+	MalformedPOSTRequest:                {http.StatusBadRequest, "The body of your POST request is not well-formed multipart/form-data."},
+	IncorrectNumberOfFilesInPostRequest: {http.StatusBadRequest, "POST requires exactly one file upload per request."},
+	MaxPostPreDataLengthExceededError:   {http.StatusBadRequest, "Your POST request fields preceding the upload file were too large."},
 	KeyTooLongError:                     {http.StatusBadRequest, "Your key is too long."},
 	MalformedACLError:                   {http.StatusBadRequest, "The XML you provided was not well-formed or did not validate against our published schema."},
 	MalformedPolicy:                     {http.StatusBadRequest, "This policy contains invalid Json."},

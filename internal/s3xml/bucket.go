@@ -108,3 +108,13 @@ type OwnershipControls struct {
 type OwnershipControlsRule struct {
 	ObjectOwnership string `xml:"ObjectOwnership"`
 }
+
+// PostResponse is the answer to a browser form upload whose
+// success_action_status is 201.
+type PostResponse struct {
+	XMLName  xml.Name `xml:"PostResponse"`
+	Location string   `xml:"Location"`
+	Bucket   string   `xml:"Bucket"`
+	Key      string   `xml:"Key"`
+	ETag     string   `xml:"ETag"`
+}

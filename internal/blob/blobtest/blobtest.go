@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"GetRange", testGetRange},
 		{"GetNotFound", testGetNotFound},
 		{"PutWrongSize", testPutWrongSize},
+		{"PutSizeUnknown", testPutSizeUnknown},
 		{"PutReaderError", testPutReaderError},
 		{"PutCanceled", testPutCanceled},
 		{"Overwrite", testOverwrite},
@@ -219,6 +220,31 @@ func testPutWrongSize(t *testing.T, s blob.Store) {
 			wantNotFound(t, s, key)
 		})
 	}
+}
+
+// testPutSizeUnknown stores blobs whose length the caller does not know,
+// read in small pieces, and checks that a failing reader stores nothing.
+func testPutSizeUnknown(t *testing.T, s blob.Store) {
+	for _, size := range []int{0, 1, 4 << 10, 1<<20 + 7} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			key := fmt.Sprintf("unknown/%d", size)
+			data := randomBytes(uint64(size), size)
+			if err := s.Put(t.Context(), key, iotest.HalfReader(bytes.NewReader(data)), blob.SizeUnknown); err != nil {
+				t.Fatalf("Put(%d bytes, SizeUnknown) = %v", size, err)
+			}
+			if got := get(t, s, key, 0, -1); !bytes.Equal(got, data) {
+				t.Fatalf("Get after Put(%d bytes, SizeUnknown): %d bytes, not the data put", size, len(got))
+			}
+		})
+	}
+	t.Run("reader error", func(t *testing.T) {
+		errBoom := errors.New("boom")
+		err := s.Put(t.Context(), "unknown/err", &errReader{n: 100 << 10, err: errBoom}, blob.SizeUnknown)
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("Put(SizeUnknown) with failing reader = %v, want error wrapping %v", err, errBoom)
+		}
+		wantNotFound(t, s, "unknown/err")
+	})
 }
 
 // errReader yields n bytes and then err.

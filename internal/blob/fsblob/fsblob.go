@@ -167,7 +167,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
-	if size < 0 {
+	if size < 0 && size != blob.SizeUnknown {
 		return fmt.Errorf("put %s: negative size %d: %w", key, size, blob.ErrSize)
 	}
 	if err := ctx.Err(); err != nil {
@@ -237,13 +237,18 @@ func (s *Store) createTemp() (*os.File, string, error) {
 	}
 }
 
-// copyExactly copies r to f and checks that r held exactly size bytes.
+// copyExactly copies r to f and checks that r held exactly size bytes
+// (any number for blob.SizeUnknown).
 func (s *Store) copyExactly(ctx context.Context, f *os.File, r io.Reader, size int64) error {
 	bufp := s.bufs.Get().(*[]byte)
 	defer s.bufs.Put(bufp)
 	cr := &ctxReader{ctx: ctx, r: r}
 	// writerOnly hides f's ReadFrom, which would bypass the pooled buffer
 	// and allocate its own for a reader it cannot splice from.
+	if size == blob.SizeUnknown {
+		_, err := io.CopyBuffer(writerOnly{f}, cr, *bufp)
+		return err
+	}
 	n, err := io.CopyBuffer(writerOnly{f}, io.LimitReader(cr, size), *bufp)
 	if err != nil {
 		return err

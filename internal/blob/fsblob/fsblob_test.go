@@ -486,8 +486,8 @@ func TestGetNegativeOffset(t *testing.T) {
 	if _, err := s.Get(t.Context(), "k", -1, 1); err == nil {
 		t.Error("Get with negative offset = nil error, want error")
 	}
-	if err := s.Put(t.Context(), "k", strings.NewReader(""), -1); !errors.Is(err, blob.ErrSize) {
-		t.Errorf("Put with size -1 = %v, want ErrSize", err)
+	if err := s.Put(t.Context(), "k", strings.NewReader(""), -2); !errors.Is(err, blob.ErrSize) {
+		t.Errorf("Put with size -2 = %v, want ErrSize", err)
 	}
 }
 

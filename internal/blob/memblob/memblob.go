@@ -36,13 +36,19 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
-	if size < 0 {
+	if size < 0 && size != blob.SizeUnknown {
 		return fmt.Errorf("put %s: negative size %d: %w", key, size, blob.ErrSize)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
-	data, err := readExactly(r, size)
+	var data []byte
+	var err error
+	if size == blob.SizeUnknown {
+		data, err = io.ReadAll(r)
+	} else {
+		data, err = readExactly(r, size)
+	}
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}

@@ -1,6 +1,7 @@
 package s3blob
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -29,7 +30,7 @@ const (
 
 // Put streams exactly size bytes from r to the upstream object Prefix+key
 // in one PutObject, holding no more of it in memory than the transport's
-// buffers. See blob.Store, and the package doc for how the body is framed,
+// buffers (all of it for blob.SizeUnknown). See blob.Store, and the package doc for how the body is framed,
 // checked and signed.
 //
 // A reader that yields fewer or more than size bytes makes Put fail with
@@ -47,6 +48,15 @@ const (
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("put %q: %w", key, err)
+	}
+	if size == blob.SizeUnknown {
+		// One PutObject needs its length up front: hold the blob in
+		// memory (the caller bounds it; see blob.SizeUnknown).
+		data, err := io.ReadAll(io.LimitReader(r, maxPutSize+1))
+		if err != nil {
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		r, size = bytes.NewReader(data), int64(len(data))
 	}
 	if size < 0 {
 		return fmt.Errorf("put %s: negative size %d: %w", key, size, blob.ErrSize)

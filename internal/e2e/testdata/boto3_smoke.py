@@ -247,6 +247,21 @@ def main():
     check(code == "NoSuchLifecycleConfiguration", "get_bucket_lifecycle_configuration after delete: %s" % code)
     check("Expiration" not in s3.head_object(Bucket=bucket, Key="logs/today"), "no expiration once the rules are gone")
 
+    # A browser form upload: generate_presigned_post signs a policy; the
+    # form goes out as multipart/form-data, as a browser sends it.
+    post = s3.generate_presigned_post(
+        bucket, "forms/${filename}",
+        Fields={"Content-Type": "text/plain", "success_action_status": "201"},
+        Conditions=[{"Content-Type": "text/plain"}, {"success_action_status": "201"}, ["content-length-range", 1, 1024]],
+        ExpiresIn=300)
+    status, got = post_form(post["url"], post["fields"], ("note.txt", b"sent from a form"), verify)
+    check(status == 201 and b"<Key>forms/note.txt</Key>" in got, "presigned POST upload: 201 with a PostResponse (%d %r)" % (status, got[:300]))
+    check(s3.get_object(Bucket=bucket, Key="forms/note.txt")["Body"].read() == b"sent from a form", "the form's file is stored")
+    status, got = post_form(post["url"], post["fields"], ("big.txt", b"x" * 2000), verify)
+    check(status == 400 and b"<Code>EntityTooLarge</Code>" in got, "a form file past content-length-range: EntityTooLarge (%d)" % status)
+    code, status = error_code(s3.head_object, Bucket=bucket, Key="forms/big.txt")
+    check(status == 404, "the refused form upload stored nothing (%s %s)" % (code, status))
+
     # delete_objects, then the bucket.
     all_keys = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
@@ -271,6 +286,15 @@ def main():
     check(status == 200 and got == body, "default (%s) presigned GET returns the body: %d %r" % (kind, status, got[:300]))
     if not FAILURES:
         print("PASS", flush=True)
+
+
+def post_form(url, fields, file, verify):
+    """POSTs a multipart/form-data form (fields, then the file as a
+    (name, bytes) pair) and returns (status, body)."""
+    import urllib3
+    http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE")
+    r = http.request("POST", url, fields=list(fields.items()) + [("file", file)], redirect=False)
+    return r.status, r.data
 
 
 def fetch(url, verify):

@@ -1,0 +1,357 @@
+package s3api
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/postpolicy"
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+// maxPostPreData bounds the bytes of a form upload before its file: the
+// fields, their part headers and the boundaries. S3 answers
+// MaxPostPreDataLengthExceededError past its own bound; 64 KiB holds a
+// policy of postpolicy.MaxSize, base64-encoded, with room for the rest.
+const maxPostPreData = 64 << 10
+
+// preDataReadAhead is how far past the fields the multipart reader may
+// have read when it finds the file: its 4 KiB buffer, with room to spare.
+const preDataReadAhead = 8 << 10
+
+// isFormHeader reports whether a form field (by its lower-case name)
+// stands for the PutObject header of that name: the standard headers,
+// x-amz-meta-*, x-amz-grant-*, checksums and storage class, and features
+// Coffer refuses (encryption, object lock), so that they are refused here
+// too.
+func isFormHeader(name string) bool {
+	switch name {
+	case "cache-control", "content-type", "content-disposition", "content-encoding", "content-language",
+		"expires", "content-md5", "x-amz-storage-class", "x-amz-website-redirect-location",
+		"x-amz-checksum-algorithm", "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+		"x-amz-checksum-sha1", "x-amz-checksum-sha256", "x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id",
+		"x-amz-server-side-encryption-context", "x-amz-server-side-encryption-bucket-key-enabled",
+		"x-amz-server-side-encryption-customer-algorithm", "x-amz-server-side-encryption-customer-key",
+		"x-amz-server-side-encryption-customer-key-md5", "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+		"x-amz-object-lock-legal-hold":
+		return true
+	}
+	return strings.HasPrefix(name, "x-amz-meta-") || strings.HasPrefix(name, "x-amz-grant-")
+}
+
+// postObject serves a browser form upload: POST /{bucket} with a
+// multipart/form-data body whose fields say what to store and, with a
+// signed policy, who stores it; its file field is the object. The request
+// is authenticated by its fields, not its headers, so the handler does
+// what the pipeline does for other ops: it reads the fields up to the
+// file, verifies the policy's signature, checks the form against the
+// policy, authorizes s3:PutObject, then streams the file to storage, with
+// its length checked against the policy's content-length-range as it
+// arrives. See https://docs.aws.amazon.com/AmazonS3/latest/API/RESTObjectPOST.html
+func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request) error {
+	if !hasContentLength(r) {
+		return s3err.New(s3err.MissingContentLength, "")
+	}
+	mr, pre, err := formReader(r.Header.Get("Content-Type"), rq.rawBody)
+	if err != nil {
+		return err
+	}
+	form, file, err := readForm(mr, pre)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+
+	// Authenticate: the policy's signature, or nobody.
+	pf := sigv4.PostForm{
+		Policy:      form.Get("policy"),
+		Algorithm:   form.Get("x-amz-algorithm"),
+		Credential:  form.Get("x-amz-credential"),
+		Date:        form.Get("x-amz-date"),
+		Signature:   form.Get("x-amz-signature"),
+		AccessKeyID: form.Get("awsaccesskeyid"),
+		SignatureV2: form.Get("signature"),
+	}
+	res, err := h.verifier.VerifyPost(r.Context(), pf)
+	if err != nil {
+		rq.claimedKey = claimedAccessKey(err)
+		return err
+	}
+	rq.auth = res
+	rq.postSigV2 = !pf.V4()
+	if res.Anonymous {
+		rq.principal = iam.Principal{Anonymous: true}
+	} else {
+		rq.principal = h.iam.Principal(res.AccessKeyID)
+	}
+
+	key, ok := form.Values["key"]
+	if !ok {
+		return s3err.Newf(s3err.InvalidArgument, "", "Bucket POST must contain a field named 'key'.  If it is specified, please check the order of the fields.").
+			With("ArgumentName", "key").With("ArgumentValue", "")
+	}
+	key = strings.ReplaceAll(key, "${filename}", fileName(file))
+	rq.key = key
+
+	// The policy: the fields as sent, the bucket as addressed.
+	var policy *postpolicy.Policy
+	if pf.Policy != "" {
+		if policy, err = postpolicy.Decode(pf.Policy); err != nil {
+			return err
+		}
+		form.Values["bucket"] = rq.bucket
+		if err := policy.Check(&form, h.clock()); err != nil {
+			return err
+		}
+	}
+
+	// What to store, from the fields named as the PutObject headers
+	// they stand for.
+	hdr := formHeader(&form)
+	in, err := parsePutObject(hdr, nil)
+	if err != nil {
+		return err
+	}
+	if v, ok := form.Values["tagging"]; ok {
+		if in.Tags, err = parseFormTagging(v); err != nil {
+			return err
+		}
+	}
+	// Authorization sees the request as a PutObject with these headers:
+	// its ACL fields (x-amz-acl, grants) and tags.
+	fr := r.Clone(r.Context())
+	fr.Header = hdr
+	rq.tags = tagMap(in.Tags)
+	if err := h.authorize(fr, rq, iam.PutObject, rq.bucket, key); err != nil {
+		return err
+	}
+	if err := h.authorizeRequestTags(fr, rq, in.Tags); err != nil {
+		return err
+	}
+	if in.ACL, err = h.newObjectACL(fr, rq); err != nil {
+		return err
+	}
+
+	in.Size = objects.SizeUnknown
+	var body io.Reader = &formFileReader{r: file}
+	if policy != nil {
+		body = policy.LengthReader(body)
+	}
+	info, err := h.objects.PutObject(r.Context(), rq.bucket, key, in, body)
+	if err != nil {
+		return err
+	}
+	return h.postResponse(w, r, rq, &form, &info)
+}
+
+// postResponse answers a stored form upload as the form asks:
+// success_action_redirect (or the older redirect) sends the browser on
+// with 303 and the bucket, key and ETag in the query; else
+// success_action_status 200 or 201 (with a PostResponse document); else,
+// and for any other status, 204.
+func (h *Handler) postResponse(w http.ResponseWriter, r *http.Request, rq *request, form *postpolicy.Form, info *objects.ObjectInfo) error {
+	hdr := w.Header()
+	etag := quoteETag(info.ETag)
+	hdr["ETag"] = []string{etag}
+	setVersionHeaders(hdr, info.VersionID, "")
+	h.setExpiration(r.Context(), hdr, rq.bucket, info)
+	location := objectURL(r, h.cfg.Domain, rq.bucket, info.Key)
+	hdr.Set("Location", location)
+
+	redirect := form.Get("success_action_redirect")
+	if redirect == "" {
+		redirect = form.Get("redirect")
+	}
+	if u, err := url.Parse(redirect); redirect != "" && err == nil && u.Scheme != "" && u.Host != "" {
+		q := u.Query()
+		q.Set("bucket", rq.bucket)
+		q.Set("key", info.Key)
+		q.Set("etag", etag)
+		u.RawQuery = q.Encode()
+		hdr.Set("Location", u.String())
+		hdr.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
+	switch form.Get("success_action_status") {
+	case "200":
+		hdr.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+	case "201":
+		return writeXML(w, http.StatusCreated, s3xml.PostResponse{
+			Location: location, Bucket: rq.bucket, Key: info.Key, ETag: etag,
+		})
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+	return nil
+}
+
+// objectURL returns the URL of bucket/key as the request addressed the
+// server: virtual-hosted style if it came that way, else path style.
+func objectURL(r *http.Request, domain, bucket, key string) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	p := (&url.URL{Path: "/" + bucket + "/" + key}).EscapedPath()
+	if VirtualHosted(r.Host, domain) {
+		p = (&url.URL{Path: "/" + key}).EscapedPath()
+	}
+	return scheme + "://" + r.Host + p
+}
+
+// formReader returns the reader of a multipart/form-data body and the
+// bound on its fields, or MalformedPOSTRequest for any other content type.
+func formReader(contentType string, body io.Reader) (*multipart.Reader, *preDataReader, error) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil || !strings.EqualFold(mt, "multipart/form-data") || params["boundary"] == "" {
+		return nil, nil, s3err.Newf(s3err.MalformedPOSTRequest, "",
+			"The body of your POST request is not well-formed multipart/form-data: the Content-Type must be multipart/form-data with a boundary.")
+	}
+	pre := &preDataReader{r: body, left: maxPostPreData}
+	return multipart.NewReader(pre, params["boundary"]), pre, nil
+}
+
+// readForm reads a form's fields up to its file, which it returns unread.
+// Field names are matched without regard to case; a repeated field is
+// InvalidArgument. Fields after the file are never read, as in S3. A form
+// without a file is IncorrectNumberOfFilesInPostRequest; fields that run
+// past maxPostPreData are MaxPostPreDataLengthExceededError.
+func readForm(mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multipart.Part, error) {
+	var form postpolicy.Form
+	for {
+		p, err := mr.NextRawPart()
+		if err == io.EOF {
+			return form, nil, s3err.New(s3err.IncorrectNumberOfFilesInPostRequest, "")
+		}
+		if err != nil {
+			return form, nil, formError(err)
+		}
+		name := p.FormName()
+		if name == "" {
+			p.Close()
+			return form, nil, s3err.Newf(s3err.MalformedPOSTRequest, "",
+				"The body of your POST request is not well-formed multipart/form-data: a part has no form-data name.")
+		}
+		if strings.EqualFold(name, "file") {
+			pre.file = true
+			return form, p, nil
+		}
+		v, err := io.ReadAll(p)
+		p.Close()
+		if err != nil {
+			return form, nil, formError(err)
+		}
+		if !form.Set(name, string(v)) {
+			return form, nil, s3err.Newf(s3err.InvalidArgument, "", "POST form fields must not repeat: '"+name+"' is given more than once.").
+				With("ArgumentName", name).With("ArgumentValue", string(v))
+		}
+	}
+}
+
+// formError maps an error reading the fields of a form: S3's error as is,
+// a body that ends early IncompleteBody, a malformed one
+// MalformedPOSTRequest.
+func formError(err error) error {
+	if _, ok := errors.AsType[*s3err.Error](err); ok {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return s3err.Wrap(s3err.IncompleteBody, "", err)
+	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return s3err.Wrap(s3err.RequestTimeout, "", err)
+	}
+	return s3err.Wrap(s3err.MalformedPOSTRequest, "", err)
+}
+
+// preDataReader reads a form body, failing once more than left bytes were
+// read before the file part was reached (the multipart reader reads ahead a
+// few KiB, which the bound allows for). After that it is a plain reader.
+type preDataReader struct {
+	r    io.Reader
+	left int64
+	file bool // the file part was reached: no more bound
+}
+
+func (p *preDataReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if !p.file {
+		p.left -= int64(n)
+		if p.left < -preDataReadAhead {
+			return 0, s3err.New(s3err.MaxPostPreDataLengthExceededError, "")
+		}
+	}
+	return n, err
+}
+
+// formFileReader reads the file part of a form, mapping the multipart
+// reader's errors: a body cut short (the client went away, or its
+// connection) is IncompleteBody, a timeout RequestTimeout.
+type formFileReader struct {
+	r *multipart.Part
+}
+
+func (f *formFileReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = bodyError(err)
+	}
+	return n, err
+}
+
+// fileName returns the name the form gave its file, without any directory
+// (old browsers sent the whole path), for ${filename} in the key.
+func fileName(p *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil {
+		return ""
+	}
+	name := strings.ReplaceAll(params["filename"], `\`, "/")
+	if name == "" {
+		return ""
+	}
+	return path.Base(name)
+}
+
+// formHeader returns the fields of a form that stand for PutObject
+// headers as those headers (isFormHeader), and acl as x-amz-acl.
+func formHeader(form *postpolicy.Form) http.Header {
+	hdr := make(http.Header, len(form.Names))
+	for _, name := range form.Names {
+		v := form.Values[name]
+		switch {
+		case name == "acl":
+			hdr.Set("X-Amz-Acl", v)
+		case isFormHeader(name):
+			hdr[textproto.CanonicalMIMEHeaderKey(name)] = []string{v}
+		}
+	}
+	return hdr
+}
+
+// parseFormTagging parses the tagging field of a form: a Tagging document,
+// as the body of PutObjectTagging.
+func parseFormTagging(v string) ([]objects.Tag, error) {
+	doc, err := s3xml.DecodeTagging(strings.NewReader(v), maxConfigBody)
+	if err != nil {
+		return nil, err
+	}
+	tags := make([]objects.Tag, len(doc.TagSet.Tags))
+	for i, t := range doc.TagSet.Tags {
+		tags[i] = objects.Tag{Key: *t.Key, Value: t.Value}
+	}
+	return tags, nil
+}
