@@ -167,7 +167,7 @@ func TestPutObjectErrors(t *testing.T) {
 		{name: "invalid utf-8 key", key: "a\xffb", in: PutInput{Size: 5}, want: s3err.InvalidArgument},
 		{name: "metadata too large", in: PutInput{Size: 5, Meta: Metadata{User: map[string]string{"k": strings.Repeat("v", 2048)}}}, want: s3err.MetadataTooLarge},
 		{name: "too large", in: PutInput{Size: DefaultMaxObjectSize + 1}, want: s3err.EntityTooLarge},
-		{name: "negative size", in: PutInput{Size: -1}, want: s3err.MissingContentLength},
+		{name: "negative size", in: PutInput{Size: -2}, want: s3err.MissingContentLength},
 		{name: "malformed md5", in: PutInput{Size: 5, ContentMD5: "nope"}, want: s3err.InvalidDigest},
 		{name: "short md5", in: PutInput{Size: 5, ContentMD5: "AAAA"}, want: s3err.InvalidDigest},
 		{name: "md5 mismatch", in: PutInput{Size: 5, ContentMD5: md5B64([]byte("other"))}, want: s3err.BadDigest},
