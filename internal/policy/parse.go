@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -296,11 +297,8 @@ func (c *compiler) resources(s *statement, resource, notResource *jvalue) error 
 
 // resource compiles one Resource or NotResource entry.
 func (c *compiler) resource(e string) (resource, error) {
-	if c.bucket != "" {
-		rest, ok := strings.CutPrefix(e, s3ARNPrefix+c.bucket)
-		if !ok || rest != "" && rest[0] != '/' {
-			return resource{}, errorf("Policy has invalid resource %q: a policy of bucket %q may name only arn:aws:s3:::%s and arn:aws:s3:::%s/...", e, c.bucket, c.bucket, c.bucket)
-		}
+	if c.bucket != "" && !namesBucket(e, c.bucket) {
+		return resource{}, errorf("Policy has invalid resource %q: a policy of bucket %q may name only arn:aws:s3:::%s and arn:aws:s3:::%s/...", e, c.bucket, c.bucket, c.bucket)
 	}
 	if e == "*" {
 		return resource{g: compileGlob(e), star: true}, nil
@@ -412,3 +410,69 @@ func (p *principal) add(id string) error {
 }
 
 func isAccountID(s string) bool { return len(s) == 12 && allDigits(s) }
+
+// namesBucket reports whether the resource pattern e of a policy of bucket
+// can name the bucket or one of its objects: it matches
+// arn:aws:s3:::bucket, or some ARN under arn:aws:s3:::bucket/. Wildcards
+// count ("*", "arn:aws:s3:::*/*" and "arn:aws:s3:::bu*" qualify: a
+// bucket policy governs requests to its own bucket only, so they apply to
+// it); a pattern that can name only other buckets cannot. A policy
+// variable may stand for anything.
+func namesBucket(e, bucket string) bool {
+	arn := s3ARNPrefix + bucket
+	return globCanMatch(e, arn, false) || globCanMatch(e, arn+"/", true)
+}
+
+// globCanMatch reports whether pattern (with * and ? wildcards, and ${…}
+// variables taken as *) matches s exactly or, with prefix, matches some
+// string that starts with s. It tracks the set of pattern positions
+// reachable after each byte of s: O(len(pattern)·len(s)), whatever the
+// wildcards.
+func globCanMatch(pattern, s string, prefix bool) bool {
+	var p []byte
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] == '$' && i+1 < len(pattern) && pattern[i+1] == '{' {
+			if end := strings.IndexByte(pattern[i:], '}'); end > 0 {
+				p = append(p, '*')
+				i += end
+				continue
+			}
+		}
+		p = append(p, pattern[i])
+	}
+	cur := make([]bool, len(p)+1)
+	next := make([]bool, len(p)+1)
+	closure := func(set []bool) {
+		for i := range p { // a star also matches nothing
+			if set[i] && p[i] == '*' {
+				set[i+1] = true
+			}
+		}
+	}
+	cur[0] = true
+	closure(cur)
+	for j := 0; j < len(s); j++ {
+		clear(next)
+		alive := false
+		for i := range p {
+			if !cur[i] {
+				continue
+			}
+			switch p[i] {
+			case '*':
+				next[i], alive = true, true
+			case '?', s[j]:
+				next[i+1], alive = true, true
+			}
+		}
+		if !alive {
+			return false
+		}
+		closure(next)
+		cur, next = next, cur
+	}
+	if prefix {
+		return slices.Contains(cur, true)
+	}
+	return cur[len(p)]
+}

@@ -73,8 +73,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "bucket NotPrincipal", bucket: "b", doc: doc(`{"Effect":"Deny","NotPrincipal":{"AWS":"arn:aws:iam::123456789012:user/a"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), wantErr: "NotPrincipal is not supported"},
 		{name: "bucket other bucket", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::other/*"}`), wantErr: `Policy has invalid resource "arn:aws:s3:::other/*"`},
 		{name: "bucket name prefix", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b2/*"}`), wantErr: "Policy has invalid resource"},
-		{name: "bucket name wildcard", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b*"}`), wantErr: "Policy has invalid resource"},
-		{name: "bucket resource star", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"*"}`), wantErr: `Policy has invalid resource "*"`},
+		{name: "bucket name wildcard for another", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::c*"}`), wantErr: "Policy has invalid resource"},
+		{name: "bucket wildcard for another's objects", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::?b/*"}`), wantErr: "Policy has invalid resource"},
 		{name: "bucket NotResource other bucket", bucket: "b", doc: doc(`{"Effect":"Deny","Principal":"*","Action":"s3:*","NotResource":"arn:aws:s3:::c/*"}`), wantErr: "Policy has invalid resource"},
 		{name: "bucket admin action", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"*","Action":"admin:CreateUser","Resource":"arn:aws:s3:::b"}`), wantErr: "Policy has invalid action"},
 		{name: "bucket Principal string", bucket: "b", doc: doc(`{"Effect":"Allow","Principal":"alice","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`), wantErr: `invalid Principal "alice"`},
@@ -158,6 +158,7 @@ func TestParseAccepts(t *testing.T) {
 		{"leading whitespace", "", "\n  " + doc(allowGO)},
 		{"bucket Sid with spaces", "b", doc(`{"Sid":"Public read, v2","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`)},
 		{"bucket action star", "b", doc(`{"Effect":"Deny","Principal":"*","Action":"*","Resource":["arn:aws:s3:::b","arn:aws:s3:::b/*"]}`)},
+		{"bucket resources that may name it (s3-tests' another_bucket)", "b", doc(`{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:ListBucket","Resource":["arn:aws:s3:::*","arn:aws:s3:::*/*","*","arn:aws:s3:::b*","arn:aws:s3:::?/x"]}`)},
 		{"bucket variable after slash", "b", doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/${aws:username}/*"}`)},
 		{"bucket duplicate Sid", "b", doc(`{"Sid":"A","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`, `{"Sid":"A","Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}`)},
 		{"empty Sid", "", doc(`{"Sid":"","Effect":"Allow","Action":"s3:GetObject","Resource":"*"}`, `{"Sid":"","Effect":"Allow","Action":"s3:PutObject","Resource":"*"}`)},
@@ -247,6 +248,33 @@ func TestDecisionString(t *testing.T) {
 	for d, want := range map[Decision]string{NotApplicable: "NotApplicable", Allow: "Allow", Deny: "Deny", 7: "Decision(7)"} {
 		if got := d.String(); got != want {
 			t.Errorf("Decision(%d).String() = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestGlobCanMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		prefix     bool
+		want       bool
+	}{
+		{"arn:aws:s3:::b", "arn:aws:s3:::b", false, true},
+		{"arn:aws:s3:::b*", "arn:aws:s3:::b", false, true},
+		{"arn:aws:s3:::b?", "arn:aws:s3:::b", false, false},
+		{"arn:aws:s3:::b?", "arn:aws:s3:::b", true, true},
+		{"arn:aws:s3:::*/*", "arn:aws:s3:::b/", true, true},
+		{"arn:aws:s3:::c*", "arn:aws:s3:::b/", true, false},
+		{"arn:aws:s3:::b/${aws:username}/x", "arn:aws:s3:::b/", true, true},
+		{"arn:aws:s3:::${x}", "arn:aws:s3:::b", false, true},
+		{"", "", false, true},
+		{"", "x", true, false},
+		{"**?", "", false, false},
+		// Many stars against a long string: linear, not exponential.
+		{strings.Repeat("*a", 64) + "b", strings.Repeat("a", 200), false, false},
+		{strings.Repeat("*a", 64), strings.Repeat("a", 200), false, true},
+	} {
+		if got := globCanMatch(tc.pattern, tc.s, tc.prefix); got != tc.want {
+			t.Errorf("globCanMatch(%q, %q, %v) = %v, want %v", tc.pattern, tc.s, tc.prefix, got, tc.want)
 		}
 	}
 }

@@ -85,6 +85,12 @@ func (h *Handler) deleteBucketPolicy(w http.ResponseWriter, r *http.Request, rq 
 // policy grants anything to everyone.
 func (h *Handler) getBucketPolicyStatus(w http.ResponseWriter, r *http.Request, rq *request) error {
 	doc, err := h.objects.BucketPolicy(r.Context(), rq.bucket)
+	if s3err.Is(err, s3err.NoSuchBucketPolicy) {
+		// No policy makes nothing public. (AWS answers NoSuchBucketPolicy
+		// here; MinIO, Ceph and the s3-tests suite answer IsPublic false,
+		// which is what a caller asking "is this public?" wants to know.)
+		return writeXML(w, http.StatusOK, s3xml.PolicyStatus{IsPublic: false})
+	}
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,9 @@ func TestBucketPolicyLifecycle(t *testing.T) {
 	hs.put("site", "private/x", []byte("secret"))
 
 	hs.do(call{method: http.MethodGet, path: "/site?policy"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
-	hs.do(call{method: http.MethodGet, path: "/site?policyStatus"}).want(t, http.StatusNotFound, s3err.NoSuchBucketPolicy)
+	if st := hs.do(call{method: http.MethodGet, path: "/site?policyStatus"}).mustStatus(t, http.StatusOK); !strings.Contains(string(st.body), "<IsPublic>false</IsPublic>") {
+		t.Fatalf("GetBucketPolicyStatus without a policy = %s", st.body)
+	}
 	hs.do(call{method: http.MethodGet, path: "/site/public/index.html", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 
 	hs.do(call{method: http.MethodPut, path: "/site?policy", body: []byte(sitePolicy)}).mustStatus(t, http.StatusNoContent)

@@ -110,8 +110,6 @@ func parsePresigned(raw string, q *canonQuery) (presigned, error) {
 		return p, errQuery("X-Amz-Expires should be a number")
 	case secs < 0:
 		return p, errQuery("X-Amz-Expires must be non-negative")
-	case secs == 0:
-		return p, errQuery("X-Amz-Expires must be greater than zero")
 	case err != nil || secs > int64(maxExpires/time.Second):
 		return p, errQuery("X-Amz-Expires must be less than a week (in seconds) that is 604800")
 	}

@@ -272,7 +272,9 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 	if p.date.Sub(now) > v.maxSkew {
 		return nil, s3err.Newf(s3err.AccessDenied, "", "Request is not valid yet")
 	}
-	if expiry := p.date.Add(p.expires); now.After(expiry) {
+	// A URL valid for zero seconds has expired when it arrives: 403, as
+	// MinIO and the s3-tests suite answer.
+	if expiry := p.date.Add(p.expires); now.After(expiry) || p.expires == 0 {
 		return nil, s3err.Newf(s3err.AccessDenied, "", "Request has expired").
 			With("X-Amz-Expires", fmt.Sprint(int64(p.expires/time.Second))).
 			With("Expires", expiry.UTC().Format(time.RFC3339)).

@@ -205,7 +205,7 @@ func TestVerifyPresignedErrors(t *testing.T) {
 		{name: "slightly early", now: testTime.Add(-14 * time.Minute)},
 		{name: "week", expires: maxExpires, now: testTime.Add(maxExpires - time.Second)},
 		{name: "expires too long", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=604801"), want: s3err.AuthorizationQueryParametersError, message: "less than a week"},
-		{name: "expires zero", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=0"), want: s3err.AuthorizationQueryParametersError},
+		{name: "expires zero", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=0"), want: s3err.AccessDenied},
 		{name: "expires negative", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=-1"), want: s3err.AuthorizationQueryParametersError, message: "non-negative"},
 		{name: "expires not a number", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=1h"), want: s3err.AuthorizationQueryParametersError, message: "number"},
 		{name: "expires huge", edit: replace("X-Amz-Expires=3600", "X-Amz-Expires=99999999999999999999"), want: s3err.AuthorizationQueryParametersError},
