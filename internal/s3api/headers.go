@@ -3,10 +3,12 @@ package s3api
 import (
 	"encoding/base64"
 	"errors"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/objects"
@@ -84,7 +86,7 @@ func storedContentEncoding(values []string) string {
 			}
 		}
 	}
-	return strings.Join(out, ",")
+	return strings.Join(out, ", ")
 }
 
 // parseMetadata returns the standard headers S3 stores with an object and
@@ -110,7 +112,7 @@ func parseMetadata(h http.Header) (objects.Metadata, error) {
 			return objects.Metadata{}, invalidArgument(k, "", "User metadata names must not be empty.")
 		}
 		name = strings.ToLower(name)
-		v := strings.Join(vs, ",")
+		v := decodeMetaValue(strings.Join(vs, ","))
 		size += len(name) + len(v)
 		if m.User == nil {
 			m.User = make(map[string]string)
@@ -122,6 +124,40 @@ func parseMetadata(h http.Header) (objects.Metadata, error) {
 			With("Size", strconv.Itoa(size)).With("MaxSizeAllowed", strconv.Itoa(maxUserMetadata))
 	}
 	return m, nil
+}
+
+// decodeMetaValue returns a user metadata value as S3 stores it, in
+// UTF-8: RFC 2047 encoded-words ("=?UTF-8?B?...?=") decoded, and bytes that
+// are not UTF-8 read as ISO-8859-1, the charset of HTTP header bytes. See
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html
+func decodeMetaValue(v string) string {
+	if strings.Contains(v, "=?") {
+		if d, err := new(mime.WordDecoder).DecodeHeader(v); err == nil {
+			v = d
+		}
+	}
+	if utf8.ValidString(v) {
+		return v
+	}
+	b := make([]rune, 0, len(v))
+	for i := 0; i < len(v); i++ {
+		b = append(b, rune(v[i]))
+	}
+	return string(b)
+}
+
+// encodeMetaValue returns a stored user metadata value as S3 sends it: as
+// is when it is printable ASCII, else RFC 2047 encoded ("=?UTF-8?B?...?="),
+// so that a header carries only ASCII; mime.WordDecoder (Go),
+// email.header.decode_header (Python) and their kin decode it.
+func encodeMetaValue(v string) string {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c >= 0x7f {
+			// Go writes the encoding in lower case; S3 in upper.
+			return strings.ReplaceAll(mime.BEncoding.Encode("UTF-8", v), "=?UTF-8?b?", "=?UTF-8?B?")
+		}
+	}
+	return v
 }
 
 // cutPrefixFold is strings.CutPrefix ignoring ASCII case.

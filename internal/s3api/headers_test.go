@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -188,5 +189,35 @@ func TestParsePartNumber(t *testing.T) {
 		if err != nil && s3err.CodeOf(err) != s3err.InvalidArgument {
 			t.Errorf("parsePartNumber(%q) error code %q, want InvalidArgument", tc.s, s3err.CodeOf(err))
 		}
+	}
+}
+
+// TestNonASCIIMetadata: user metadata values are stored in UTF-8 whether a
+// client sends them as UTF-8, ISO-8859-1 bytes or RFC 2047 encoded-words,
+// and come back RFC 2047 encoded, as S3 sends them; ASCII is untouched.
+func TestNonASCIIMetadata(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	for _, tc := range []struct {
+		name, sent, want string // want: the decoded value
+		wire             string // the exact header returned, if not ""
+	}{
+		{"utf-8", "Hello Worldé", "Hello Worldé", "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?="},
+		{"latin-1 bytes", "Hello World\xe9", "Hello Worldé", "=?UTF-8?B?SGVsbG8gV29ybGTDqQ==?="},
+		{"rfc 2047", "=?UTF-8?Q?caf=C3=A9?=", "café", ""},
+		{"ascii", "plain, with =? inside", "plain, with =? inside", "plain, with =? inside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hs.put("bkt", "k", []byte("x"), "X-Amz-Meta-Greeting", tc.sent).mustStatus(t, http.StatusOK)
+			rp := hs.do(call{method: http.MethodHead, path: "/bkt/k"}).mustStatus(t, http.StatusOK)
+			got := rp.header.Get("X-Amz-Meta-Greeting")
+			if tc.wire != "" && got != tc.wire {
+				t.Errorf("header %q, want %q", got, tc.wire)
+			}
+			dec, err := new(mime.WordDecoder).DecodeHeader(got)
+			if err != nil || dec != tc.want {
+				t.Errorf("header %q decodes to %q (%v), want %q", got, dec, err, tc.want)
+			}
+		})
 	}
 }

@@ -126,7 +126,7 @@ func setObjectHeaders(hdr http.Header, obj *objects.Object, opt objects.GetOptio
 	setIf(hdr, "Cache-Control", info.Meta.CacheControl)
 	setIf(hdr, "Expires", info.Meta.Expires)
 	for k, v := range info.Meta.User {
-		hdr["x-amz-meta-"+k] = []string{v}
+		hdr["x-amz-meta-"+k] = []string{encodeMetaValue(v)}
 	}
 	if info.TagCount > 0 {
 		hdr["x-amz-tagging-count"] = []string{strconv.Itoa(info.TagCount)}

@@ -56,8 +56,13 @@ type CompletedPart struct {
 // InvalidPart).
 func DecodeCompleteMultipartUpload(r io.Reader, limit int64) (CompleteMultipartUpload, error) {
 	var c CompleteMultipartUpload
-	if err := Decode(r, limit, &c); err != nil {
+	present, err := DecodeOptional(r, limit, &c)
+	if err != nil {
 		return CompleteMultipartUpload{}, err
+	}
+	if !present {
+		// S3 answers MalformedXML, not MissingRequestBodyError, here.
+		return CompleteMultipartUpload{}, s3err.Wrap(s3err.MalformedXML, "", errors.New("no body"))
 	}
 	if len(c.Parts) == 0 {
 		return CompleteMultipartUpload{}, s3err.Wrap(s3err.MalformedXML, "", errors.New("no parts"))
