@@ -144,6 +144,14 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
   ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
   SHA256; in a header or an aws-chunked trailer) are verified.
+- User metadata (` + "`x-amz-meta-*`" + `) is stored in UTF-8: values sent as UTF-8, as
+  ISO-8859-1 bytes or as RFC 2047 encoded-words are decoded, and values that
+  are not printable ASCII are returned RFC 2047-encoded (` + "`=?UTF-8?B?…?=`" + `), as S3
+  returns them.
+- GetBucketPolicyStatus of a bucket without a policy answers ` + "`IsPublic`" + ` false
+  (as MinIO and Ceph do; AWS answers ` + "`NoSuchBucketPolicy`" + `). A bucket policy's
+  resources must be able to name the bucket or its objects; wildcards such
+  as ` + "`arn:aws:s3:::*`" + ` qualify, and apply to that bucket only.
 - Conditional writes: ` + "`If-None-Match`" + ` (` + "`*`" + ` or ETags) and ` + "`If-Match`" + ` on PutObject,
   CopyObject and CompleteMultipartUpload, checked atomically with the commit
   against the current version (a key under a delete marker has none). A
