@@ -61,6 +61,8 @@ func settings(c *Config) []setting {
 			usage: "largest object a single PUT may store (at most 5TiB)"},
 		{name: "gc-interval", value: &durationValue{p: &c.Objects.GCInterval, zeroDisables: true},
 			usage: "how often background garbage collection runs; 0 disables it"},
+		{name: "gc-free-delay", value: &durationValue{p: &c.Objects.FreeDelay},
+			usage: "blocks of deleted and overwritten objects, replaced parts and aborted uploads are freed this long after the commit that dropped them (0: at once; a reader still streaming a block keeps it until done)"},
 		{name: "gc-grace", value: &durationValue{p: &c.Objects.GCGrace},
 			usage: "garbage collection never removes a blob younger than this; must be positive (offline admin gc takes --grace 0s)"},
 		{name: "lifecycle.interval", value: &durationValue{p: &c.Lifecycle.Interval, zeroDisables: true},

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -72,6 +73,18 @@ func TestGarbageCollection(t *testing.T) {
 	if want != 3+21+1+2 {
 		t.Errorf("expected blocks computed as %d, want 27 from the sizes written (check HeadObject partNumber / ListParts)", want)
 	}
+
+	// The commits that dropped blocks queued them; the server frees them
+	// within seconds, not after the GC's hour of grace (blocks of the
+	// pending upload and the live objects stay).
+	start := time.Now()
+	for blockFiles(t, dir) != int(want) {
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("%d block files 15 s after the deletes, want the %d live blocks", blockFiles(t, dir), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("garbage blocks freed %v after the last delete", time.Since(start).Round(time.Millisecond))
 
 	out, err := runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s")
 	if err == nil {

@@ -67,6 +67,8 @@ type DB struct {
 	seed   maphash.Seed
 	bufs   sync.Pool // *[]byte encoding buffers
 	closed atomic.Bool
+	// onGarbage, if set, is called after each commit that queued garbage.
+	onGarbage atomic.Pointer[func()]
 
 	bucketMu [bucketStripes]sync.RWMutex
 	keyMu    [keyStripes]sync.Mutex
@@ -155,6 +157,7 @@ type writer struct {
 
 	usage    []usageDelta  // pending usage changes, by bucket
 	usageBuf [1]usageDelta // usage's first backing array: most batches touch one bucket
+	queued   bool          // the batch queues garbage
 }
 
 func (db *DB) newWriter(now time.Time) *writer {
@@ -180,7 +183,15 @@ func (w *writer) close() {
 
 func (w *writer) commit() error {
 	w.flushUsage()
-	return w.b.commit(w.db.sync)
+	if err := w.b.commit(w.db.sync); err != nil {
+		return err
+	}
+	if w.queued {
+		if f := w.db.onGarbage.Load(); f != nil {
+			(*f)()
+		}
+	}
+	return nil
 }
 
 // putObject stores nw as bucket/key in place of old (nil if absent): the
@@ -230,6 +241,7 @@ func (w *writer) garbage(versionID string, blocks []Block, keep map[string]bool)
 		}
 		g := Garbage{VersionID: versionID, Size: bl.Size}
 		w.b.set(garbageKey(w.now, bl.Key), appendGarbage((*w.buf)[:0], &g))
+		w.queued = true
 	}
 }
 

@@ -7,6 +7,18 @@ import (
 	"time"
 )
 
+// OnGarbage makes the store call f after every commit that queues
+// garbage (blocks an object, version, part or upload no longer references),
+// so that they can be freed promptly. f runs on the committing goroutine:
+// it must not block. A nil f stops the calls.
+func (db *DB) OnGarbage(f func()) {
+	if f == nil {
+		db.onGarbage.Store(nil)
+		return
+	}
+	db.onGarbage.Store(&f)
+}
+
 // Garbage returns up to limit entries of the garbage queue that became
 // garbage before the given time, oldest first, starting after the entry
 // after (nil to start at the beginning).

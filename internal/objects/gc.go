@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/meta"
@@ -48,6 +49,8 @@ func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) 
 // drainGarbage deletes the blobs of garbage entries queued before cutoff
 // whose versions have no readers.
 func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, st *GCStats) error {
+	s.drainMu.Lock()
+	defer s.drainMu.Unlock()
 	var after *meta.Garbage
 	for {
 		page, err := s.db.Garbage(ctx, cutoff, after, gcPage)
@@ -61,6 +64,7 @@ func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, st *GCStat
 		done := page[:0:0]
 		for _, g := range page {
 			if g.VersionID != "" && s.readers.active(g.VersionID) {
+				st.Busy++
 				continue // a reader streams it; a later pass takes it
 			}
 			if err := s.store.Delete(ctx, g.BlobKey); err != nil {
@@ -118,27 +122,102 @@ func (s *Service) sweepOrphans(ctx context.Context, cutoff time.Time, st *GCStat
 	return nil
 }
 
-// Run runs background work (periodic GC every GCInterval, with GCGrace)
-// until ctx is done; it returns nil then. A failed pass is logged and
-// retried at the next tick.
+// Run runs background work until ctx is done, and returns nil then:
+// prompt freeing of queued garbage (FreeDelay) and the periodic GC (every
+// GCInterval, with GCGrace). A failed pass is logged and retried later.
 func (s *Service) Run(ctx context.Context) error {
-	if s.cfg.GCInterval < 0 {
-		<-ctx.Done()
-		return nil
+	var wg sync.WaitGroup
+	if s.cfg.FreeDelay >= 0 {
+		wg.Go(func() { s.freeLoop(ctx) })
 	}
+	if s.cfg.GCInterval >= 0 {
+		wg.Go(func() { s.gcLoop(ctx) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// garbageQueued is meta's OnGarbage hook: it wakes freeLoop, without
+// blocking the commit.
+func (s *Service) garbageQueued() {
+	select {
+	case s.freed <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// Bounds of prompt freeing: passes start at most once per freePause, so
+// that a burst of deletes costs one scan of the queue, and entries kept
+// for a reader are retried after freeRetry.
+const (
+	freePause = time.Second
+	freeRetry = 2 * time.Second
+)
+
+// freeLoop frees queued garbage soon after the commits that queued it:
+// the commit knows its blocks are garbage, so deleting objects gives their
+// space back within seconds, without waiting for the GC's grace, which is
+// for blobs no record mentions. Readers are safe: GetObject registers as a
+// reader of a version before it trusts the version's blocks, and a drain
+// keeps the blocks of versions with readers (and comes back for them).
+func (s *Service) freeLoop(ctx context.Context) {
+	pause := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.freed:
+		}
+		if s.cfg.FreeDelay > 0 && !pause(s.cfg.FreeDelay) {
+			return
+		}
+		var st GCStats
+		// Entries queued at or before now less the delay.
+		cutoff := s.clock().Add(time.Nanosecond - s.cfg.FreeDelay)
+		err := s.drainGarbage(ctx, cutoff, &st)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.WarnContext(ctx, "freeing garbage failed", "err", err, "deleted", st.Deleted)
+			s.garbageQueued() // try again after the pause
+		case st.Deleted > 0:
+			s.log.DebugContext(ctx, "freed garbage", "deleted", st.Deleted, "deleted_bytes", st.DeletedBytes, "kept_for_readers", st.Busy)
+		}
+		if st.Busy > 0 {
+			time.AfterFunc(freeRetry, s.garbageQueued)
+		}
+		if !pause(freePause) {
+			return
+		}
+	}
+}
+
+// gcLoop runs a GC pass every GCInterval.
+func (s *Service) gcLoop(ctx context.Context) {
 	t := time.NewTicker(s.cfg.GCInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-t.C:
 		}
 		start := time.Now()
 		st, err := s.GC(ctx, s.cfg.GCGrace)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
 			s.log.WarnContext(ctx, "gc pass failed", "err", err, "deleted", st.Deleted)
 		case st.Deleted > 0:

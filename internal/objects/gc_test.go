@@ -274,7 +274,7 @@ func TestRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			var logs syncBuffer
-			s, err := New(Config{InlineThreshold: testInline, BlockSize: testBlock, GCInterval: tc.interval, GCGrace: time.Nanosecond},
+			s, err := New(Config{InlineThreshold: testInline, BlockSize: testBlock, GCInterval: tc.interval, GCGrace: time.Nanosecond, FreeDelay: -1},
 				e.db, e.store, slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)
@@ -307,4 +307,80 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFreePromptly: with the default FreeDelay, blocks of overwritten and
+// deleted objects and of aborted uploads leave the block store within
+// seconds of the commit, far inside the GC grace; a reader streaming an
+// old version keeps its blocks until it is done; a blob no record ever
+// mentioned waits for the GC and its grace.
+func TestFreePromptly(t *testing.T) {
+	e := newEnv(t)
+	s, err := New(Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock, GCInterval: time.Hour, GCGrace: time.Hour},
+		e.db, e.store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = s
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	// A blob that no record mentions (a crash's leftover): the GC's.
+	if err := e.store.Put(ctx, "orphan/x", bytes.NewReader([]byte("x")), 1); err != nil {
+		t.Fatal(err)
+	}
+	waitBlobs := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(e.blobs(t)) != want+1 { // +1: the orphan
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d blobs after 10 s, want %d: %v", what, len(e.blobs(t))-1, want, e.blobs(t))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	e.put(t, "k", randBytes(3*testBlock, 1))
+	waitBlobs("written", 3)
+	e.put(t, "k", randBytes(2*testBlock, 2))
+	waitBlobs("overwritten", 2)
+	if _, err := s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+		t.Fatal(err)
+	}
+	waitBlobs("deleted", 0)
+
+	// A reader of the old version keeps its blocks.
+	old := randBytes(2*testBlock, 3)
+	e.put(t, "r", old)
+	o, err := s.GetObject(ctx, "bkt", "r", GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "r", []byte("small"))
+	time.Sleep(3 * time.Second) // past a free pass and a retry
+	got, err := io.ReadAll(o.Body)
+	o.Body.Close()
+	if err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("reading the overwritten version: %d bytes, %v", len(got), err)
+	}
+	waitBlobs("reader done", 0)
+
+	// An aborted upload's parts.
+	u, err := s.CreateMultipartUpload(ctx, "bkt", "mp", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := randBytes(2*testBlock, 4)
+	if _, err := s.UploadPart(ctx, u.Bucket, u.Key, u.UploadID, 1, PartInput{Size: int64(len(part))}, bytes.NewReader(part)); err != nil {
+		t.Fatal(err)
+	}
+	waitBlobs("part uploaded", 2)
+	if err := s.AbortMultipartUpload(ctx, "bkt", "mp", u.UploadID); err != nil {
+		t.Fatal(err)
+	}
+	waitBlobs("upload aborted", 0)
 }

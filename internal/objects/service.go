@@ -58,6 +58,12 @@ type Config struct {
 	MinPartSize     int64         // smallest part but the last one of a completed upload (default 5 MiB, as S3)
 	GCInterval      time.Duration // background GC period (default 10 min; < 0 disables)
 	GCGrace         time.Duration // a blob younger than this is never collected (default 1 h)
+	// FreeDelay is how long after the commit that drops them the blocks of
+	// deleted and overwritten objects, replaced parts and aborted uploads
+	// are freed (default 0: at once, at most one pass a second; < 0 leaves
+	// them to the periodic GC and its grace). A block that a reader still
+	// streams is freed when the reader is done.
+	FreeDelay time.Duration
 
 	// Clock returns the current time; nil means time.Now. Tests inject a
 	// fixed or stepping clock.
@@ -124,7 +130,9 @@ type Service struct {
 	inflight inflightSet // blob keys being written, not yet committed
 	readers  readerTable // object versions being streamed
 
-	gcMu sync.Mutex // serialises GC passes
+	gcMu    sync.Mutex    // serialises GC passes
+	drainMu sync.Mutex    // serialises drains of the garbage queue
+	freed   chan struct{} // signalled when a commit queued garbage; capacity 1
 
 	configGen configGen // see ConfigGeneration
 }
@@ -141,7 +149,10 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock}
+	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock, freed: make(chan struct{}, 1)}
+	if cfg.FreeDelay >= 0 {
+		db.OnGarbage(s.garbageQueued)
+	}
 	s.inlineBufs.New = func() any {
 		b := make([]byte, 0, cfg.InlineThreshold+dataSlack)
 		return &b

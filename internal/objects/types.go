@@ -312,5 +312,6 @@ type GCStats struct {
 	Scanned        int   // blobs listed
 	Deleted        int   // blobs removed
 	DeletedBytes   int64 // when known
+	Busy           int   // queued blobs kept because a reader still streams their version
 	ExpiredUploads int   // abandoned multipart uploads aborted (none yet: uploads never expire by default)
 }
