@@ -79,6 +79,10 @@ type Config struct {
 	// Objects tunes the object service (inline threshold, block size, GC).
 	Objects objects.Config
 
+	// Disk keeps a free-space reserve on the filesystems of the storage
+	// path.
+	Disk Disk
+
 	// S3 configures the S3 HTTP surface (region, virtual-host domain).
 	S3 s3api.Config
 
@@ -92,6 +96,18 @@ type Config struct {
 	// are empty the server generates them on first start. Root.MasterKey
 	// comes from COFFER_MASTER_KEY, likewise only from the environment.
 	Root iam.Config
+}
+
+// Disk configures the free-space reserve: below it, new data is refused
+// (StorageFull) while deletes, metadata commits, the audit log and the
+// metadata engine's compactions still have room.
+type Disk struct {
+	// Reserve is the most space kept free, in bytes; 0 turns the reserve
+	// off.
+	Reserve int64
+	// ReserveFraction caps the reserve at this share of the filesystem's
+	// size, so that a small volume is not mostly reserve.
+	ReserveFraction float64
 }
 
 // Blob selects the block store.
@@ -151,6 +167,7 @@ func Default() Config {
 		ConsoleAddress:  "127.0.0.1:6790",
 		ShutdownTimeout: 30 * time.Second,
 		Fsync:           true,
+		Disk:            Disk{Reserve: 256 << 20, ReserveFraction: 0.03},
 		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},

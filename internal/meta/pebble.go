@@ -36,6 +36,13 @@ import (
 //
 // Value separation (blob files) is left off: Pebble v2.1 offers it only
 // under Options.Experimental. See docs/design/0001-storage-engine.md.
+// MinFreeSpace is the free space the engine needs to go on working when
+// writes of object data stop: a memtable flush (at most memTableSize), the
+// next preallocated WAL and the output of a compaction. A free-space reserve
+// (internal/diskspace) should keep at least this much, so that Pebble is
+// never what finds the disk full.
+const MinFreeSpace = 4 * memTableSize
+
 const (
 	cacheSize             = 32 << 20
 	memTableSize          = 16 << 20

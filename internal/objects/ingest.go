@@ -36,8 +36,13 @@ type ingested struct {
 // decides once it knows. It never holds more than one inline buffer.
 // Errors: IncompleteBody if the body ends early or runs long, and any error
 // body.Read returns, unchanged. On error nothing is left behind but blocks
-// whose deletion failed, which GC collects.
+// whose deletion failed, which GC collects. Below the free-space reserve
+// it is StorageFull, and nothing is read.
 func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg checksum.Algorithm, forceBlocks bool, res string) (*ingested, error) {
+	// Every write of new data comes through here: the reserve first.
+	if err := s.admit(size, res); err != nil {
+		return nil, err
+	}
 	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res}
 	if size == SizeUnknown {
 		br.left, br.unknown = s.cfg.MaxObjectSize, true

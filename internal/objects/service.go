@@ -21,7 +21,9 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // Defaults for zero Config fields. DefaultInlineThreshold is where inline
@@ -130,6 +132,8 @@ type Service struct {
 	inflight inflightSet // blob keys being written, not yet committed
 	readers  readerTable // object versions being streamed
 
+	space *diskspace.Guard // the free-space reserve; nil admits everything
+
 	gcMu    sync.Mutex    // serialises GC passes
 	drainMu sync.Mutex    // serialises drains of the garbage queue
 	freed   chan struct{} // signalled when a commit queued garbage; capacity 1
@@ -172,3 +176,22 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 // client that really goes away mid-body is still noticed: reading the body
 // fails, and nothing is committed. Values (request ID, principal) are kept.
 func writeContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// UseSpace makes writes of new data (PutObject, UploadPart, CopyObject,
+// UploadPartCopy, form uploads) ask g for room first, so that they are
+// refused with StorageFull before the disk fills; deletes and metadata
+// changes are never refused. Call it before serving requests.
+func (s *Service) UseSpace(g *diskspace.Guard) { s.space = g }
+
+// admit asks the free-space reserve for n bytes of new data (0 if not
+// known) for the object res.
+func (s *Service) admit(n int64, res string) error {
+	err := s.space.Admit(max(n, 0))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, diskspace.ErrFull):
+		return s3err.Wrap(s3err.StorageFull, res, err)
+	}
+	return fmt.Errorf("measure free space: %w", err)
+}

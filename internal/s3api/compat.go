@@ -144,6 +144,15 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
   ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
   SHA256; in a header or an aws-chunked trailer) are verified.
+- A full disk: below the free-space reserve (` + "`disk.reserve`" + `, 256 MiB or 3 % of
+  the filesystem, whichever is smaller, but at least the 64 MiB the metadata
+  engine needs) every write of object data (PutObject, UploadPart, CopyObject,
+  UploadPartCopy, PostObject) is refused with ` + "`507 StorageFull`" + ` and a message
+  saying why. S3 never fills, so the code is Coffer's own; 507 is a server
+  error that SDKs retry with backoff, as they do MinIO's ` + "`XMinioStorageFull`" + `.
+  Reads, deletes and metadata changes go on; the blocks of deleted objects are
+  freed within about a second, and writes are accepted again as soon as free
+  space is back above the reserve.
 - User metadata (` + "`x-amz-meta-*`" + `) is stored in UTF-8: values sent as UTF-8, as
   ISO-8859-1 bytes or as RFC 2047 encoded-words are decoded, and values that
   are not printable ASCII are returned RFC 2047-encoded (` + "`=?UTF-8?B?…?=`" + `), as S3

@@ -146,6 +146,9 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 		if err = s.metrics.StorageFunc(st.storageTotals); err != nil {
 			return s, err
 		}
+		if err = registerSpaceMetrics(s.metrics, st.space); err != nil {
+			return s, err
+		}
 		if s.audit != nil {
 			if err = registerAuditMetrics(s.metrics, s.audit); err != nil {
 				return s, err

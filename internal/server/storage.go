@@ -15,6 +15,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/blob/memblob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/objects"
 )
@@ -35,6 +36,7 @@ type storage struct {
 	db      *meta.DB
 	blobs   blob.Store
 	objects *objects.Service
+	space   *diskspace.Guard // the free-space reserve; nil when off
 }
 
 // openStorage opens (creating if needed) the data directory of cfg. It
@@ -80,6 +82,20 @@ func openStorage(cfg config.Config, log *slog.Logger) (*storage, error) {
 	st.objects, err = objects.New(cfg.Objects, db, st.blobs, log.With("component", "objects"))
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start object service: %w", err), st.close())
+	}
+	if cfg.Disk.Reserve > 0 {
+		// The metadata and the blocks (unless upstream) live under the
+		// storage path; the audit log may live elsewhere, and writes
+		// nothing that the reserve must admit.
+		st.space, err = diskspace.New(diskspace.Config{
+			Paths: []string{cfg.StoragePath}, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
+			Floor: meta.MinFreeSpace,
+			Logger: log.With("component", "diskspace"),
+		})
+		if err != nil {
+			return nil, errors.Join(err, st.close())
+		}
+		st.objects.UseSpace(st.space)
 	}
 	return st, nil
 }

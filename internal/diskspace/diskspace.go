@@ -1,0 +1,218 @@
+// Package diskspace keeps a free-space reserve on the filesystems that
+// hold a store's data: new data is refused before the disk is full, so
+// that deletes, metadata commits, the audit log and the metadata engine's
+// compactions always have room, and a store that filled up can be rescued
+// by deleting objects.
+//
+// A Guard measures free space with statfs(2) (at most every SampleEvery,
+// and at once after a refusal) and between measurements counts the bytes
+// it admitted, so a burst of writes cannot overshoot the reserve by more
+// than what is in flight.
+package diskspace
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrFull is returned by Admit when the data would take free space below
+// the reserve.
+var ErrFull = errors.New("diskspace: free space below the reserve")
+
+// Defaults.
+const (
+	// DefaultReserve is the largest reserve: 256 MiB ...
+	DefaultReserve = 256 << 20
+	// DefaultReservePercent ... or this share of the filesystem, whichever
+	// is smaller, so that a small volume is not mostly reserve.
+	DefaultReservePercent = 3
+	// DefaultSampleEvery bounds how stale a measurement may be.
+	DefaultSampleEvery = 250 * time.Millisecond
+)
+
+// Config configures a Guard.
+type Config struct {
+	// Paths are directories on the filesystems to watch (one per
+	// filesystem is enough; the same filesystem twice is harmless). The
+	// reserve applies to each.
+	Paths []string
+	// Reserve is the most free space, in bytes, kept back on each
+	// filesystem; 0 disables the guard.
+	Reserve int64
+	// ReservePercent caps the reserve at this share of each filesystem's
+	// size (0 for no cap), but never below Floor.
+	ReservePercent float64
+	// Floor is the least reserve the share may leave: what the metadata
+	// engine needs to flush and compact (meta.MinFreeSpace). Reserve, if
+	// smaller, still wins.
+	Floor int64
+	// SampleEvery is how often free space is measured at most (default
+	// DefaultSampleEvery).
+	SampleEvery time.Duration
+	// Clock returns the time (default time.Now).
+	Clock func() time.Time
+	// Logger is told when the reserve is reached and when space comes
+	// back. Nil discards.
+	Logger *slog.Logger
+	// statfs reads a filesystem's total and free bytes; tests replace it.
+	statfs func(path string) (total, free int64, err error)
+}
+
+// Guard admits new data against the reserve. It is safe for concurrent
+// use. A nil *Guard admits everything.
+type Guard struct {
+	cfg Config
+
+	mu       sync.Mutex // guards the fields below
+	sampled  time.Time  // when free was measured
+	free     int64      // least free space less reserve over the paths, when measured
+	admitted int64      // bytes admitted since
+	full     bool       // the last decision was a refusal
+
+	freeBytes atomic.Int64 // least free space over the paths, for metrics
+	reserve   atomic.Int64 // reserve of the filesystem with the least room
+	refused   atomic.Int64 // writes refused
+}
+
+// New returns a Guard for cfg, after measuring once (an unreadable path is
+// an error).
+func New(cfg Config) (*Guard, error) {
+	if cfg.Reserve < 0 || cfg.ReservePercent < 0 || cfg.ReservePercent > 100 {
+		return nil, fmt.Errorf("diskspace: reserve %d bytes / %v%% out of range", cfg.Reserve, cfg.ReservePercent)
+	}
+	if cfg.SampleEvery <= 0 {
+		cfg.SampleEvery = DefaultSampleEvery
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.statfs == nil {
+		cfg.statfs = statfs
+	}
+	g := &Guard{cfg: cfg}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.sample(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// statfs returns the size of the filesystem holding path and the bytes an
+// unprivileged writer may still use.
+func statfs(path string) (total, free int64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, 0, fmt.Errorf("diskspace: statfs %s: %w", path, err)
+	}
+	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize, nil
+}
+
+// sample measures every path. g.mu is held.
+func (g *Guard) sample() error {
+	room, least, reserve := int64(-1), int64(-1), int64(0)
+	for _, p := range g.cfg.Paths {
+		total, free, err := g.cfg.statfs(p)
+		if err != nil {
+			return err
+		}
+		r := g.cfg.Reserve
+		if g.cfg.ReservePercent > 0 {
+			r = min(r, max(int64(float64(total)*g.cfg.ReservePercent/100), g.cfg.Floor))
+		}
+		if room < 0 || free-r < room {
+			room, reserve = free-r, r
+		}
+		if least < 0 || free < least {
+			least = free
+		}
+	}
+	g.free, g.admitted, g.sampled = room, 0, g.cfg.Clock()
+	g.freeBytes.Store(least)
+	g.reserve.Store(reserve)
+	return nil
+}
+
+// Admit reserves room for n bytes of new data (0 when the size is not
+// known: the write is refused only if the reserve is reached already). It
+// returns ErrFull, wrapped with the numbers, when they would take free
+// space below the reserve, and another error if free space cannot be
+// measured. Refusals are counted; the first refusal after a success is
+// logged, and so is the first success after refusals.
+func (g *Guard) Admit(n int64) error {
+	if g == nil || g.cfg.Reserve == 0 {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.cfg.Clock()
+	if g.full || now.Sub(g.sampled) >= g.cfg.SampleEvery {
+		if err := g.sample(); err != nil {
+			return err
+		}
+	}
+	if g.free-g.admitted-n < 0 {
+		g.refused.Add(1)
+		if !g.full {
+			g.full = true
+			g.cfg.Logger.Warn("free space below the reserve: new data is refused until objects are deleted",
+				"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load(), "paths", g.cfg.Paths)
+		}
+		return fmt.Errorf("%w: %d bytes free, %d reserved, %d asked", ErrFull, g.freeBytes.Load(), g.reserve.Load(), n)
+	}
+	if g.full {
+		g.full = false
+		g.cfg.Logger.Info("free space above the reserve again: new data is accepted",
+			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load())
+	}
+	g.admitted += n
+	return nil
+}
+
+// Stats are what a Guard measured and decided.
+type Stats struct {
+	FreeBytes    int64 // least free space over the paths, at the last measurement
+	ReserveBytes int64 // the reserve of that filesystem
+	Refused      int64 // writes refused so far
+	Full         bool  // the last write was refused
+}
+
+// Stats returns the Guard's figures; a nil Guard has none.
+func (g *Guard) Stats() Stats {
+	if g == nil {
+		return Stats{}
+	}
+	g.mu.Lock()
+	full := g.full
+	g.mu.Unlock()
+	return Stats{FreeBytes: g.freeBytes.Load(), ReserveBytes: g.reserve.Load(), Refused: g.refused.Load(), Full: full}
+}
+
+// Refresh measures free space now (for a readiness check or metrics
+// scrape that wants a fresh figure).
+func (g *Guard) Refresh() error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.sample(); err != nil {
+		return err
+	}
+	if g.full && g.free > 0 {
+		// A refusal is sticky only until there is room again.
+		g.full = false
+		g.cfg.Logger.Info("free space above the reserve again: new data is accepted",
+			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load())
+	}
+	return nil
+}

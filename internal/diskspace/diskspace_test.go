@@ -1,0 +1,133 @@
+package diskspace
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeFS is a filesystem whose free space the test sets.
+type fakeFS struct {
+	mu          sync.Mutex
+	total, free int64
+	calls       int
+}
+
+func (f *fakeFS) statfs(string) (int64, int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.total, f.free, nil
+}
+
+func (f *fakeFS) set(free int64) {
+	f.mu.Lock()
+	f.free = free
+	f.mu.Unlock()
+}
+
+func TestAdmit(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{total: 1000 * mib, free: 100 * mib}
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	g, err := New(Config{Paths: []string{"/data"}, Reserve: 256 * mib, ReservePercent: 3, SampleEvery: time.Second,
+		Clock: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(&logs, nil)), statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reserve is 3 % of 1000 MiB (30 MiB), less than 256 MiB: 70 MiB
+	// can be admitted.
+	if st := g.Stats(); st.ReserveBytes != 30*mib || st.FreeBytes != 100*mib {
+		t.Fatalf("Stats = %+v", st)
+	}
+	if err := g.Admit(60 * mib); err != nil {
+		t.Fatal(err)
+	}
+	// Admitted bytes count before the disk shows them: a burst cannot
+	// overshoot the reserve between measurements.
+	if err := g.Admit(20 * mib); !errors.Is(err, ErrFull) {
+		t.Fatalf("Admit past the reserve = %v, want ErrFull", err)
+	}
+	if !strings.Contains(logs.String(), "free space below the reserve") {
+		t.Errorf("no log line when the reserve was reached: %q", logs.String())
+	}
+	// A refusal measures again at once: deletes freed space.
+	fs.set(200 * mib)
+	if err := g.Admit(20 * mib); err != nil {
+		t.Fatalf("Admit after space came back = %v", err)
+	}
+	if !strings.Contains(logs.String(), "above the reserve again") {
+		t.Errorf("no log line when space came back: %q", logs.String())
+	}
+	// Unknown sizes (0) pass until the reserve is reached.
+	fs.set(10 * mib)
+	now = now.Add(time.Second)
+	if err := g.Admit(0); !errors.Is(err, ErrFull) {
+		t.Fatalf("Admit(0) below the reserve = %v, want ErrFull", err)
+	}
+	if st := g.Stats(); st.Refused != 2 || !st.Full {
+		t.Errorf("Stats = %+v, want 2 refusals and full", st)
+	}
+	fs.set(500 * mib)
+	if err := g.Refresh(); err != nil || g.Stats().Full {
+		t.Errorf("Refresh with room again: %v, %+v", err, g.Stats())
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	fs := &fakeFS{total: 100, free: 0}
+	g, err := New(Config{Paths: []string{"/data"}, Reserve: 0, statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Admit(1 << 30); err != nil {
+		t.Errorf("a disabled guard refused: %v", err)
+	}
+	var nilGuard *Guard
+	if err := nilGuard.Admit(1); err != nil || nilGuard.Stats() != (Stats{}) {
+		t.Errorf("a nil guard: %v, %+v", err, nilGuard.Stats())
+	}
+}
+
+// TestRealFilesystem measures the temporary directory's filesystem.
+func TestRealFilesystem(t *testing.T) {
+	g, err := New(Config{Paths: []string{t.TempDir(), os.TempDir()}, Reserve: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := g.Stats(); st.FreeBytes <= 0 || st.ReserveBytes != 1 {
+		t.Errorf("Stats on a real filesystem = %+v", st)
+	}
+	if _, err := New(Config{Paths: []string{"/no/such/dir"}, Reserve: 1}); err == nil {
+		t.Error("New on a missing path succeeded")
+	}
+}
+
+// TestFloor: the share never leaves less than the floor, unless Reserve
+// itself is smaller.
+func TestFloor(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		reserve, floor, total, want int64
+	}{
+		{256 * mib, 64 * mib, 100 * mib, 64 * mib},    // 3 % is 3 MiB: the floor
+		{256 * mib, 64 * mib, 10000 * mib, 256 * mib}, // 3 % is 300 MiB: the reserve
+		{256 * mib, 64 * mib, 4000 * mib, 120 * mib},  // 3 %
+		{16 * mib, 64 * mib, 100 * mib, 16 * mib},     // a smaller reserve wins
+	} {
+		fs := &fakeFS{total: tc.total, free: tc.total}
+		g, err := New(Config{Paths: []string{"/d"}, Reserve: tc.reserve, ReservePercent: 3, Floor: tc.floor, statfs: fs.statfs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Stats().ReserveBytes; got != tc.want {
+			t.Errorf("reserve %d, floor %d, total %d: %d, want %d", tc.reserve>>20, tc.floor>>20, tc.total>>20, got>>20, tc.want>>20)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// mountSmallFS mounts a tmpfs of size bytes at a new directory and
+// unmounts it when the test ends. It skips the test where mounting is not
+// permitted (not root, or no CAP_SYS_ADMIN); CI runs as root.
+func mountSmallFS(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a small filesystem here (%v: %s); CI runs this as root", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// TestDiskFull fills a 160 MiB filesystem (reserve: 64 MiB, the floor the
+// metadata engine needs) through S3 with block objects,
+// inline objects and multipart parts: writes past the free-space reserve
+// are refused with 507 StorageFull while every acknowledged object reads
+// back intact and deletes still work; space comes back within seconds of
+// deleting, writes succeed again, and after kill -9 on the nearly full disk
+// every acknowledged object is still there.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	const fsSize = 160 << 20
+	dir := mountSmallFS(t, fsSize)
+	data := dir + "/data"
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := startChild(t, data, crashArgs...) // 256 KiB blocks, 32 KiB inline, no periodic GC
+	c := newClient(t, srv.endpoint)
+	ctx := t.Context()
+	const b = "full"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+		t.Fatal(err)
+	}
+
+	acked := map[string][]byte{}
+	var refused error
+	for i := 0; i < 400 && refused == nil; i++ {
+		key, body := fmt.Sprintf("big/%03d", i), randBytes(mib)
+		if i%4 == 3 {
+			key, body = fmt.Sprintf("small/%03d", i), randBytes(20*kib)
+		}
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body)})
+		if err != nil {
+			refused = err
+			break
+		}
+		acked[key] = body
+	}
+	if refused == nil {
+		t.Fatalf("400 PUTs of about 1 MiB on a %d MiB filesystem all succeeded", fsSize>>20)
+	}
+	if errCode(refused) != "StorageFull" || errStatus(refused) != http.StatusInsufficientStorage {
+		t.Fatalf("PUT on a full disk: %v (status %d), want 507 StorageFull", refused, errStatus(refused))
+	}
+	t.Logf("%d objects acknowledged before the reserve was reached", len(acked))
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free <= 0 {
+		t.Errorf("the filesystem has no free space left: the reserve did not hold")
+	}
+	// Small objects and parts are refused too; reads and metadata go on.
+	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("tiny"), Body: bytes.NewReader(randBytes(10 * kib))})
+	if errCode(err) != "StorageFull" {
+		t.Errorf("small PUT on a full disk: %v, want StorageFull", err)
+	}
+	u := createUpload(t, c, b, "mp")
+	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(b), Key: aws.String("mp"), UploadId: aws.String(u.id),
+		PartNumber: aws.Int32(1), Body: bytes.NewReader(randBytes(mib))}); errCode(err) != "StorageFull" {
+		t.Errorf("UploadPart on a full disk: %v, want StorageFull", err)
+	}
+	for k, body := range acked {
+		checkBody(t, "on a full disk: "+k, get(t, c, b, k), body)
+	}
+
+	// Deleting gives the space back within seconds.
+	n := 0
+	for k := range acked {
+		if strings.HasPrefix(k, "big/") && n < 10 {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String(k)}); err != nil {
+				t.Fatalf("DeleteObject on a full disk: %v", err)
+			}
+			delete(acked, k)
+			n++
+		}
+	}
+	start := time.Now()
+	again := randBytes(2 * mib)
+	for {
+		_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("again"), Body: bytes.NewReader(again)})
+		if err == nil {
+			break
+		}
+		if errCode(err) != "StorageFull" || time.Since(start) > 15*time.Second {
+			t.Fatalf("PUT %v after deleting 10 MiB: %v", time.Since(start), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("writes accepted again %v after deleting 10 MiB", time.Since(start).Round(time.Millisecond))
+	acked["again"] = again
+
+	// Fill up again, kill -9, and find every acknowledged object.
+	for i := 0; i < 200; i++ {
+		key, body := fmt.Sprintf("refill/%03d", i), randBytes(mib)
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+			break
+		}
+		acked[key] = body
+	}
+	srv.kill()
+	srv = startChild(t, data, crashArgs...)
+	c = newClient(t, srv.endpoint)
+	for k, body := range acked {
+		checkBody(t, "after kill -9 on a full disk: "+k, get(t, c, b, k), body)
+	}
+	srv.stop()
+}
