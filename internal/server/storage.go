@@ -89,7 +89,7 @@ func openStorage(cfg config.Config, log *slog.Logger) (*storage, error) {
 		// nothing that the reserve must admit.
 		st.space, err = diskspace.New(diskspace.Config{
 			Paths: []string{cfg.StoragePath}, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
-			Floor: meta.MinFreeSpace,
+			Floor:  meta.MinFreeSpace,
 			Logger: log.With("component", "diskspace"),
 		})
 		if err != nil {
