@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,6 +271,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	rq.op, rq.bucket, rq.key, rq.query = rt.op, rt.bucket, rt.key, rt.query
+	if len(rq.key) > maxKeyLen && !rq.op.public {
+		// Every operation on such a key, reads included, as S3 answers it
+		// (a HEAD gets the status without the body).
+		return s3err.New(s3err.KeyTooLongError, "").
+			With("Size", strconv.Itoa(len(rq.key))).With("MaxSizeAllowed", strconv.Itoa(maxKeyLen))
+	}
 	if rq.op.public {
 		return rq.op.handle(h, w, r, rq)
 	}

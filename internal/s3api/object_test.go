@@ -384,3 +384,18 @@ func TestVerifyBodyDigest(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyTooLong: every operation on a key longer than 1024 bytes is
+// 400 KeyTooLongError, reads included (not 404).
+func TestKeyTooLong(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	long := "/bkt/" + strings.Repeat("k", 1025)
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodDelete} {
+		hs.do(call{method: method, path: long}).want(t, http.StatusBadRequest, s3err.KeyTooLongError)
+	}
+	hs.do(call{method: http.MethodPut, path: long, body: []byte("x")}).want(t, http.StatusBadRequest, s3err.KeyTooLongError)
+	hs.do(call{method: http.MethodGet, path: long + "?tagging"}).want(t, http.StatusBadRequest, s3err.KeyTooLongError)
+	// 1024 bytes is a key.
+	hs.put("bkt", strings.Repeat("k", 1024), []byte("x")).mustStatus(t, http.StatusOK)
+}

@@ -44,6 +44,9 @@ const (
 // maxObjectSize is the largest single PutObject or UploadPart, as in S3.
 const maxObjectSize = 5 << 30
 
+// maxKeyLen is the longest object key, in bytes, as in S3.
+const maxKeyLen = 1024
+
 // XML bodies are read whole, so each op that takes one has a limit, checked
 // against Content-Length before reading and again while reading. The
 // limits are s3xml's, sized for the largest legitimate body of each kind: a
