@@ -268,13 +268,16 @@ func (f *Form) Has(name string) bool {
 }
 
 // exempt reports whether a field needs no condition: the signature and
-// policy themselves, the SigV2 key, and fields prefixed x-ignore-.
+// policy themselves, the SigV2 key, fields prefixed x-ignore-, and the
+// file's checksum (x-amz-checksum-*, which guards the upload's integrity
+// and grants nothing; S3 accepts it unnamed, as the s3-tests suite
+// checks).
 func exempt(name string) bool {
 	switch name {
 	case "policy", "x-amz-signature", "signature", "awsaccesskeyid", "file":
 		return true
 	}
-	return strings.HasPrefix(name, "x-ignore-")
+	return strings.HasPrefix(name, "x-ignore-") || strings.HasPrefix(name, "x-amz-checksum-")
 }
 
 // Check checks form against the policy at time now: the policy has not

@@ -102,6 +102,7 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	key = strings.ReplaceAll(key, "${filename}", fileName(file))
 	rq.key = key
+	form.Values["key"] = key // the policy checks the key that is stored
 
 	// The policy: the fields as sent, the bucket as addressed.
 	var policy *postpolicy.Policy
@@ -173,11 +174,12 @@ func (h *Handler) postResponse(w http.ResponseWriter, r *http.Request, rq *reque
 		redirect = form.Get("redirect")
 	}
 	if u, err := url.Parse(redirect); redirect != "" && err == nil && u.Scheme != "" && u.Host != "" {
-		q := u.Query()
-		q.Set("bucket", rq.bucket)
-		q.Set("key", info.Key)
-		q.Set("etag", etag)
-		u.RawQuery = q.Encode()
+		// In S3's order, after the redirect's own query.
+		q := "bucket=" + url.QueryEscape(rq.bucket) + "&key=" + url.QueryEscape(info.Key) + "&etag=" + url.QueryEscape(etag)
+		if u.RawQuery != "" {
+			q = u.RawQuery + "&" + q
+		}
+		u.RawQuery = q
 		hdr.Set("Location", u.String())
 		hdr.Set("Content-Length", "0")
 		w.WriteHeader(http.StatusSeeOther)

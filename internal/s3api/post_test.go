@@ -3,6 +3,7 @@ package s3api
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -149,6 +150,15 @@ func TestPostObject(t *testing.T) {
 			field{"KEY", "up/${filename}"}, field{"content-type", "text/plain"}, field{"x-ignore-me", "anything"})})
 		rp.mustStatus(t, http.StatusNoContent)
 		hs.do(call{method: http.MethodHead, path: "/bkt/up/photo.txt"}).mustStatus(t, http.StatusOK)
+	})
+	t.Run("the policy checks the key after ${filename}; checksums need no condition", func(t *testing.T) {
+		conds := []any{map[string]string{"bucket": "bkt"}, []any{"eq", "$key", "up/exact.txt"}}
+		rp := hs.post("bkt", &postForm{file: file, filename: "exact.txt", fields: signedV4(t, rootCred(), later, conds,
+			field{"key", "up/${filename}"}, field{"x-amz-checksum-sha256", sha256B64(file)})})
+		rp.mustStatus(t, http.StatusNoContent)
+		rp = hs.post("bkt", &postForm{file: file, filename: "exact.txt", fields: signedV4(t, rootCred(), later, conds,
+			field{"key", "up/${filename}"}, field{"x-amz-checksum-sha256", sha256B64([]byte("other"))})})
+		rp.want(t, http.StatusBadRequest, s3err.BadDigest)
 	})
 	t.Run("201 with a PostResponse", func(t *testing.T) {
 		rp := hs.post("bkt", &postForm{file: file, fields: signedV4(t, rootCred(), later, append(basic, map[string]string{"success_action_status": "201"}),
@@ -397,4 +407,11 @@ func FuzzPostObject(f *testing.F) {
 			t.Fatalf("status %d without an S3 error document:\n%s", rp.status, rp.body)
 		}
 	})
+}
+
+// sha256B64 returns the base64 SHA-256 of b, as x-amz-checksum-sha256
+// carries it.
+func sha256B64(b []byte) string {
+	sum := sha256.Sum256(b)
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
