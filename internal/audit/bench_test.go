@@ -19,7 +19,9 @@ var benchEvent = Event{
 // writer catches up every half queue), "full" when it has none and
 // Record refuses (the writer is held up), "parallel" from every core at
 // once, with whatever room the writer leaves (drops/op says how often
-// there was none).
+// there was none). "bounded" is RecordBounded of a flood from one
+// source, nearly all counted rather than queued, "bounded-parallel" the
+// same from every core.
 func BenchmarkRecord(b *testing.B) {
 	open := func(b *testing.B, h hooks) *Log {
 		l, err := open(Config{Path: filepath.Join(b.TempDir(), "audit.db")}, h)
@@ -72,6 +74,24 @@ func BenchmarkRecord(b *testing.B) {
 		})
 		b.StopTimer()
 		dropRate(b, l)
+	})
+	denied := benchEvent
+	denied.Status, denied.Code, denied.User, denied.AccessKey = 403, "AccessDenied", "", ""
+	b.Run("bounded", func(b *testing.B) {
+		l := open(b, hooks{})
+		b.ReportAllocs()
+		for b.Loop() {
+			l.RecordBounded(denied)
+		}
+	})
+	b.Run("bounded-parallel", func(b *testing.B) {
+		l := open(b, hooks{})
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				l.RecordBounded(denied)
+			}
+		})
 	})
 }
 

@@ -14,13 +14,48 @@
 //   - a sample of the other reads, at the rate given to NewS3Observer
 //     (0 by default: none);
 //   - admin API actions (Source "admin", Op "admin:CreateUser", ...), which
-//     the admin API records itself with Log.Record.
+//     the server records with Log.Record, or Log.RecordBounded when they
+//     were refused or unauthenticated.
 //
 // An Event says who (user, access key, source IP without the port), what
 // (operation, bucket, key or admin target), the outcome (HTTP status and
 // S3 error code) and the cost (bytes in and out, latency), with the
 // request ID that ties it to the debug log and to the client's error.
 // Secrets, signatures, headers and bodies are never recorded.
+//
+// # Bounded where strangers write
+//
+// Refused requests and requests without a verified identity can come from
+// anyone, as fast as the network carries them; recorded one by one they
+// would fill the disk (one anonymous client sending GETs of 1,000-byte
+// keys added 270MB in 10s). Their observers record them with
+// RecordBounded, not Record:
+//
+//   - long strings (keys, claimed access keys, ...) are cut to
+//     MaxFieldBytes;
+//   - per minute, the first Config.PerSource events of each source (IP,
+//     access key, status, error code) are kept in full, up to
+//     Config.PerMinute over all sources, and the rest are counted: per
+//     source for the first Config.PerMinute sources, in one count for the
+//     others;
+//   - when the minute ends, and at Close, each count becomes one summary
+//     event: Count holds the number of requests, Target reads "… and
+//     4,213 more AccessDenied from 203.0.113.9 in this minute".
+//
+// So they add at most 2*PerMinute+1 events a minute, and every one is
+// accounted for (an event, a summary's Count, or Stats.Dropped). Events
+// of authenticated principals, which only key holders can send, are
+// recorded in full, one each.
+//
+// # Size cap
+//
+// Config.MaxBytes caps the database's pages in use plus its WAL, and
+// Config.MaxEvents the events kept. The writer checks after writes (at
+// most every 100ms) and every second; past a cap it deletes the oldest
+// events (Stats.Evicted), by MaxBytes until 10% under it. Deleted rows
+// leave free pages that new events reuse, so the file stops growing. The
+// WAL is checkpointed and cut back to a sixteenth of the cap (64KiB to
+// 4MiB), and may exceed that by one write transaction.
 //
 // # Durability: best effort, never in the way
 //
@@ -37,6 +72,12 @@
 //     rate or the database is locked, new events are dropped, not waited
 //     for. Stats.Dropped counts them and the log says how many, at most
 //     once a minute. A failed write loses its batch: Stats.WriteErrors.
+//   - After a failed write (a full disk, an I/O error) the writer keeps
+//     draining the queue but discards what it takes, counted in
+//     Stats.WriteErrors, for a second, then twice as long after each
+//     further failure up to 30s, before it tries again: a full disk is
+//     not hammered, its last free bytes are not fought over, and requests
+//     never wait. Writing resumes by itself once a try succeeds.
 //   - Close writes everything queued before it returns; a graceful
 //     shutdown loses nothing.
 //

@@ -32,8 +32,15 @@ type Event struct {
 	BytesIn   int64     `json:"bytesIn"`             // request body bytes read
 	BytesOut  int64     `json:"bytesOut"`            // response body bytes written
 	// Duration is how long the request took. In JSON it is "durationMs",
-	// float64 milliseconds, exact to the microsecond.
+	// float64 milliseconds, exact to the microsecond. For a summary, it is
+	// the time its count covers.
 	Duration time.Duration `json:"-"`
+	// Count is 0 for an event that records one request. A summary, which
+	// the log writes for the refused and unauthenticated requests it
+	// counted instead of recording them (see Log.RecordBounded), has the
+	// number of those requests here; so a range of the log stands for
+	// the sum over its events of max(Count, 1) requests.
+	Count int64 `json:"count,omitempty"`
 }
 
 // eventJSON is Event's JSON form. Embedding a type without Event's

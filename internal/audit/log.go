@@ -20,7 +20,13 @@ const (
 	DefaultQueueSize     = 8192
 	DefaultBatchSize     = 512
 	DefaultFlushInterval = 200 * time.Millisecond
+	DefaultPerSource     = 5
+	DefaultPerMinute     = 1000
 )
+
+// MinMaxBytes is the smallest Config.MaxBytes: below it the schema and
+// the WAL alone would fill the cap.
+const MinMaxBytes = 1 << 20
 
 // Bounds of the retention pass interval: every Retention/10, but at most
 // an hour apart and at least a second apart.
@@ -52,8 +58,31 @@ type Config struct {
 	// it holds one event: the most an event waits before it is written,
 	// and so what a crash may lose. 0 means DefaultFlushInterval.
 	FlushInterval time.Duration
-	// Logger receives write errors, retention passes and dropped events
-	// (at most one line a minute, with the count). Nil discards.
+	// MaxBytes caps the disk space of the log: the database's pages in
+	// use plus its WAL. Past it the oldest events are deleted (evicted)
+	// until it is 10% under. It is checked after writes, at most a few
+	// times a second, and every second. 0 means no cap; otherwise at
+	// least MinMaxBytes.
+	MaxBytes int64
+	// MaxEvents caps the events kept: past it the oldest are evicted,
+	// checked as MaxBytes is. 0 means no cap.
+	MaxEvents int64
+	// PerSource is how many events of one source RecordBounded records
+	// in full per minute; a source is a source IP, access key, status
+	// and error code. The source's further events that minute are
+	// counted, and written as one summary event when the minute ends.
+	// 0 means DefaultPerSource.
+	PerSource int
+	// PerMinute bounds RecordBounded twice per minute: at most PerMinute
+	// events recorded in full over all sources, and at most PerMinute
+	// sources counted separately; events of further sources go to one
+	// count shared by all. So refused and unauthenticated requests add
+	// at most 2*PerMinute+1 events a minute, however many there are.
+	// 0 means DefaultPerMinute.
+	PerMinute int
+	// Logger receives write errors, retention passes, evictions and
+	// dropped events (at most one line a minute, with the count). Nil
+	// discards.
 	Logger *slog.Logger
 	// Clock returns the current time for retention and for events
 	// recorded without a Time. Nil means time.Now.
@@ -73,6 +102,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("audit: config: batch size %d is negative", c.BatchSize)
 	case c.FlushInterval < 0:
 		return fmt.Errorf("audit: config: flush interval %v is negative", c.FlushInterval)
+	case c.MaxBytes < 0 || c.MaxBytes > 0 && c.MaxBytes < MinMaxBytes:
+		return fmt.Errorf("audit: config: max bytes %d is neither 0 nor at least %d", c.MaxBytes, MinMaxBytes)
+	case c.MaxEvents < 0:
+		return fmt.Errorf("audit: config: max events %d is negative", c.MaxEvents)
+	case c.PerSource < 0:
+		return fmt.Errorf("audit: config: events per source %d is negative", c.PerSource)
+	case c.PerMinute < 0:
+		return fmt.Errorf("audit: config: events per minute %d is negative", c.PerMinute)
 	}
 	return nil
 }
@@ -83,6 +120,9 @@ type hooks struct {
 	beforeWrite func()           // called by the writer before it writes a batch
 	pruneTick   <-chan time.Time // replaces the retention ticker
 	passDone    func(n int64)    // called after each retention pass with the events it deleted
+	tick        <-chan time.Time // replaces the one-second ticker (minute windows, the cap)
+	writeErr    func() error     // when set and returning an error, a batch fails with it unwritten
+	capDone     func()           // called when the writer has checked the cap and evicted what it asked
 }
 
 // Log is an audit log: a queue that Record fills without waiting, a
@@ -96,11 +136,15 @@ type Log struct {
 	retention     time.Duration
 	batchSize     int
 	flushInterval time.Duration
+	maxBytes      int64
+	maxEvents     int64
 	hooks         hooks
+	limit         limiter // the bounds of RecordBounded
 
-	// mu guards closed. Record holds it for reading around its
-	// non-blocking send, so that Close, holding it for writing, can close
-	// queue with no send in flight.
+	// mu guards closed. Record and RecordBounded hold it for reading
+	// around their non-blocking send and their counting, so that Close,
+	// holding it for writing, can close queue with no send in flight and
+	// the writer's last summaries miss no count.
 	mu     sync.RWMutex
 	closed bool
 	queue  chan Event
@@ -112,6 +156,7 @@ type Log struct {
 	wconn   *sql.Conn
 	wInsert *sql.Stmt
 	wPrune  *sql.Stmt
+	wEvict  *sql.Stmt
 	// closeErr is the error of the writer's last writes, set before done
 	// is closed.
 	closeErr error
@@ -120,7 +165,14 @@ type Log struct {
 	stmts stmtCache // for Query and Export
 
 	recorded, dropped, written, writeErrors, pruned atomic.Uint64
+	aggregated, summaries, evicted                  atomic.Uint64
 	batched                                         atomic.Int64 // events the writer holds in its batch
+	// stored is the number of events in the database: counted at Open,
+	// then kept by the writes and deletions of this Log.
+	stored atomic.Int64
+	// diskBytes is the size of the database and its WAL files, as the
+	// writer last measured it.
+	diskBytes atomic.Int64
 
 	closeOnce sync.Once
 	closeRes  error
@@ -147,6 +199,8 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 		retention:     cfg.Retention,
 		batchSize:     cfg.BatchSize,
 		flushInterval: cfg.FlushInterval,
+		maxBytes:      cfg.MaxBytes,
+		maxEvents:     cfg.MaxEvents,
 		hooks:         h,
 		flushReq:      make(chan chan error),
 		done:          make(chan struct{}),
@@ -168,8 +222,9 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 		queueSize = DefaultQueueSize
 	}
 	l.queue = make(chan Event, queueSize)
+	l.limit.init(cfg.PerSource, cfg.PerMinute, l.clock())
 
-	if l.db, err = openDB(cfg.Path); err != nil {
+	if l.db, err = openDB(cfg.Path, walSize(cfg.MaxBytes)); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -190,36 +245,96 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 	if l.wPrune, err = l.wconn.PrepareContext(ctx, pruneSQL); err != nil {
 		return nil, fmt.Errorf("audit: prepare prune: %w", err)
 	}
+	if l.wEvict, err = l.wconn.PrepareContext(ctx, evictSQL); err != nil {
+		return nil, fmt.Errorf("audit: prepare evict: %w", err)
+	}
 	if l.prune, err = l.db.PrepareContext(ctx, pruneSQL); err != nil {
 		return nil, fmt.Errorf("audit: prepare prune: %w", err)
 	}
+	var stored int64
+	if err := l.wconn.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&stored); err != nil {
+		return nil, fmt.Errorf("audit: count events in %s: %w", cfg.Path, err)
+	}
+	l.stored.Store(stored)
 	l.stmts.db = l.db
 	go l.run()
 	return l, nil
 }
 
-// Record queues e to be stored and returns at once: it never waits for
-// the writer and allocates nothing. It returns false, and counts a drop
-// in Stats, when the queue is full or the log is closed. A zero e.Time is
-// replaced by the Clock's time; e.ID is ignored. Strings in e are kept,
-// not copied.
+// Record queues e to be stored in full and returns at once: it never
+// waits for the writer and allocates nothing. It returns false, and
+// counts a drop in Stats, when the queue is full or the log is closed. A
+// zero e.Time is replaced by the Clock's time; e.ID and e.Count are
+// ignored. Strings in e are kept, not copied.
+//
+// Record is for the actions of authenticated principals, whose number a
+// stranger cannot raise at will. Requests that were refused or carry no
+// verified identity go to RecordBounded.
 func (l *Log) Record(e Event) bool {
 	if e.Time.IsZero() {
 		e.Time = l.clock()
 	}
+	e.Count = 0
 	l.mu.RLock()
+	defer l.mu.RUnlock()
 	if l.closed {
-		l.mu.RUnlock()
 		l.dropped.Add(1)
 		return false
 	}
+	return l.enqueue(e)
+}
+
+// RecordBounded records e, the event of a refused request (401, 403) or
+// of one without a verified identity (anonymous, or failed
+// authentication), within bounds that anyone on the network can reach:
+//
+//   - Every string field of e is cut to MaxFieldBytes (a cut string ends
+//     in "…"), so no request makes an event large.
+//   - Per minute, the first Config.PerSource events of each source (its
+//     source IP, access key, status and error code) are recorded in
+//     full, up to Config.PerMinute full events over all sources. The
+//     others are counted, per source for the first Config.PerMinute
+//     sources and then in one count for all further ones. When the
+//     minute ends (and at Close) each count is written as one summary
+//     event with Count set, whose Target reads, for instance, "… and
+//     4,213 more AccessDenied from 203.0.113.9 in this minute".
+//
+// So such requests add at most 2*PerMinute+1 events a minute to the log,
+// and every one of them is still accounted for: in an event of its own,
+// in a summary's Count, or in Stats.Dropped. Memory is bounded too: at
+// most PerMinute sources are tracked.
+//
+// RecordBounded never waits for the writer. It allocates only for a
+// source new in the minute and for a string it cuts. It returns false,
+// counting a drop, when an event to record in full finds the queue full
+// or the log is closed; true when it queued or counted e.
+func (l *Log) RecordBounded(e Event) bool {
+	if e.Time.IsZero() {
+		e.Time = l.clock()
+	}
+	e.Count = 0
+	truncateEvent(&e)
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		l.dropped.Add(1)
+		return false
+	}
+	if !l.limit.admit(&e) {
+		l.aggregated.Add(1)
+		return true
+	}
+	return l.enqueue(e)
+}
+
+// enqueue puts e in the queue without waiting, counting it as recorded or
+// dropped. The caller holds mu for reading and has seen the log open.
+func (l *Log) enqueue(e Event) bool {
 	select {
 	case l.queue <- e:
-		l.mu.RUnlock()
 		l.recorded.Add(1)
 		return true
 	default:
-		l.mu.RUnlock()
 		l.dropped.Add(1)
 		return false
 	}
@@ -268,7 +383,7 @@ func (l *Log) Close() error {
 // closeDB closes the statements, connections and database that are open.
 func (l *Log) closeDB() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{l.wInsert, l.wPrune, l.prune} {
+	for _, st := range []*sql.Stmt{l.wInsert, l.wPrune, l.wEvict, l.prune} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -288,27 +403,46 @@ func (l *Log) closeDB() error {
 	return nil
 }
 
-// Stats are a Log's counters since Open.
+// Stats are a Log's counters since Open, and two gauges.
 type Stats struct {
-	Recorded    uint64 // events Record accepted
-	Dropped     uint64 // events Record refused: queue full or log closed
-	Written     uint64 // events stored
-	WriteErrors uint64 // accepted events lost because their batch failed to be written
+	Recorded uint64 // events Record and RecordBounded queued to be stored in full
+	Dropped  uint64 // events Record and RecordBounded refused: queue full or log closed
+	// Aggregated counts the events RecordBounded counted in a summary
+	// instead of recording them in full.
+	Aggregated uint64
+	// Summaries counts the summary events the log made of those counts.
+	Summaries uint64
+	Written   uint64 // events stored, summaries included
+	// WriteErrors counts events lost because their batch failed to be
+	// written, or was discarded unwritten while writes were failing.
+	WriteErrors uint64
 	Pruned      uint64 // events deleted by retention and Prune
-	Queued      int    // accepted events not yet stored or lost
+	Evicted     uint64 // events deleted to keep within MaxBytes and MaxEvents
+	Queued      int    // queued events and summaries not yet stored or lost
+	// Stored is the number of events in the database, as counted at
+	// Open and kept since.
+	Stored int64
+	// DiskBytes is the size of the database file and its WAL, as last
+	// measured: at most a second ago while the log is open.
+	DiskBytes int64
 }
 
 // Stats returns the Log's counters. They are read one by one while events
-// flow, so they are consistent only when the Log is idle: then Recorded =
-// Written + WriteErrors + Queued.
+// flow, so they are consistent only when the Log is idle: then Recorded +
+// Summaries = Written + WriteErrors + Queued.
 func (l *Log) Stats() Stats {
 	return Stats{
 		Recorded:    l.recorded.Load(),
 		Dropped:     l.dropped.Load(),
+		Aggregated:  l.aggregated.Load(),
+		Summaries:   l.summaries.Load(),
 		Written:     l.written.Load(),
 		WriteErrors: l.writeErrors.Load(),
 		Pruned:      l.pruned.Load(),
+		Evicted:     l.evicted.Load(),
 		Queued:      len(l.queue) + int(l.batched.Load()),
+		Stored:      l.stored.Load(),
+		DiskBytes:   l.diskBytes.Load(),
 	}
 }
 

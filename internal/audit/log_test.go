@@ -16,7 +16,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
+
+// ignoreDisk leaves Stats.DiskBytes, which depends on SQLite's layout, out
+// of comparisons.
+var ignoreDisk = cmpopts.IgnoreFields(Stats{}, "DiskBytes")
 
 // t0 is the time test events start from.
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC)
@@ -263,7 +268,7 @@ func TestRecordNeverBlocks(t *testing.T) {
 		t.Errorf("with the writer stuck and a queue of 4: %d accepted, %d refused; want 4, 6", accepted, refused)
 	}
 	want := Stats{Recorded: 5, Dropped: 6, Queued: 5}
-	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats while stuck mismatch (-want +got):\n%s", diff)
 	}
 
@@ -280,8 +285,8 @@ func TestRecordNeverBlocks(t *testing.T) {
 	if err := l.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	want = Stats{Recorded: 5, Dropped: 6, Written: 5}
-	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+	want = Stats{Recorded: 5, Dropped: 6, Written: 5, Stored: 5}
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats after Flush mismatch (-want +got):\n%s", diff)
 	}
 	if got := len(queryAll(t, l, Filter{})); got != 5 {
@@ -338,6 +343,8 @@ func TestPragmas(t *testing.T) {
 		{"synchronous", "1"}, // NORMAL
 		{"busy_timeout", fmt.Sprint(busyTimeout.Milliseconds())},
 		{"user_version", fmt.Sprint(len(migrations))},
+		{"journal_size_limit", fmt.Sprint(maxWAL)},
+		{"wal_autocheckpoint", fmt.Sprint(maxWAL / defaultPageSize)},
 	} {
 		var got string
 		if err := conn.QueryRowContext(ctx, "PRAGMA "+tc.pragma).Scan(&got); err != nil {
@@ -398,8 +405,8 @@ func TestWriteError(t *testing.T) {
 	if err := l.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "no such table") {
 		t.Errorf("Flush after the table was dropped = %v, want a no such table error", err)
 	}
-	want := Stats{Recorded: 3, Written: 1, WriteErrors: 2}
-	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+	want := Stats{Recorded: 3, Written: 1, WriteErrors: 2, Stored: 1}
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}
 	if out := logs.String(); !strings.Contains(out, `msg="audit events not written"`) || !strings.Contains(out, "events=2") {
@@ -415,9 +422,17 @@ func TestSchemaVersion(t *testing.T) {
 		garbage bool   // the file is not a database
 		wantErr string
 		wantIs  error
+		want    []Event // the events in the log after Open, IDs and times aside
 	}{
 		{name: "new file"},
-		{name: "newer version", setup: "PRAGMA user_version = 2", wantIs: ErrNewerSchema, wantErr: "schema version 2, this Coffer knows up to 1"},
+		{name: "version 1", setup: migrations[0] + `;
+			INSERT INTO events (time_ns, source, op, status, code, bucket, object_key, target, user_name,
+				access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns)
+				VALUES (1, 's3', 'PutObject', 200, '', 'b', 'k', '', 'alice', 'AK', '10.0.0.1', 'R', 5, 0, 7);
+			PRAGMA user_version = 1`,
+			want: []Event{{Source: SourceS3, Op: "PutObject", Status: 200, Bucket: "b", Key: "k", User: "alice",
+				AccessKey: "AK", SourceIP: "10.0.0.1", RequestID: "R", BytesIn: 5, Duration: 7}}},
+		{name: "newer version", setup: "PRAGMA user_version = 3", wantIs: ErrNewerSchema, wantErr: "schema version 3, this Coffer knows up to 2"},
 		{name: "another program's database", setup: "CREATE TABLE accounts (id INTEGER)", wantErr: "is not an audit log"},
 		{name: "not a database", garbage: true, wantErr: "not a database"},
 	} {
@@ -445,6 +460,13 @@ func TestSchemaVersion(t *testing.T) {
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Open: %v", err)
+				}
+				got, err := l.Query(t.Context(), Filter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tc.want, got.Events, cmpopts.IgnoreFields(Event{}, "ID", "Time"), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("events after Open mismatch (-want +got):\n%s", diff)
 				}
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
@@ -527,6 +549,12 @@ func TestConfigValidate(t *testing.T) {
 		{name: "negative queue", cfg: Config{Path: "a.db", QueueSize: -1}, wantErr: "queue size"},
 		{name: "negative batch", cfg: Config{Path: "a.db", BatchSize: -1}, wantErr: "batch size"},
 		{name: "negative flush interval", cfg: Config{Path: "a.db", FlushInterval: -1}, wantErr: "flush interval"},
+		{name: "smallest caps and limits", cfg: Config{Path: "a.db", MaxBytes: MinMaxBytes, MaxEvents: 1, PerSource: 1, PerMinute: 1}},
+		{name: "cap too small", cfg: Config{Path: "a.db", MaxBytes: MinMaxBytes - 1}, wantErr: "max bytes"},
+		{name: "negative cap", cfg: Config{Path: "a.db", MaxBytes: -1}, wantErr: "max bytes"},
+		{name: "negative max events", cfg: Config{Path: "a.db", MaxEvents: -1}, wantErr: "max events"},
+		{name: "negative per source", cfg: Config{Path: "a.db", PerSource: -1}, wantErr: "per source"},
+		{name: "negative per minute", cfg: Config{Path: "a.db", PerMinute: -1}, wantErr: "per minute"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -590,8 +618,8 @@ func TestConcurrentRecordAndQuery(t *testing.T) {
 	}
 	close(stop)
 	readers.Wait()
-	want := Stats{Recorded: writers * each, Written: writers * each}
-	if diff := cmp.Diff(want, l.Stats()); diff != "" {
+	want := Stats{Recorded: writers * each, Written: writers * each, Stored: writers * each}
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}
 	got := queryAll(t, l, Filter{})
@@ -601,5 +629,74 @@ func TestConcurrentRecordAndQuery(t *testing.T) {
 	}
 	if len(got) != writers*each || len(seen) != writers*each {
 		t.Errorf("%d events, %d distinct IDs; want %d", len(got), len(seen), writers*each)
+	}
+}
+
+func TestWriteFailureBackoff(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock(t0)
+	var failing atomic.Bool
+	var tries atomic.Int32
+	l := openTest(t, Config{Clock: clock.Now}, hooks{writeErr: func() error {
+		tries.Add(1)
+		if failing.Load() {
+			return errors.New("disk I/O error")
+		}
+		return nil
+	}})
+	ev := Event{Time: t0, Source: SourceS3, Op: "PutObject", User: "alice"}
+	flush := func(wantErr string) {
+		t.Helper()
+		if !l.Record(ev) {
+			t.Fatal("Record refused")
+		}
+		err := l.Flush(t.Context())
+		if wantErr == "" && err != nil || wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr)) {
+			t.Fatalf("Flush = %v, want an error containing %q", err, wantErr)
+		}
+	}
+	failing.Store(true)
+	flush("disk I/O error")
+	if tries.Load() != 1 {
+		t.Fatalf("%d tries, want 1", tries.Load())
+	}
+	// Within the back-off the writer does not try, and Record still
+	// returns at once: events are discarded and counted.
+	for range 3 {
+		flush("discarded: writes are failing")
+	}
+	clock.Advance(minBackoff - 1)
+	flush("discarded")
+	if tries.Load() != 1 {
+		t.Errorf("%d tries within the back-off, want 1", tries.Load())
+	}
+	// After it, one try; it fails again and the back-off doubles.
+	clock.Advance(1)
+	flush("disk I/O error")
+	clock.Advance(2*minBackoff - 1)
+	flush("discarded")
+	if tries.Load() != 2 {
+		t.Errorf("%d tries, want 2", tries.Load())
+	}
+	// The disk recovers: the next try succeeds and writes resume.
+	failing.Store(false)
+	clock.Advance(1)
+	flush("")
+	flush("")
+	want := Stats{Recorded: 9, Written: 2, WriteErrors: 7, Stored: 2}
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+
+	// Close makes a last try even within a back-off.
+	failing.Store(true)
+	flush("disk I/O error")
+	failing.Store(false)
+	l.Record(ev)
+	if err := l.Close(); err != nil {
+		t.Errorf("Close = %v, want the queued event written", err)
+	}
+	if st := l.Stats(); st.Written != 3 {
+		t.Errorf("Stats after Close = %+v, want 3 written", st)
 	}
 }

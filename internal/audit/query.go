@@ -152,6 +152,7 @@ func (l *Log) Prune(ctx context.Context, before time.Time) (int64, error) {
 		}
 		total += n
 		l.pruned.Add(uint64(n))
+		l.stored.Add(-n)
 		if err != nil {
 			return total, fmt.Errorf("audit: prune: %w", err)
 		}

@@ -16,6 +16,12 @@ import (
 // HEAD and OPTIONS), every authentication or authorization failure (401,
 // 403, any method) and every server error (5xx); other reads are kept
 // with the probability given to NewS3Observer.
+//
+// Requests of a verified access key are recorded in full, one event each
+// (Log.Record), unless they were refused. Refused requests and requests
+// without a verified key (anonymous, or failing authentication) are
+// recorded within the bounds of Log.RecordBounded: anyone can send them,
+// as fast as the network allows.
 type S3Observer struct {
 	log        *Log
 	readSample float64
@@ -50,7 +56,7 @@ func (o *S3Observer) ObserveRequest(rec *s3api.RequestRecord) {
 		key = rec.ClaimedAccessKeyID
 	}
 	// The strings are the record's own, which an Observer may keep.
-	o.log.Record(Event{
+	e := Event{
 		Time:      rec.Start,
 		Source:    SourceS3,
 		Op:        rec.Op,
@@ -65,7 +71,20 @@ func (o *S3Observer) ObserveRequest(rec *s3api.RequestRecord) {
 		BytesIn:   rec.BytesIn,
 		BytesOut:  rec.BytesOut,
 		Duration:  rec.Duration,
-	})
+	}
+	if Untrusted(rec.Status, rec.AccessKeyID) {
+		o.log.RecordBounded(e)
+		return
+	}
+	o.log.Record(e)
+}
+
+// Untrusted reports whether a request with HTTP status status, signed by
+// verifiedKey ("" if no signature verified), is one a stranger can send
+// at will, to be recorded with Log.RecordBounded: a refused request (401,
+// 403), or one with no verified access key.
+func Untrusted(status int, verifiedKey string) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || verifiedKey == ""
 }
 
 // keep reports whether rec is to be recorded.

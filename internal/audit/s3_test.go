@@ -2,6 +2,7 @@ package audit
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ func TestS3Observer(t *testing.T) {
 	with := func(rec s3api.RequestRecord, f func(*s3api.RequestRecord)) s3api.RequestRecord { f(&rec); return rec }
 	event := func(f func(*Event)) *Event { e := putEvent; f(&e); return &e }
 	get := with(put, func(r *s3api.RequestRecord) { r.Op, r.Method, r.BytesIn, r.BytesOut = "GetObject", "GET", 0, 100 })
+	long := strings.Repeat("k", 1000)
+	cut := truncate(long)
 	getEvent := event(func(e *Event) { e.Op, e.BytesIn, e.BytesOut = "GetObject", 0, 100 })
 
 	for _, tc := range []struct {
@@ -78,6 +81,19 @@ func TestS3Observer(t *testing.T) {
 			want: event(func(e *Event) { e.SourceIP = "2001:db8::1" })},
 		{name: "address without port", rec: with(put, func(r *s3api.RequestRecord) { r.RemoteAddr = "192.0.2.1" }),
 			want: event(func(e *Event) { e.SourceIP = "192.0.2.1" })},
+		{name: "long key of an authenticated put kept whole", rec: with(put, func(r *s3api.RequestRecord) { r.Key = long }),
+			want: event(func(e *Event) { e.Key = long })},
+		// Anyone can send these: they go through RecordBounded, which
+		// cuts long fields.
+		{name: "long key of an anonymous put cut", rec: with(put, func(r *s3api.RequestRecord) { r.Key, r.User, r.AccessKeyID = long, "", "" }),
+			want: event(func(e *Event) { e.Key, e.User, e.AccessKey = cut, "", "" })},
+		{name: "long key of a refused put cut", rec: with(put, func(r *s3api.RequestRecord) { r.Key, r.Status, r.Code = long, 403, "AccessDenied" }),
+			want: event(func(e *Event) { e.Key, e.Status, e.Code = cut, 403, "AccessDenied" })},
+		{name: "long claimed key of a bad signature cut", rec: with(get, func(r *s3api.RequestRecord) {
+			r.Status, r.Code, r.AccessKeyID, r.User, r.ClaimedAccessKeyID = 403, "SignatureDoesNotMatch", "", "", long
+		}), want: event(func(e *Event) {
+			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 403, "SignatureDoesNotMatch", "", cut, 0, 100
+		})},
 		{name: "unroutable", rec: with(put, func(r *s3api.RequestRecord) {
 			r.Op, r.Status, r.Code, r.Bucket, r.Key = s3api.OpUnknown, 400, "InvalidBucketName", "", ""
 		}),
@@ -112,11 +128,43 @@ func TestS3Observer(t *testing.T) {
 // Not parallel: AllocsPerRun counts the allocations of the whole process.
 func TestS3ObserverAllocatesNothing(t *testing.T) {
 	const runs = 100
-	l := openHeld(t, runs+1) // AllocsPerRun calls once more than runs
+	l := openHeld(t, runs+1)     // AllocsPerRun calls once more than runs
+	l.limit.perSource = 2 * runs // the anonymous requests too are recorded in full, onto the held queue
 	o := NewS3Observer(l, 0)
 	rec := &s3api.RequestRecord{Op: "PutObject", Status: 200, Start: t0, Method: "PUT", Bucket: "b", Key: "k",
-		RemoteAddr: "10.1.2.3:5555", RequestID: "R"}
-	if n := testing.AllocsPerRun(runs, func() { o.ObserveRequest(rec) }); n != 0 {
-		t.Errorf("ObserveRequest allocates %v times per call, want 0", n)
+		AccessKeyID: "AK", User: "alice", RemoteAddr: "10.1.2.3:5555", RequestID: "R"}
+	if n := testing.AllocsPerRun(runs/2, func() { o.ObserveRequest(rec) }); n != 0 {
+		t.Errorf("ObserveRequest of an authenticated request allocates %v times per call, want 0", n)
+	}
+	rec.AccessKeyID, rec.User = "", ""
+	if n := testing.AllocsPerRun(runs/2-1, func() { o.ObserveRequest(rec) }); n != 0 {
+		t.Errorf("ObserveRequest of an anonymous request allocates %v times per call, want 0", n)
+	}
+	if st := l.Stats(); st.Dropped != 0 || st.Aggregated != 0 {
+		t.Errorf("Stats = %+v, want every request queued in full", st)
+	}
+}
+
+func TestUntrusted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status int
+		key    string
+		want   bool
+	}{
+		{200, "AK", false},
+		{204, "AK", false},
+		{404, "AK", false},
+		{500, "AK", false},
+		{401, "AK", true},
+		{403, "AK", true},
+		{200, "", true},
+		{403, "", true},
+		{500, "", true},
+		{400, "", true},
+	} {
+		if got := Untrusted(tc.status, tc.key); got != tc.want {
+			t.Errorf("Untrusted(%d, %q) = %v, want %v", tc.status, tc.key, got, tc.want)
+		}
 	}
 }

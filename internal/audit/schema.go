@@ -21,6 +21,26 @@ var ErrNewerSchema = errors.New("audit: database schema is newer than this Coffe
 // (or process) holds before failing: the writer and Prune both write.
 const busyTimeout = 5 * time.Second
 
+// defaultPageSize is SQLite's page size, which a new database gets: the
+// unit of wal_autocheckpoint.
+const defaultPageSize = 4096
+
+// Bounds of the WAL's size (see walSize).
+const (
+	minWAL = 64 << 10
+	maxWAL = 4 << 20
+)
+
+// walSize returns the size the WAL is kept at for a log capped at
+// maxBytes (0: no cap): a sixteenth of the cap, between 64KiB and 4MiB
+// (SQLite's default, 1,000 pages).
+func walSize(maxBytes int64) int64 {
+	if maxBytes <= 0 {
+		return maxWAL
+	}
+	return min(max(maxBytes/16, minWAL), maxWAL)
+}
+
 // maxConns bounds the connections to the database: the writer's own and
 // a few for Query, Export and Prune, which WAL mode lets read while the
 // writer writes.
@@ -51,6 +71,10 @@ const maxConns = 5
 // access key, source IP and status are not indexed: the scan walks the
 // table newest first and stops at the page's limit, quick for common
 // values and a full scan for rare ones.
+//
+// Version 2 adds count, Event.Count: 0 for an event of one request, the
+// number of requests a summary of refused or unauthenticated requests
+// stands for. Existing rows are ordinary events, hence the default.
 var migrations = []string{
 	`CREATE TABLE events (
 		id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -74,16 +98,17 @@ var migrations = []string{
 	CREATE INDEX events_bucket_key ON events (bucket, object_key);
 	CREATE INDEX events_user ON events (user_name);
 	CREATE INDEX events_op ON events (op);`,
+	`ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // columns are the events columns in Event's field order, for INSERT and
 // SELECT.
 const columns = `id, time_ns, source, op, status, code, bucket, object_key, target,
-	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns`
+	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count`
 
 const insertSQL = `INSERT INTO events (time_ns, source, op, status, code, bucket, object_key, target,
-	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // pruneSQL deletes at most pruneBatch of the oldest events before a time:
 // a bounded transaction, so that the writer (or a concurrent Prune) waits
@@ -91,20 +116,26 @@ const insertSQL = `INSERT INTO events (time_ns, source, op, status, code, bucket
 const pruneSQL = `DELETE FROM events WHERE id IN
 	(SELECT id FROM events WHERE time_ns < ? ORDER BY time_ns LIMIT ?)`
 
-// pruneBatch is the most events one pruning statement deletes.
+// evictSQL deletes the oldest events, at most the given number: by ID,
+// the order they were stored in, which the table's own B-tree walks with
+// no index.
+const evictSQL = `DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?)`
+
+// pruneBatch is the most events one pruning or evicting statement
+// deletes.
 const pruneBatch = 1000
 
 // insertArgs returns the arguments of insertSQL for e.
 func insertArgs(e *Event, args []any) []any {
 	return append(args[:0], e.Time.UnixNano(), e.Source, e.Op, e.Status, e.Code, e.Bucket, e.Key,
-		e.Target, e.User, e.AccessKey, e.SourceIP, e.RequestID, e.BytesIn, e.BytesOut, int64(e.Duration))
+		e.Target, e.User, e.AccessKey, e.SourceIP, e.RequestID, e.BytesIn, e.BytesOut, int64(e.Duration), e.Count)
 }
 
 // scanEvent reads a row of columns into e.
 func scanEvent(rows *sql.Rows, e *Event) error {
 	var tns, dns int64
 	err := rows.Scan(&e.ID, &tns, &e.Source, &e.Op, &e.Status, &e.Code, &e.Bucket, &e.Key, &e.Target,
-		&e.User, &e.AccessKey, &e.SourceIP, &e.RequestID, &e.BytesIn, &e.BytesOut, &dns)
+		&e.User, &e.AccessKey, &e.SourceIP, &e.RequestID, &e.BytesIn, &e.BytesOut, &dns, &e.Count)
 	if err != nil {
 		return err
 	}
@@ -119,7 +150,11 @@ func scanEvent(rows *sql.Rows, e *Event) error {
 // a busy timeout, and immediate transactions (every transaction here
 // writes, and taking the write lock up front lets the busy timeout apply
 // instead of failing on a lock upgrade).
-func openDB(path string) (*sql.DB, error) {
+//
+// The WAL is checkpointed into the database once it holds walBytes and
+// cut back to walBytes after a checkpoint, so that it stays about that
+// size rather than keeping the size of its largest burst.
+func openDB(path string, walBytes int64) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit: resolve %s: %w", path, err)
@@ -147,6 +182,8 @@ func openDB(path string) (*sql.DB, error) {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", max(walBytes/defaultPageSize, 1)))
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walBytes))
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)

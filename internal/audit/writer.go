@@ -7,12 +7,26 @@ import (
 	"time"
 )
 
+// tickInterval is how often the writer ends RecordBounded's window when
+// its minute is over, and checks the cap.
+const tickInterval = time.Second
+
+// Back-off of the writer after a failed write: it discards what comes for
+// minBackoff, then twice as long after each further failure, up to
+// maxBackoff.
+const (
+	minBackoff = time.Second
+	maxBackoff = 30 * time.Second
+)
+
 // run is the writer goroutine: it takes events off the queue into a batch
 // and writes the batch when it is full, when it has waited flushInterval,
-// when Flush asks, and when the queue is closed. Between writes it runs
-// retention passes, one bounded DELETE at a time, so that writes are never
-// held up for long. It returns when Close has closed the queue and the
-// last batch is written.
+// when Flush asks, and when the queue is closed. Every second it writes
+// the summaries of RecordBounded's window once its minute is over, and
+// checks the cap. Between writes it runs retention passes and evictions,
+// one bounded DELETE at a time, so that writes are never held up for
+// long. It returns when Close has closed the queue and the last batch,
+// with the last summaries, is written.
 func (l *Log) run() {
 	defer close(l.done)
 	w := writer{
@@ -41,17 +55,30 @@ func (l *Log) run() {
 	}
 	report := time.NewTicker(dropLogInterval)
 	defer report.Stop()
+	tick := l.hooks.tick
+	if tick == nil {
+		t := time.NewTicker(tickInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	w.checkCap()
 
 	for {
-		var pruneStep <-chan struct{}
+		var pruneStep, evictStep <-chan struct{}
 		if w.passStart || w.passing {
 			pruneStep = always
+		}
+		if w.evictLeft > 0 {
+			evictStep = always
 		}
 		select {
 		case e, ok := <-l.queue:
 			if !ok {
+				w.retryAt = time.Time{} // one last try, whatever failed before
+				w.addSummaries(l.limit.rotate(l.clock(), true))
 				l.closeErr = w.write()
 				w.reportDrops(true)
+				w.reportEvictions(true)
 				return
 			}
 			w.add(e)
@@ -66,8 +93,14 @@ func (l *Log) run() {
 			}
 		case <-pruneStep:
 			w.pruneStep()
+		case <-evictStep:
+			w.evictStep()
+		case <-tick:
+			w.addSummaries(l.limit.rotate(l.clock(), false))
+			w.checkCap()
 		case <-report.C:
 			w.reportDrops(false)
+			w.reportEvictions(false)
 		}
 	}
 }
@@ -94,6 +127,29 @@ type writer struct {
 	reportedDrops uint64
 	lastErrLog    time.Time
 	failedBatches int // batches failed since the last logged failure
+
+	// After a failed write, batches are discarded unwritten until
+	// retryAt: a full or failing disk is not hammered, and the writer
+	// keeps draining the queue.
+	failures int       // writes failed in a row
+	retryAt  time.Time // by the Log's clock
+	lastErr  error     // of the last failed write
+
+	capState
+}
+
+// addSummaries adds the summary events of c, if any, to the batch, after
+// the events queued now, so that a minute's summaries come after the
+// events it recorded in full.
+func (w *writer) addSummaries(c *counts) {
+	if c == nil {
+		return
+	}
+	_ = w.drain() // errors are counted and logged; no one waits for them
+	for _, e := range c.summaries(nil) {
+		w.l.summaries.Add(1)
+		w.add(e)
+	}
 }
 
 // add puts e in the batch, writing it if it is full.
@@ -113,6 +169,13 @@ func (w *writer) add(e Event) {
 // accepted before the Flush call that asked, since they are queued ahead
 // of anything accepted after len was read.
 func (w *writer) flush() error {
+	err := w.drain()
+	return errors.Join(err, w.write())
+}
+
+// drain moves the events queued now into the batch, writing it whenever
+// it is full, and returns the errors of those writes.
+func (w *writer) drain() error {
 	var errs []error
 	for range len(w.l.queue) {
 		e, ok := <-w.l.queue
@@ -120,11 +183,11 @@ func (w *writer) flush() error {
 			break
 		}
 		w.batch = append(w.batch, e)
+		w.l.batched.Store(int64(len(w.batch)))
 		if len(w.batch) >= w.l.batchSize {
 			errs = append(errs, w.write())
 		}
 	}
-	errs = append(errs, w.write())
 	return errors.Join(errs...)
 }
 
@@ -140,31 +203,55 @@ func (w *writer) write() error {
 	if n == 0 {
 		return nil
 	}
+	if now := w.l.clock(); now.Before(w.retryAt) {
+		w.reset()
+		w.l.writeErrors.Add(uint64(n))
+		return fmt.Errorf("audit: %d events discarded: writes are failing, next try after %s: %w",
+			n, w.retryAt.UTC().Format(time.RFC3339), w.lastErr)
+	}
 	if w.l.hooks.beforeWrite != nil {
 		w.l.hooks.beforeWrite()
 	}
 	err := w.insert()
-	clear(w.batch) // drop the references to the events' strings
-	w.batch = w.batch[:0]
-	w.l.batched.Store(0)
+	w.reset()
 	if err == nil {
 		w.l.written.Add(uint64(n))
+		w.l.stored.Add(int64(n))
+		w.failures, w.retryAt, w.lastErr = 0, time.Time{}, nil
 		w.reportDrops(false)
+		if time.Since(w.lastCapCheck) >= capCheckInterval {
+			w.checkCap()
+		}
 		return nil
 	}
 	w.l.writeErrors.Add(uint64(n))
+	w.failures++
+	backoff := min(minBackoff<<min(w.failures-1, 16), maxBackoff)
+	w.retryAt, w.lastErr = w.l.clock().Add(backoff), err
 	w.failedBatches++
 	if now := time.Now(); w.lastErrLog.IsZero() || now.Sub(w.lastErrLog) >= dropLogInterval {
 		w.l.log.Error("audit events not written", "path", w.l.path, "events", n,
-			"failed_batches", w.failedBatches, "err", err)
+			"failed_batches", w.failedBatches, "discarding_for", backoff, "err", err)
 		w.lastErrLog, w.failedBatches = now, 0
 	}
 	w.reportDrops(false)
 	return fmt.Errorf("audit: write %d events: %w", n, err)
 }
 
+// reset empties the batch.
+func (w *writer) reset() {
+	clear(w.batch) // drop the references to the events' strings
+	w.batch = w.batch[:0]
+	w.l.batched.Store(0)
+}
+
 // insert stores the batch in one transaction.
 func (w *writer) insert() (err error) {
+	if w.l.hooks.writeErr != nil {
+		if err := w.l.hooks.writeErr(); err != nil {
+			return err
+		}
+	}
 	ctx := context.Background() // the writer's work is bounded by busyTimeout, not by a caller
 	tx, err := w.l.wconn.BeginTx(ctx, nil)
 	if err != nil {
@@ -201,6 +288,7 @@ func (w *writer) pruneStep() {
 	}
 	w.passN += n
 	w.l.pruned.Add(uint64(n))
+	w.l.stored.Add(-n)
 	if err == nil && n == pruneBatch {
 		return // more to delete: next step when nothing else is ready
 	}

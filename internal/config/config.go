@@ -157,6 +157,18 @@ type Audit struct {
 	ReadSample float64
 	// Retention is how long events are kept; 0 keeps them forever.
 	Retention time.Duration
+	// MaxBytes caps the audit file and its WAL: past it the oldest
+	// events are deleted. 0 means no cap.
+	MaxBytes int64
+	// MaxEvents caps the number of events kept, likewise. 0 means no cap.
+	MaxEvents int
+	// PerSource is how many refused or unauthenticated requests of one
+	// source (IP, access key, outcome) are recorded in full per minute;
+	// the rest are counted in one summary event.
+	PerSource int
+	// PerMinute bounds the refused or unauthenticated requests recorded
+	// in full per minute, and the sources counted separately.
+	PerMinute int
 }
 
 // Default returns the built-in settings.
@@ -171,7 +183,14 @@ func Default() Config {
 		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},
-		Audit:           Audit{Enabled: true, Retention: 90 * 24 * time.Hour},
+		Audit: Audit{
+			Enabled:   true,
+			Retention: 90 * 24 * time.Hour,
+			MaxBytes:  1 << 30,
+			MaxEvents: 10_000_000,
+			PerSource: 5,
+			PerMinute: 1000,
+		},
 		Objects: objects.Config{
 			InlineThreshold: 32 << 10,
 			BlockSize:       8 << 20,

@@ -89,6 +89,14 @@ func settings(c *Config) []setting {
 			usage: "fraction of successful reads (GET, HEAD) also written to the audit log, from 0 (none) to 1 (all)"},
 		{name: "audit.retention", value: &durationValue{p: &c.Audit.Retention, zeroDisables: true},
 			usage: "how long audit events are kept (2160h is 90 days); 0 keeps them forever"},
+		{name: "audit.max-bytes", value: &sizeValue{&c.Audit.MaxBytes},
+			usage: "most disk space of the audit log (its file and WAL); past it the oldest events are deleted; 0 for no cap, else at least 1MiB"},
+		{name: "audit.max-events", value: &intValue{&c.Audit.MaxEvents},
+			usage: "most events the audit log keeps; past it the oldest are deleted; 0 for no cap"},
+		{name: "audit.refused.per-source", value: &intValue{&c.Audit.PerSource},
+			usage: "refused (401, 403) or unauthenticated requests recorded one by one per source (client IP, access key, outcome) and minute; the source's others are counted in one summary event (1 to 100000)"},
+		{name: "audit.refused.per-minute", value: &intValue{&c.Audit.PerMinute},
+			usage: "refused or unauthenticated requests recorded one by one per minute over all sources, and sources counted separately (further ones share one count); such requests add at most 2×this+1 events a minute (1 to 100000)"},
 		{name: "pprof", value: &boolValue{&c.Pprof.Enabled},
 			usage: "serve net/http/pprof on its own listener (pprof-host:pprof-port)"},
 		{name: "pprof-host", value: &stringValue{&c.Pprof.Host},
@@ -252,6 +260,31 @@ func (v *portValue) fromTOML(x any) (string, error) {
 	return "", wrongType("an integer", x)
 }
 func (v *portValue) kind() string { return "port" }
+
+// intValue holds a non-negative integer; Validate checks its range.
+type intValue struct{ p *int }
+
+func (v *intValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+func (v *intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("invalid integer %q: want a whole number, 0 or more", s)
+	}
+	*v.p = n
+	return nil
+}
+func (v *intValue) fromTOML(x any) (string, error) {
+	if n, ok := x.(int64); ok {
+		return strconv.FormatInt(n, 10), nil
+	}
+	return "", wrongType("an integer", x)
+}
+func (v *intValue) kind() string { return "integer" }
 
 type sizeValue struct{ p *int64 }
 

@@ -123,6 +123,8 @@ func TestLoadPrecedence(t *testing.T) {
 				"COFFER_ROOT_ACCESS_KEY": "rootkey", "COFFER_ROOT_SECRET_KEY": "rootsecret",
 				"COFFER_AUDIT_ENABLED": "false", "COFFER_AUDIT_PATH": "/a/audit.db", "COFFER_AUDIT_READ_SAMPLE": "0.5",
 				"COFFER_AUDIT_RETENTION": "24h", "COFFER_LIFECYCLE_INTERVAL": "2s", "COFFER_LIFECYCLE_DAY": "10s",
+				"COFFER_AUDIT_MAX_BYTES": "2MiB", "COFFER_AUDIT_MAX_EVENTS": "0", "COFFER_AUDIT_REFUSED_PER_SOURCE": "1",
+				"COFFER_AUDIT_REFUSED_PER_MINUTE": "100000",
 			},
 			want: func(c *Config) {
 				c.StoragePath, c.Address, c.S3.Region, c.S3.Domain = "/d", ":1", "r1", "s3.test"
@@ -133,7 +135,8 @@ func TestLoadPrecedence(t *testing.T) {
 				c.Pprof = Pprof{Enabled: true, Host: "::1", Port: 7070}
 				c.ConsoleAddress = "[::1]:7071"
 				c.Root.RootAccessKey, c.Root.RootSecretKey = "rootkey", "rootsecret"
-				c.Audit = Audit{Path: "/a/audit.db", ReadSample: 0.5, Retention: 24 * time.Hour}
+				c.Audit = Audit{Path: "/a/audit.db", ReadSample: 0.5, Retention: 24 * time.Hour,
+					MaxBytes: 2 << 20, MaxEvents: 0, PerSource: 1, PerMinute: 100000}
 				c.Lifecycle.Interval, c.Lifecycle.Day = 2*time.Second, 10*time.Second
 			},
 		},
@@ -197,6 +200,9 @@ func TestLoadErrors(t *testing.T) {
 		{name: "bad env level", env: map[string]string{"COFFER_LOG_LEVEL": "trace"}, wantErr: `COFFER_LOG_LEVEL: invalid log level "trace"`},
 		{name: "bad env port", env: map[string]string{"COFFER_PPROF_PORT": "70000"}, wantErr: `COFFER_PPROF_PORT: invalid port "70000"`},
 		{name: "bad env fraction", env: map[string]string{"COFFER_ACCESS_LOG_SAMPLE": "2"}, wantErr: `COFFER_ACCESS_LOG_SAMPLE: invalid fraction "2"`},
+		{name: "bad env integer", env: map[string]string{"COFFER_AUDIT_MAX_EVENTS": "1e6"}, wantErr: `COFFER_AUDIT_MAX_EVENTS: invalid integer "1e6"`},
+		{name: "negative flag integer", args: []string{"--audit.refused.per-source", "-1"}, wantErr: `invalid integer "-1"`},
+		{name: "bad file integer", file: "[audit.refused]\nper-minute = \"10\"\n", wantErr: `audit.refused.per-minute: want an integer, got string`},
 		{name: "NaN fraction", env: map[string]string{"COFFER_ACCESS_LOG_SAMPLE": "NaN"}, wantErr: `invalid fraction "NaN"`},
 		{name: "bad file size", file: "block-size = \"x\"\n", wantErr: `block-size: invalid size "x"`},
 		{name: "bad file type", file: "block-size = true\n", wantErr: `block-size: want an integer or a string such as "8MiB", got boolean`},
@@ -255,6 +261,8 @@ func TestLoadTestdata(t *testing.T) {
 			c.Log = Log{Level: slog.LevelDebug, Format: LogJSON, AccessLogSample: 0.25}
 			c.Pprof = Pprof{Enabled: true, Host: "0.0.0.0", Port: 6061}
 			c.Lifecycle.Interval, c.Lifecycle.Day = -1, 10*time.Second
+			c.Audit = Audit{Path: "/var/lib/coffer-audit/audit.db", ReadSample: 0.01, Retention: 720 * time.Hour,
+				MaxBytes: 256 << 20, MaxEvents: 1000000, PerSource: 3, PerMinute: 200}
 		}},
 		"dotted.toml":             {want: func(c *Config) { c.Blob.Kind = BlobMemory; c.Objects.BlockSize = 4 << 20 }},
 		"inline_table.toml":       {want: func(c *Config) { c.Blob.Kind = BlobMemory }},

@@ -37,7 +37,7 @@ func tomlKey(name string) string {
 // tomlLiteral renders the current value of s as a TOML value.
 func tomlLiteral(s setting) string {
 	switch s.value.(type) {
-	case *boolValue, *portValue, *fractionValue:
+	case *boolValue, *portValue, *fractionValue, *intValue:
 		return s.value.String()
 	}
 	return strconv.Quote(s.value.String())
@@ -82,13 +82,14 @@ the server does not start with a setting it does not understand.
 (units B, KiB, MiB, GiB, TiB, case-insensitive; decimal units such as MB are rejected
 as ambiguous); in the file it may also be a TOML integer. A *duration* is a Go
 duration such as ` + "`90s`, `10m`, `1h30m`" + `, written as a string in the file. A *fraction*
-is a number from 0 to 1. A *port* is 0 to 65535. A *bool* flag is set by its bare
+is a number from 0 to 1. An *integer* is a whole number, 0 or more. A *port* is 0 to 65535. A *bool* flag is set by its bare
 name (` + "`--pprof`" + `) or ` + "`--pprof=false`" + `; the variable takes ` + "`true`/`false`/`1`/`0`" + `.
 
 **Limits checked at start-up.** ` + "`block-size`" + ` is 64KiB to 1GiB; ` + "`inline-threshold`" + ` is at
 most 1MiB and at most ` + "`block-size`" + `; ` + "`max-object-size`" + ` is at most 5TiB; the pprof
 and console listeners may not share the S3 port or each other's; ` + "`region`" + ` is lowercase letters,
-digits and dashes. The ops listener (` + "`console-address`" + `) is turned off with
+digits and dashes; ` + "`audit.max-bytes`" + ` is 0 or at least 1MiB, ` + "`audit.refused.per-source`" + ` and
+` + "`audit.refused.per-minute`" + ` 1 to 100000. The ops listener (` + "`console-address`" + `) is turned off with
 ` + "`--console-address \"\"`" + ` or ` + "`console-address = \"\"`" + ` in the file (an empty environment variable
 counts as unset); docs/observability.md describes what it serves.
 
@@ -141,6 +142,12 @@ path: without it the users' secret keys cannot be recovered (root's can).
 | ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `) |
 | ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
 | ` + "`<storage-path>/master-key`" + ` | generated master key (base64, mode 0600), unless ` + "`" + EnvMasterKey + "`" + ` is set |
+| ` + "`<storage-path>/audit.db`" + ` (and ` + "`-wal`, `-shm`" + `) | the audit log (SQLite, mode 0600), unless ` + "`audit.path`" + ` names another file |
+
+Put the audit log on a filesystem of its own with ` + "`audit.path`" + ` where you can: it is
+capped (` + "`audit.max-bytes`" + `) and its writes from refused and unauthenticated requests
+are bounded (` + "`audit.refused.*`" + `), but on the metadata's filesystem every byte it takes
+is one the metadata store cannot have. docs/observability.md describes the bounds.
 
 ## Example file
 

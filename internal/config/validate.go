@@ -22,6 +22,8 @@ const (
 	minRootSecretKeyLen   = 8
 	maxRootSecretKeyLen   = 128
 	accessKeyForbiddenSet = "/=,"
+	minAuditMaxBytes      = 1 << 20 // audit.MinMaxBytes: the schema and WAL alone need about this
+	maxAuditPerMinute     = 100_000 // each source counted costs memory for a minute
 )
 
 // Validate checks every setting and the rules between them, returning all
@@ -77,6 +79,20 @@ func (c Config) Validate() error {
 	add("audit.read-sample", checkFraction(c.Audit.ReadSample))
 	if c.Audit.Retention < 0 {
 		add("audit.retention", errors.New("must not be negative"))
+	}
+	if b := c.Audit.MaxBytes; b < 0 || b > 0 && b < minAuditMaxBytes {
+		add("audit.max-bytes", fmt.Errorf("%s is too small: want 0 (no cap) or at least %s", bytesize.Format(b), bytesize.Format(minAuditMaxBytes)))
+	}
+	if c.Audit.MaxEvents < 0 {
+		add("audit.max-events", errors.New("must not be negative"))
+	}
+	for _, s := range []struct {
+		name string
+		v    int
+	}{{"audit.refused.per-source", c.Audit.PerSource}, {"audit.refused.per-minute", c.Audit.PerMinute}} {
+		if s.v < 1 || s.v > maxAuditPerMinute {
+			add(s.name, fmt.Errorf("%d is out of range: want 1 to %d", s.v, maxAuditPerMinute))
+		}
 	}
 	if c.Lifecycle.Interval == 0 {
 		add("lifecycle.interval", errors.New("must be positive (or negative to disable)"))

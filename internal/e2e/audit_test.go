@@ -3,17 +3,25 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 // auditLs runs `coffer admin audit ls --json` with args and returns the
@@ -212,5 +220,135 @@ func TestAuditOff(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ts.dir, "audit.db")); !os.IsNotExist(err) {
 		t.Errorf("audit.db exists with the audit log off (stat: %v)", err)
+	}
+}
+
+// auditFiles returns the bytes of the audit log's files: the database,
+// its WAL and its shared-memory index.
+func auditFiles(t *testing.T, path string) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// TestAuditFlood floods a server for a fixed time with refused requests
+// anyone can send: anonymous GETs and PUTs of 1,000-byte keys, requests
+// signed with a wrong secret, and requests each claiming a new access key
+// (so that the sources outnumber the limit). The audit files grow by at
+// most the bound the settings give, and every refused request is still
+// accounted for: in an event of its own or in a summary's count.
+func TestAuditFlood(t *testing.T) {
+	t.Parallel()
+	const (
+		perSource = 3
+		perMinute = 50
+		maxBytes  = 1 << 20
+		floodFor  = 3 * time.Second
+		workers   = 4
+		maxEach   = 50_000 // requests per worker, whatever the machine's speed
+	)
+	ts := startServer(t, "--audit.refused.per-source", fmt.Sprint(perSource),
+		"--audit.refused.per-minute", fmt.Sprint(perMinute), "--audit.max-bytes", fmt.Sprint(maxBytes))
+	bucket := mkBucket(t, ts.client(t), "flood")
+	path := filepath.Join(ts.dir, "audit.db")
+	before := auditFiles(t, path)
+
+	var refused atomic.Int64
+	start := time.Now()
+	deadline := start.Add(floodFor)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			hc := newHTTPClient()
+			for i := 0; i < maxEach && time.Now().Before(deadline); i++ {
+				key := hex.EncodeToString(randBytes(500)) // 1,000 bytes
+				rq := rawReq{method: "GET", target: "/" + bucket + "/" + key}
+				switch w {
+				case 0:
+					rq.anon = true
+				case 1:
+					rq.anon, rq.method, rq.body = true, "PUT", []byte("x")
+				case 2:
+					rq.cred = &sigv4.Credentials{AccessKeyID: testAccessKey, SecretKey: "not-the-secret"}
+				case 3:
+					rq.cred = &sigv4.Credentials{AccessKeyID: fmt.Sprintf("AKFLOOD%010d", i), SecretKey: "whatever"}
+				}
+				resp, err := hc.Do(rq.build(t, ts.endpoint))
+				if err != nil {
+					t.Errorf("worker %d request %d: %v", w, i, err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("worker %d request %d: status %d, want 403", w, i, resp.StatusCode)
+					return
+				}
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	m := scrapeMetrics(t, ts.console)
+	ts.stop() // the last minute's summaries are written at shutdown
+	grew := auditFiles(t, path) - before
+	for name, want := range map[string]float64{"coffer_audit_events_dropped_total": 0, "coffer_audit_events_evicted_total": 0} {
+		if got := metricValue(m, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := metricValue(m, "coffer_audit_events_aggregated_total"); got <= 0 {
+		t.Errorf("coffer_audit_events_aggregated_total = %v, want the flood counted", got)
+	}
+
+	l, err := audit.Open(audit.Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var buf bytes.Buffer
+	if _, err := l.Export(t.Context(), audit.Filter{Source: audit.SourceS3}, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var events, summaries, accounted int64
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var e audit.Event
+		if err := dec.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != http.StatusForbidden {
+			continue // CreateBucket
+		}
+		events++
+		accounted += max(e.Count, 1)
+		if e.Count > 0 {
+			summaries++
+		}
+		if len(e.Key) > audit.MaxFieldBytes || len(e.AccessKey) > audit.MaxFieldBytes {
+			t.Errorf("event %d keeps a key of %d bytes, access key of %d", e.ID, len(e.Key), len(e.AccessKey))
+		}
+	}
+	windows := int64(end.Truncate(time.Minute).Sub(start.Truncate(time.Minute))/time.Minute) + 1
+	t.Logf("%d refused requests in %v: %d audit events (%d summaries) in %d minute windows; the audit files grew by %d bytes",
+		refused.Load(), end.Sub(start).Round(time.Millisecond), events, summaries, windows, grew)
+	if accounted != refused.Load() {
+		t.Errorf("the audit log accounts for %d refused requests, %d were sent", accounted, refused.Load())
+	}
+	if bound := windows * (2*perMinute + 1); events > bound {
+		t.Errorf("%d audit events for the flood, more than %d (2×%d+1 a minute)", events, bound, perMinute)
+	}
+	if grew > maxBytes {
+		t.Errorf("the audit files grew by %d bytes, more than audit.max-bytes %d", grew, maxBytes)
 	}
 }

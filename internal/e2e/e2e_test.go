@@ -58,6 +58,10 @@ type testServer struct {
 	cfg      config.Config
 	logs     *syncBuffer // everything the server logged
 	console  string      // address of the ops listener (/metrics); "" when off
+	// stop shuts the server down and waits for it, failing the test if it
+	// does not stop cleanly. Calls after the first do nothing; the test's
+	// cleanup calls it.
+	stop func()
 }
 
 // syncBuffer is a goroutine-safe bytes.Buffer for logs written after a test
@@ -143,7 +147,7 @@ func startServerWith(t *testing.T, moreEnv map[string]string, modify func(*confi
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		cancel()
 		select {
 		case err := <-done:
@@ -153,6 +157,9 @@ func startServerWith(t *testing.T, moreEnv map[string]string, modify func(*confi
 		case <-time.After(30 * time.Second):
 			t.Errorf("server did not shut down within 30s")
 		}
+	})
+	t.Cleanup(func() {
+		stop()
 		if t.Failed() {
 			t.Logf("server log (tail):\n%s", tail(logs.String(), 6*kib))
 		}
@@ -165,7 +172,8 @@ func startServerWith(t *testing.T, moreEnv map[string]string, modify func(*confi
 	if addr == "" || strings.HasSuffix(addr, ":0") {
 		t.Fatalf("Addr() = %q, want the bound address", addr)
 	}
-	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg, logs: logs, console: srv.ConsoleAddr()}
+	return &testServer{dir: dir, addr: addr, endpoint: "http://" + addr, ak: ak, sk: sk, cfg: cfg, logs: logs,
+		console: srv.ConsoleAddr(), stop: stop}
 }
 
 // newHTTPClient returns a client with no shared state between tests.

@@ -26,12 +26,20 @@ func openAudit(cfg config.Config, log *slog.Logger) (*audit.Log, error) {
 	if path == "" {
 		path = filepath.Join(cfg.StoragePath, auditFile)
 	}
-	return audit.Open(audit.Config{Path: path, Retention: cfg.Audit.Retention, Logger: log})
+	return audit.Open(audit.Config{
+		Path:      path,
+		Retention: cfg.Audit.Retention,
+		MaxBytes:  cfg.Audit.MaxBytes,
+		MaxEvents: int64(cfg.Audit.MaxEvents),
+		PerSource: cfg.Audit.PerSource,
+		PerMinute: cfg.Audit.PerMinute,
+		Logger:    log,
+	})
 }
 
 // registerAuditMetrics exports how complete the audit log is: events
-// recorded, dropped (queue full), written, failed writes and pruned, and
-// the queue's length.
+// recorded, counted in summaries, dropped (queue full), written, failed
+// writes, pruned and evicted, the queue's length, and the log's size.
 func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 	counters := []struct {
 		name, help string
@@ -42,17 +50,35 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 		{"coffer_audit_events_written_total", "Audit events stored in the audit file.", func(s audit.Stats) uint64 { return s.Written }},
 		{"coffer_audit_write_errors_total", "Failed writes of a batch of audit events (the batch is lost).", func(s audit.Stats) uint64 { return s.WriteErrors }},
 		{"coffer_audit_events_pruned_total", "Audit events deleted by retention.", func(s audit.Stats) uint64 { return s.Pruned }},
+		{"coffer_audit_events_aggregated_total", "Refused or unauthenticated requests counted in an audit summary event instead of recorded one by one.", func(s audit.Stats) uint64 { return s.Aggregated }},
+		{"coffer_audit_summaries_written_total", "Audit summary events made of those counts (one per source and minute).", func(s audit.Stats) uint64 { return s.Summaries }},
+		{"coffer_audit_events_evicted_total", "Audit events deleted, oldest first, to keep the log within audit.max-bytes and audit.max-events.", func(s audit.Stats) uint64 { return s.Evicted }},
 	}
 	for _, c := range counters {
 		if err := m.CounterFunc(c.name, c.help, func() float64 { return float64(c.v(l.Stats())) }); err != nil {
 			return err
 		}
 	}
-	return m.GaugeFunc("coffer_audit_events_queued", "Audit events recorded and not yet stored.", func() float64 { return float64(l.Stats().Queued) })
+	gauges := []struct {
+		name, help string
+		v          func(audit.Stats) float64
+	}{
+		{"coffer_audit_events_queued", "Audit events recorded and not yet stored.", func(s audit.Stats) float64 { return float64(s.Queued) }},
+		{"coffer_audit_events_stored", "Audit events in the audit file.", func(s audit.Stats) float64 { return float64(s.Stored) }},
+		{"coffer_audit_disk_bytes", "Size of the audit file and its WAL on disk, measured every second.", func(s audit.Stats) float64 { return float64(s.DiskBytes) }},
+	}
+	for _, g := range gauges {
+		if err := m.GaugeFunc(g.name, g.help, func() float64 { return g.v(l.Stats()) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // adminAuditor records admin requests in the audit log: every change
-// (anything but GET) and every refused or failed request.
+// (anything but GET) and every refused or failed request. Refused
+// requests and those without a verified key go through the bounds of
+// RecordBounded, as on the S3 API.
 type adminAuditor struct{ log *audit.Log }
 
 var _ adminapi.Observer = adminAuditor{}
@@ -85,6 +111,10 @@ func (a adminAuditor) ObserveAdmin(rec *adminapi.Record) {
 	}
 	if e.Op == "" {
 		e.Op = rec.Method + " (no such endpoint)"
+	}
+	if audit.Untrusted(rec.Status, rec.AccessKeyID) {
+		a.log.RecordBounded(e)
+		return
 	}
 	a.log.Record(e)
 }

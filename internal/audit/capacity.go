@@ -1,0 +1,161 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"time"
+)
+
+// capCheckInterval is the least time between two checks of the cap that
+// writes start; the writer's tick checks it every second besides.
+const capCheckInterval = 100 * time.Millisecond
+
+// minEvictBatch is the fewest events one evicting statement deletes.
+const minEvictBatch = 10
+
+// capState is the writer's state for keeping the log within MaxBytes and
+// MaxEvents.
+type capState struct {
+	lastCapCheck time.Time // when checkCap last ran
+	evictLeft    int64     // events still to evict in the eviction under way
+	evictBatch   int64     // events to evict per statement (see checkCap)
+
+	evictUnlogged  int64 // evicted since the last log line
+	lastEvictLog   time.Time
+	lastMeasureErr time.Time // when a failed measurement was last logged
+}
+
+// usage is what measure finds.
+type usage struct {
+	disk int64 // the database file and its WAL, as on disk
+	used int64 // the database's pages in use (not on its free list)
+	wal  int64 // the WAL file
+}
+
+// measure returns the space the log uses.
+func (w *writer) measure() (usage, error) {
+	ctx := context.Background()
+	var pageSize, pages, free int64
+	for _, q := range []struct {
+		pragma string
+		v      *int64
+	}{{"page_size", &pageSize}, {"page_count", &pages}, {"freelist_count", &free}} {
+		if err := w.l.wconn.QueryRowContext(ctx, "PRAGMA "+q.pragma).Scan(q.v); err != nil {
+			return usage{}, err
+		}
+	}
+	u := usage{used: (pages - free) * pageSize}
+	for _, name := range []string{w.l.path, w.l.path + "-wal"} {
+		fi, err := os.Stat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return usage{}, err
+		default:
+			u.disk += fi.Size()
+			if name != w.l.path {
+				u.wal = fi.Size()
+			}
+		}
+	}
+	return u, nil
+}
+
+// checkCap measures the log and, if it is over MaxBytes or MaxEvents,
+// sets how many of the oldest events to evict: the excess events, or for
+// bytes as many as should bring pages in use and WAL 10% under the cap,
+// at the average size of an event. Deleting leaves pages free for new
+// events to reuse, so the files stop growing; they do not shrink.
+//
+// The WAL counts up to the size it is cut back to after a checkpoint
+// (walSize). What it holds beyond that is the last transaction, gone at
+// the next checkpoint; an eviction, which writes to the WAL itself,
+// cannot shrink it, and counting it would evict ever more.
+func (w *writer) checkCap() {
+	w.lastCapCheck = time.Now()
+	defer w.capSettled()
+	u, err := w.measure()
+	if err != nil {
+		if now := time.Now(); now.Sub(w.lastMeasureErr) >= dropLogInterval {
+			w.l.log.Error("audit log size not measured", "path", w.l.path, "err", err)
+			w.lastMeasureErr = now
+		}
+		return
+	}
+	w.l.diskBytes.Store(u.disk)
+	stored := w.l.stored.Load()
+	var excess int64
+	if m := w.l.maxEvents; m > 0 && stored > m {
+		excess = stored - m
+	}
+	if m := w.l.maxBytes; m > 0 && stored > 0 {
+		if size := u.used + min(u.wal, walSize(m)); size > m {
+			target := m - m/10
+			perEvent := max(float64(u.used)/float64(stored), 1)
+			n := int64(math.Ceil(float64(size-target) / perEvent))
+			excess = max(excess, min(n, stored))
+			// Each DELETE is a transaction whose pages go to the WAL:
+			// keep it to about half the WAL's size, so that evicting
+			// does not swell the WAL past the cap.
+			w.evictBatch = min(max(int64(float64(walSize(m))/(2*perEvent)), minEvictBatch), pruneBatch)
+		}
+	}
+	w.evictLeft = max(w.evictLeft, excess)
+}
+
+// capSettled calls the capDone hook once nothing is left to evict.
+func (w *writer) capSettled() {
+	if w.evictLeft == 0 && w.l.hooks.capDone != nil {
+		w.l.hooks.capDone()
+	}
+}
+
+// evictStep deletes at most pruneBatch of the oldest events of the
+// eviction under way.
+func (w *writer) evictStep() {
+	n := min(w.evictLeft, pruneBatch)
+	if w.evictBatch > 0 {
+		n = min(n, w.evictBatch)
+	}
+	res, err := w.l.wEvict.ExecContext(context.Background(), n)
+	var k int64
+	if err == nil {
+		k, err = res.RowsAffected()
+	}
+	w.l.evicted.Add(uint64(k))
+	w.l.stored.Add(-k)
+	w.evictUnlogged += k
+	w.evictLeft -= n
+	if err != nil || k < n { // failed, or the table is empty
+		if err != nil {
+			w.l.log.Error("audit events not evicted", "path", w.l.path, "err", err)
+		}
+		w.evictLeft = 0
+	}
+	if w.evictLeft == 0 {
+		if u, err := w.measure(); err == nil {
+			w.l.diskBytes.Store(u.disk)
+		}
+		w.reportEvictions(false)
+		w.capSettled()
+	}
+}
+
+// reportEvictions logs the events evicted since the last report, at most
+// once a dropLogInterval unless final.
+func (w *writer) reportEvictions(final bool) {
+	if w.evictUnlogged == 0 {
+		return
+	}
+	now := time.Now()
+	if !final && !w.lastEvictLog.IsZero() && now.Sub(w.lastEvictLog) < dropLogInterval {
+		return
+	}
+	w.l.log.Warn("audit events evicted: the log is at its size cap", "path", w.l.path,
+		"evicted", w.evictUnlogged, "max_bytes", w.l.maxBytes, "max_events", w.l.maxEvents,
+		"disk_bytes", w.l.diskBytes.Load(), "events", w.l.stored.Load())
+	w.lastEvictLog, w.evictUnlogged = now, 0
+}

@@ -1,0 +1,258 @@
+package audit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxFieldBytes is the most bytes of each string field that RecordBounded
+// keeps. A longer string is cut at a UTF-8 boundary and ends in "…", in
+// at most MaxFieldBytes bytes.
+const MaxFieldBytes = 128
+
+// window is the period over which RecordBounded counts events per source.
+const window = time.Minute
+
+// ellipsis marks a cut string.
+const ellipsis = "…"
+
+// truncate returns s if it fits in MaxFieldBytes, else its start, cut at
+// a rune boundary, and "…", in a new string that does not keep s's memory
+// alive.
+func truncate(s string) string {
+	if len(s) <= MaxFieldBytes {
+		return s
+	}
+	n := MaxFieldBytes - len(ellipsis)
+	// Back up to the start of a rune, unless s is not UTF-8 there (a key
+	// may hold any bytes), so that the cut makes no invalid sequence.
+	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			n = i
+			break
+		}
+	}
+	return s[:n] + ellipsis
+}
+
+// truncateEvent cuts every string field of e to MaxFieldBytes.
+func truncateEvent(e *Event) {
+	for _, p := range []*string{&e.Source, &e.Op, &e.Code, &e.Bucket, &e.Key, &e.Target,
+		&e.User, &e.AccessKey, &e.SourceIP, &e.RequestID} {
+		*p = truncate(*p)
+	}
+}
+
+// sourceKey is what RecordBounded counts events by: one client (its IP and
+// the access key it used or claimed) getting one outcome.
+type sourceKey struct {
+	source, ip, accessKey, code string
+	status                      int
+}
+
+// clone returns k with strings of its own, so that a key kept for a
+// minute holds no request's memory alive (a claimed access key may be a
+// slice of a large header).
+func (k sourceKey) clone() sourceKey {
+	return sourceKey{strings.Clone(k.source), strings.Clone(k.ip), strings.Clone(k.accessKey),
+		strings.Clone(k.code), k.status}
+}
+
+// tally counts the events of one source, or of the sources past the
+// limit, that were not recorded in full in a window.
+type tally struct {
+	full int   // events of the source recorded in full
+	n    int64 // events counted instead
+	// like holds what the counted events have in common: each field of
+	// the first counted event, cleared (to "" or 0) once an event differs
+	// in it. Its strings are its own.
+	like              Event
+	bytesIn, bytesOut int64
+}
+
+// count adds e to t.
+func (t *tally) count(e *Event) {
+	t.bytesIn += e.BytesIn
+	t.bytesOut += e.BytesOut
+	t.n++
+	if t.n == 1 {
+		t.like = Event{
+			Source: strings.Clone(e.Source), Op: strings.Clone(e.Op), Status: e.Status,
+			Code: strings.Clone(e.Code), Bucket: strings.Clone(e.Bucket), User: strings.Clone(e.User),
+			AccessKey: strings.Clone(e.AccessKey), SourceIP: strings.Clone(e.SourceIP),
+		}
+		return
+	}
+	for _, f := range []struct {
+		p *string
+		v string
+	}{
+		{&t.like.Source, e.Source}, {&t.like.Op, e.Op}, {&t.like.Code, e.Code}, {&t.like.Bucket, e.Bucket},
+		{&t.like.User, e.User}, {&t.like.AccessKey, e.AccessKey}, {&t.like.SourceIP, e.SourceIP},
+	} {
+		if *f.p != f.v {
+			*f.p = ""
+		}
+	}
+	if t.like.Status != e.Status {
+		t.like.Status = 0
+	}
+}
+
+// counts are the tallies of a window that ended.
+type counts struct {
+	start, end time.Time
+	sources    map[sourceKey]*tally
+	other      tally // sources past the limit
+}
+
+// limiter holds RecordBounded's state: the current window's tallies.
+type limiter struct {
+	perSource, perMinute int
+
+	mu      sync.Mutex // guards the fields below
+	start   time.Time  // of the current window
+	full    int        // events recorded in full in the window, over all sources
+	sources map[sourceKey]*tally
+	other   tally // events of the sources past perMinute
+}
+
+// init sets the limits (0 means the default) and starts the first window
+// at the minute of now.
+func (lm *limiter) init(perSource, perMinute int, now time.Time) {
+	if perSource == 0 {
+		perSource = DefaultPerSource
+	}
+	if perMinute == 0 {
+		perMinute = DefaultPerMinute
+	}
+	lm.perSource, lm.perMinute = perSource, perMinute
+	lm.start = now.Truncate(window)
+	lm.sources = make(map[sourceKey]*tally)
+}
+
+// admit reports whether e is to be recorded in full, and counts it if
+// not. e's strings are already cut to MaxFieldBytes.
+func (lm *limiter) admit(e *Event) bool {
+	k := sourceKey{e.Source, e.SourceIP, e.AccessKey, e.Code, e.Status}
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	t := lm.sources[k]
+	if t == nil {
+		if len(lm.sources) >= lm.perMinute {
+			lm.other.count(e)
+			return false
+		}
+		t = &tally{}
+		lm.sources[k.clone()] = t
+	}
+	if t.full < lm.perSource && lm.full < lm.perMinute {
+		t.full++
+		lm.full++
+		return true
+	}
+	t.count(e)
+	return false
+}
+
+// rotate ends the current window if it is a window old, or if force is
+// set, and starts the next at the minute of now. It returns the ended
+// window's counts, or nil if the window goes on or counted nothing.
+func (lm *limiter) rotate(now time.Time, force bool) *counts {
+	lm.mu.Lock()
+	defer lm.mu.Unlock()
+	if !force && now.Before(lm.start.Add(window)) {
+		return nil
+	}
+	c := &counts{start: lm.start, end: now, sources: lm.sources, other: lm.other}
+	lm.start = now.Truncate(window)
+	if lm.start.Before(c.start) { // the clock went back: keep windows in order
+		lm.start = c.start
+	}
+	lm.full = 0
+	lm.sources = make(map[sourceKey]*tally, min(len(c.sources), lm.perMinute))
+	lm.other = tally{}
+	if c.other.n == 0 {
+		counted := false
+		for _, t := range c.sources {
+			if t.n > 0 {
+				counted = true
+				break
+			}
+		}
+		if !counted {
+			return nil
+		}
+	}
+	return c
+}
+
+// summaries appends the summary events of c to events: one per source
+// with events counted, and one for the sources past the limit, in no
+// particular order.
+func (c *counts) summaries(events []Event) []Event {
+	for _, t := range c.sources {
+		if t.n > 0 {
+			events = append(events, c.summary(t, false))
+		}
+	}
+	if c.other.n > 0 {
+		events = append(events, c.summary(&c.other, true))
+	}
+	return events
+}
+
+// summary returns the summary event of t; other says t counts the sources
+// past the limit.
+func (c *counts) summary(t *tally, other bool) Event {
+	e := t.like
+	e.Time = c.start
+	e.Duration = max(c.end.Sub(c.start), 0)
+	e.Count = t.n
+	e.BytesIn, e.BytesOut = t.bytesIn, t.bytesOut
+	what := e.Code
+	switch {
+	case what != "":
+	case e.Status != 0:
+		what = "requests answered " + strconv.Itoa(e.Status)
+	default:
+		what = "refused or unauthenticated requests"
+	}
+	// The access key is not repeated: it has its field, and the Target
+	// must stay within MaxFieldBytes like every field.
+	from := e.SourceIP
+	if from == "" {
+		from = "various addresses"
+	}
+	if other {
+		e.Target = fmt.Sprintf("… and %s more %s from sources past the %s counted one by one, in this minute",
+			groupDigits(t.n), what, groupDigits(int64(len(c.sources))))
+	} else {
+		e.Target = fmt.Sprintf("… and %s more %s from %s in this minute", groupDigits(t.n), what, from)
+	}
+	e.Target = truncate(e.Target)
+	return e
+}
+
+// groupDigits formats n with commas between groups of three digits:
+// 4,213.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
