@@ -31,14 +31,18 @@
 //     may name only s3 actions.
 //   - Resource: "*" or an ARN starting arn:aws:s3:::, matched
 //     case-sensitively with * and ? (which match across "/"). In a bucket
-//     policy every entry must be arn:aws:s3:::BUCKET or
-//     arn:aws:s3:::BUCKET/..., as S3 requires ("Policy has invalid
-//     resource"). Requests without a resource (s3:ListAllMyBuckets, admin
+//     policy every entry must be able to name the bucket or its objects
+//     (arn:aws:s3:::BUCKET, arn:aws:s3:::BUCKET/..., or a wildcard such as
+//     arn:aws:s3:::* that matches them); others are "Policy has invalid
+//     resource". Requests without a resource (s3:ListAllMyBuckets, admin
 //     actions) are matched only by Resource "*" or "arn:aws:s3:::*".
 //   - Principal: "*" or {"AWS": ...} with "*", an account (a 12-digit ID or
 //     arn:aws:iam::ID:root: Coffer's root user) or users
 //     (arn:aws:iam::ID:user/[PATH/]NAME). Coffer has one account, so any
-//     12-digit ID is accepted. "*" includes anonymous requests.
+//     12-digit ID is accepted. An ARN whose account is a tenant name
+//     (arn:aws:iam::TENANT:..., as Ceph writes them) names a principal of
+//     another tenant, which no request carries. "*" includes anonymous
+//     requests.
 //
 // # Conditions
 //

@@ -387,8 +387,16 @@ func (p *principal) add(id string) error {
 		return bad(`want "*", an account ID, arn:aws:iam::ACCOUNT:root or arn:aws:iam::ACCOUNT:user/NAME`)
 	}
 	account, res, ok := strings.Cut(rest, ":")
-	if !ok || !isAccountID(account) {
+	if !ok || account == "" {
 		return bad("the account must be a 12-digit account ID")
+	}
+	if !isAccountID(account) {
+		if !isTenant(account) {
+			return bad("the account must be a 12-digit account ID")
+		}
+		// Another tenant's principal (Ceph names tenants so): Coffer has
+		// none, so it matches no request, and that is enforced exactly.
+		return nil
 	}
 	if strings.ContainsAny(res, "*?") {
 		return bad("principal ARNs cannot hold wildcards; use a Condition on aws:username")
@@ -410,6 +418,21 @@ func (p *principal) add(id string) error {
 }
 
 func isAccountID(s string) bool { return len(s) == 12 && allDigits(s) }
+
+// isTenant reports whether s can name a tenant in a principal ARN: 1 to 64
+// letters, digits, '-' and '_', not all digits (those are account IDs).
+func isTenant(s string) bool {
+	if len(s) == 0 || len(s) > 64 || allDigits(s) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // namesBucket reports whether the resource pattern e of a policy of bucket
 // can name the bucket or one of its objects: it matches

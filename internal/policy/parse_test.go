@@ -159,6 +159,7 @@ func TestParseAccepts(t *testing.T) {
 		{"bucket Sid with spaces", "b", doc(`{"Sid":"Public read, v2","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`)},
 		{"bucket action star", "b", doc(`{"Effect":"Deny","Principal":"*","Action":"*","Resource":["arn:aws:s3:::b","arn:aws:s3:::b/*"]}`)},
 		{"bucket resources that may name it (s3-tests' another_bucket)", "b", doc(`{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"s3:ListBucket","Resource":["arn:aws:s3:::*","arn:aws:s3:::*/*","*","arn:aws:s3:::b*","arn:aws:s3:::?/x"]}`)},
+		{"another tenant's principal (matches nobody)", "b", doc(`{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::s3tenant1:root"},"Action":"s3:ListBucket","Resource":"arn:aws:s3:::b"}`)},
 		{"bucket variable after slash", "b", doc(`{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/${aws:username}/*"}`)},
 		{"bucket duplicate Sid", "b", doc(`{"Sid":"A","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*"}`, `{"Sid":"A","Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*"}`)},
 		{"empty Sid", "", doc(`{"Sid":"","Effect":"Allow","Action":"s3:GetObject","Resource":"*"}`, `{"Sid":"","Effect":"Allow","Action":"s3:PutObject","Resource":"*"}`)},
