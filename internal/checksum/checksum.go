@@ -45,6 +45,11 @@ var ErrInvalid = errors.New("checksum: invalid value")
 // ("Expecting a single x-amz-checksum- header").
 var ErrMultiple = errors.New("checksum: multiple checksum headers")
 
+// decodeBufSize is the most bytes base64 decoding of the longest valid
+// value (EncodedLen of the largest digest) can produce: an unpadded final
+// quantum decodes to 3 bytes where a padded one holds 1 or 2.
+const decodeBufSize = (sha256.Size + 2) / 3 * 3
+
 // algorithms lists every Algorithm; a read-only lookup table.
 var algorithms = [...]Algorithm{CRC32, CRC32C, CRC64NVME, SHA1, SHA256}
 
@@ -161,7 +166,9 @@ func (a Algorithm) Validate(b64 string) error {
 	if len(b64) != base64.StdEncoding.EncodedLen(n) {
 		return fmt.Errorf("%w: %s value %q: want %d base64 characters", ErrInvalid, a.Header(), b64, base64.StdEncoding.EncodedLen(n))
 	}
-	var buf [sha256.Size]byte
+	// Decode writes up to DecodedLen(len(b64)) bytes, which for unpadded
+	// input is more than n: size the buffer for that, and let m tell.
+	var buf [decodeBufSize]byte
 	m, err := base64.StdEncoding.Strict().Decode(buf[:], []byte(b64))
 	if err != nil {
 		return fmt.Errorf("%w: %s value %q: %v", ErrInvalid, a.Header(), b64, err)

@@ -178,6 +178,10 @@ func TestValidate(t *testing.T) {
 		{name: "non-canonical padding bits", alg: CRC32, in: "y/Q5Jh=="},
 		{name: "newline", alg: CRC32, in: "y/Q5\nJg="},
 		{name: "sha1 too short", alg: SHA1, in: "98O8HYCOBHMq32eZZczDTKeuNE=="},
+		// Unpadded, 44 characters decode to 33 bytes: more than a SHA-256
+		// digest, which must be an error, not a decoder overrun.
+		{name: "sha256 unpadded", alg: SHA256, in: strings.Repeat("A", 44)},
+		{name: "sha1 unpadded", alg: SHA1, in: strings.Repeat("A", 28)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.alg.Validate(tc.in)

@@ -67,6 +67,7 @@ func TestParsePutObject(t *testing.T) {
 		{name: "two checksums", h: header("X-Amz-Checksum-Crc32", helloCRC32, "X-Amz-Checksum-Crc32c", helloCRC32C), wantErr: s3err.InvalidRequest},
 		{name: "checksum and trailer", h: header("X-Amz-Checksum-Crc32", helloCRC32, "X-Amz-Trailer", "x-amz-checksum-crc32"), wantErr: s3err.InvalidRequest},
 		{name: "malformed checksum", h: header("X-Amz-Checksum-Sha256", "abc"), wantErr: s3err.InvalidRequest},
+		{name: "unpadded sha256 of 33 bytes", h: header("X-Amz-Checksum-Sha256", strings.Repeat("A", 44)), wantErr: s3err.InvalidRequest},
 		{name: "sdk algorithm without value", h: header("X-Amz-Sdk-Checksum-Algorithm", "CRC32"), wantErr: s3err.InvalidRequest},
 		{name: "sdk algorithm mismatch", h: header("X-Amz-Sdk-Checksum-Algorithm", "SHA256", "X-Amz-Checksum-Crc32", helloCRC32), wantErr: s3err.InvalidRequest},
 		{name: "sdk algorithm unknown", h: header("X-Amz-Sdk-Checksum-Algorithm", "MD5", "X-Amz-Checksum-Crc32", helloCRC32), wantErr: s3err.InvalidRequest},
