@@ -163,20 +163,36 @@ func TestMultipartChecksums(t *testing.T) {
 	b := mkBucket(t, c, "mpck")
 
 	cases := []struct {
-		alg types.ChecksumAlgorithm
-		typ types.ChecksumType
+		alg     types.ChecksumAlgorithm
+		typ     types.ChecksumType
+		implied bool // CreateMultipartUpload leaves typ, S3's default for alg, unsaid
 	}{
-		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite},
-		{types.ChecksumAlgorithmSha256, types.ChecksumTypeComposite},
-		{types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject},
-		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject},
+		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite, true},
+		{types.ChecksumAlgorithmSha256, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject, false},
+		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject, false},
+		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject, true},
 	}
 	for _, tc := range cases {
-		t.Run(string(tc.alg)+"/"+string(tc.typ), func(t *testing.T) {
-			key := "ck-" + string(tc.alg)
-			u := createUpload(t, c, b, key, func(in *s3.CreateMultipartUploadInput) {
-				in.ChecksumAlgorithm, in.ChecksumType = tc.alg, tc.typ
-			})
+		name := string(tc.alg) + "/" + string(tc.typ)
+		if tc.implied {
+			name += "/implied"
+		}
+		t.Run(name, func(t *testing.T) {
+			key := "ck-" + name
+			in := &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumAlgorithm: tc.alg}
+			if !tc.implied {
+				in.ChecksumType = tc.typ
+			}
+			created, err := c.CreateMultipartUpload(ctx, in)
+			if err != nil {
+				t.Fatalf("CreateMultipartUpload %s: %v", name, err)
+			}
+			u := &upload{t: t, c: c, bucket: b, key: key, id: aws.ToString(created.UploadId)}
+			if created.ChecksumAlgorithm != tc.alg || created.ChecksumType != tc.typ {
+				t.Errorf("CreateMultipartUpload: algorithm %q type %q, want %q %q", created.ChecksumAlgorithm, created.ChecksumType, tc.alg, tc.typ)
+			}
 			p1, p2 := randBytes(5*mib), randBytes(123*kib)
 			withAlg := func(in *s3.UploadPartInput) { in.ChecksumAlgorithm = tc.alg }
 			cp1, cp2 := u.part(1, p1, withAlg), u.part(2, p2, withAlg)
@@ -199,7 +215,7 @@ func TestMultipartChecksums(t *testing.T) {
 			case types.ChecksumAlgorithmSha256:
 				bad.ChecksumSHA256 = v
 			}
-			_, err := u.complete(bad, cp2)
+			_, err = u.complete(bad, cp2)
 			wantErr(t, "Complete with a wrong part checksum", err, "InvalidPart", 400)
 
 			out, err := u.complete(cp1, cp2)

@@ -35,8 +35,9 @@ func parsePartTarget(q url.Values) (string, int, error) {
 }
 
 // parseCreateUpload turns the headers of a CreateMultipartUpload into its
-// input. x-amz-checksum-type is COMPOSITE (the default with an algorithm)
-// or FULL_OBJECT; the object's checksum type must come with its algorithm.
+// input. x-amz-checksum-type is COMPOSITE or FULL_OBJECT and must come
+// with an algorithm; without it the type is left for objects to default
+// by algorithm (FULL_OBJECT for CRC64NVME, else COMPOSITE).
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateMultipartUpload.html
 func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 	if err := checkUnsupported(h); err != nil {
@@ -57,9 +58,6 @@ func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 	in := objects.CreateUploadInput{Meta: meta, Tags: tags, ChecksumAlgorithm: alg}
 	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
 	case "":
-		if alg != "" {
-			in.ChecksumType = "COMPOSITE"
-		}
 	case "COMPOSITE", "FULL_OBJECT":
 		if alg == "" {
 			return objects.CreateUploadInput{}, s3err.Newf(s3err.InvalidRequest, "", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
