@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -152,7 +153,8 @@ func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, rq *req
 
 // parseComplete turns the body and headers of a CompleteMultipartUpload
 // into its input. The body has been decoded by s3xml; the full-object
-// checksum the client asserts, if any, comes from x-amz-checksum-*.
+// checksum the client asserts, if any, comes from x-amz-checksum-*, and
+// its type from x-amz-checksum-type.
 func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.CompleteInput, error) {
 	cond, err := parseWriteConditions(h)
 	if err != nil {
@@ -163,6 +165,12 @@ func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.Co
 		return objects.CompleteInput{}, err
 	}
 	in := objects.CompleteInput{Cond: cond, Checksum: objects.ChecksumInput{Algorithm: alg, Value: val}}
+	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
+	case "", "COMPOSITE", "FULL_OBJECT":
+		in.ChecksumType = t
+	default:
+		return objects.CompleteInput{}, s3err.Newf(s3err.InvalidRequest, "", "Value for x-amz-checksum-type header is invalid.")
+	}
 	in.Parts = make([]objects.CompletePart, len(doc.Parts))
 	for i, p := range doc.Parts {
 		in.Parts[i] = objects.CompletePart{Number: p.PartNumber, ETag: p.ETag, Checksum: firstChecksum(p.Checksums)}
@@ -172,8 +180,8 @@ func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.Co
 
 // firstChecksum returns the checksum a <Part> carries, if any.
 func firstChecksum(c s3xml.Checksums) string {
-	for _, v := range [...]string{c.ChecksumCRC32, c.ChecksumCRC32C, c.ChecksumCRC64NVME, c.ChecksumSHA1, c.ChecksumSHA256} {
-		if v != "" {
+	for _, a := range checksum.Algorithms() {
+		if v := *checksumField(&c, a); v != "" {
 			return v
 		}
 	}
