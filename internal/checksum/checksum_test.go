@@ -1,19 +1,24 @@
 package checksum
 
 import (
+	"encoding/binary"
 	"errors"
 	"hash/crc64"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/google/go-cmp/cmp"
+	"github.com/zeebo/xxh3"
 )
 
 // checkInput is the standard CRC check string; every algorithm's digest of
 // it is pinned below from independent references (the CRC catalogue,
-// sha1sum, sha256sum).
+// Python's hashlib, and for the xxHashes the reference xxhsum 0.8.1 and the
+// AWS CRT's awscrt.checksums.XXHash, which botocore sends them with).
 const checkInput = "123456789"
 
 func TestParse(t *testing.T) {
@@ -30,8 +35,15 @@ func TestParse(t *testing.T) {
 		{in: "CRC64NVME", want: CRC64NVME},
 		{in: "sha1", want: SHA1},
 		{in: "SHA256", want: SHA256},
+		{in: "sha512", want: SHA512},
+		{in: "md5", want: MD5},
+		{in: "XXHASH64", want: XXHASH64},
+		{in: "xxhash3", want: XXHASH3},
+		{in: "XxHash128", want: XXHASH128},
 		{in: "", wantErr: true},
-		{in: "md5", wantErr: true},
+		{in: "xxhash", wantErr: true},
+		{in: "xxh3", wantErr: true},
+		{in: "sha384", wantErr: true},
 		{in: "crc32 ", wantErr: true},
 		{in: "crc64", wantErr: true},
 		{in: "sha-256", wantErr: true},
@@ -59,11 +71,16 @@ func TestAlgorithm(t *testing.T) {
 		isCRC  bool
 		check  string // base64 digest of checkInput
 	}{
-		{CRC32, "x-amz-checksum-crc32", 4, true, "y/Q5Jg=="},                                         // 0xCBF43926
-		{CRC32C, "x-amz-checksum-crc32c", 4, true, "4waSgw=="},                                       // 0xE3069283
-		{CRC64NVME, "x-amz-checksum-crc64nvme", 8, true, "rosUhgp5mIg="},                             // 0xAE8B14860A799888
-		{SHA1, "x-amz-checksum-sha1", 20, false, "98O8HYCOBHMq32eZZczDTKeuNEE="},                     // f7c3bc1d…
-		{SHA256, "x-amz-checksum-sha256", 32, false, "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU="}, // 15e2b0d3…
+		{CRC32, "x-amz-checksum-crc32", 4, true, "y/Q5Jg=="},                                                                                     // 0xCBF43926
+		{CRC32C, "x-amz-checksum-crc32c", 4, true, "4waSgw=="},                                                                                   // 0xE3069283
+		{CRC64NVME, "x-amz-checksum-crc64nvme", 8, true, "rosUhgp5mIg="},                                                                         // 0xAE8B14860A799888
+		{SHA1, "x-amz-checksum-sha1", 20, false, "98O8HYCOBHMq32eZZczDTKeuNEE="},                                                                 // f7c3bc1d…
+		{SHA256, "x-amz-checksum-sha256", 32, false, "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU="},                                             // 15e2b0d3…
+		{SHA512, "x-amz-checksum-sha512", 64, false, "2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ=="}, // d9e6762d…
+		{MD5, "x-amz-checksum-md5", 16, false, "JfnnlDI7RTiF9RgfG2JNCw=="},                                                                       // 25f9e794323b453885f5181f1b624d0b
+		{XXHASH64, "x-amz-checksum-xxhash64", 8, false, "jLhB20DmroM="},                                                                          // 0x8cb841db40e6ae83
+		{XXHASH3, "x-amz-checksum-xxhash3", 8, false, "ctyxi2ehff8="},                                                                            // 0x72dcb18b67a17dff
+		{XXHASH128, "x-amz-checksum-xxhash128", 16, false, "MxGUd+3l3NXpcWQnaB1YYA=="},                                                           // 0x33119477ede5dcd5e9716427681d5860
 	} {
 		t.Run(string(tc.alg), func(t *testing.T) {
 			if got := tc.alg.Header(); got != tc.header {
@@ -71,6 +88,9 @@ func TestAlgorithm(t *testing.T) {
 			}
 			if got := tc.alg.canonicalHeader(); got != http.CanonicalHeaderKey(tc.header) {
 				t.Errorf("canonicalHeader() = %q, want %q", got, http.CanonicalHeaderKey(tc.header))
+			}
+			if got, ok := ForHeader(strings.ToUpper(tc.header)); got != tc.alg || !ok {
+				t.Errorf("ForHeader(%q) = %q, %v; want %q, true", strings.ToUpper(tc.header), got, ok, tc.alg)
 			}
 			if got := tc.alg.Size(); got != tc.size {
 				t.Errorf("Size() = %d, want %d", got, tc.size)
@@ -102,8 +122,104 @@ func TestAlgorithm(t *testing.T) {
 	}
 }
 
+func TestAlgorithms(t *testing.T) {
+	want := []Algorithm{CRC32, CRC32C, CRC64NVME, SHA1, SHA256, SHA512, MD5, XXHASH64, XXHASH3, XXHASH128}
+	if diff := cmp.Diff(want, Algorithms()); diff != "" {
+		t.Errorf("Algorithms() mismatch (-want +got):\n%s", diff)
+	}
+	if got, want := Names(), "CRC32, CRC32C, CRC64NVME, SHA1, SHA256, SHA512, MD5, XXHASH64, XXHASH3, XXHASH128"; got != want {
+		t.Errorf("Names() = %q, want %q", got, want)
+	}
+	Algorithms()[0] = "changed"
+	if Algorithms()[0] != CRC32 {
+		t.Error("Algorithms() returned the package's own table")
+	}
+	for _, name := range []string{"x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode", "x-amz-checksum-", "x-amz-checksum-xxh3", "content-md5", ""} {
+		if got, ok := ForHeader(name); ok {
+			t.Errorf("ForHeader(%q) = %q, true; want false", name, got)
+		}
+	}
+}
+
+// TestXXHash pins the xxHashes of inputs that take each of their code
+// paths (empty, 1–3 bytes, 4–8, 129–240 and over 240 bytes, several
+// 1 KiB blocks), from the reference xxhsum 0.8.1 (-H1, -H3, -H2; the
+// canonical big-endian form) and checked against the AWS CRT. Every
+// vector is also computed with the input split across two writes at
+// several points, since S3 bodies arrive in pieces.
+func TestXXHash(t *testing.T) {
+	long := strings.Repeat("coffer!\n", 1<<17+8)
+	for _, tc := range []struct {
+		name                string
+		in                  string
+		xxh64, xxh3, xxh128 string // base64
+	}{
+		{"empty", "", "70bbN1HY6Zk=", "LQaABTjTlMI=", "maoG0wFHmNhgAcMkRo1Jfw=="},                   // ef46db3751d8e999, 2d06800538d394c2, 99aa06d3014798d86001c324468d497f
+		{"a", "a", "0k7E8amMbls=", "5sYyth6WTh8=", "qW+vcFrxaDTmxjK2HpZOHw=="},                      // d24ec4f1a98c6e5b, e6c632b61e964e1f, a96faf705af16834e6c632b61e964e1f
+		{"check", checkInput, "jLhB20DmroM=", "ctyxi2ehff8=", "MxGUd+3l3NXpcWQnaB1YYA=="},           // 8cb841db40e6ae83, 72dcb18b67a17dff, 33119477ede5dcd5e9716427681d5860
+		{"241 bytes", long[:241], "P7L8IZyr5q4=", "pGVNBBkNKsE=", "BHaeomAymfukZU0EGQ0qwQ=="},       // 3fb2fc219cabe6ae, a4654d04190d2ac1, 04769ea2603299fba4654d04190d2ac1
+		{"1 MiB + 17", long[:1<<20+17], "jty1YFoJ+pI=", "Z0udk1p8uxs=", "BMPaoy4+WmlnS52TWny7Gw=="}, // 8edcb5605a09fa92, 674b9d935a7cbb1b, 04c3daa32e3e5a69674b9d935a7cbb1b
+	} {
+		for alg, want := range map[Algorithm]string{XXHASH64: tc.xxh64, XXHASH3: tc.xxh3, XXHASH128: tc.xxh128} {
+			h := alg.New()
+			for _, split := range []int{0, 1, len(tc.in) / 3, len(tc.in) - 1, len(tc.in)} {
+				if split < 0 || split > len(tc.in) {
+					continue
+				}
+				h.Reset()
+				io.WriteString(h, tc.in[:split])
+				io.WriteString(h, tc.in[split:])
+				if got := Encode(h.Sum(nil)); got != want {
+					t.Errorf("%s of %s split at %d = %s, want %s", alg, tc.name, split, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestStreamingMatchesOneShot checks the streaming hashes against their
+// libraries' one-shot functions (which those libraries test against the C
+// reference's vectors) at every length around their buffer and block
+// boundaries, the input written in random pieces.
+func TestStreamingMatchesOneShot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	data := make([]byte, 5000)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	lengths := []int{}
+	for n := 0; n <= 300; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, b := range []int{1024, 1088, 2048, 2112, 4096} {
+		for n := b - 65; n <= b+65; n++ {
+			lengths = append(lengths, n)
+		}
+	}
+	for _, n := range lengths {
+		p := data[:n]
+		want := map[Algorithm][]byte{
+			XXHASH64: binary.BigEndian.AppendUint64(nil, xxhash.Sum64(p)),
+			XXHASH3:  binary.BigEndian.AppendUint64(nil, xxh3.Hash(p)),
+		}
+		w128 := xxh3.Hash128(p).Bytes()
+		want[XXHASH128] = w128[:]
+		for alg, w := range want {
+			h := alg.New()
+			for rest := p; len(rest) > 0; {
+				k := min(len(rest), rng.IntN(300)+1)
+				h.Write(rest[:k])
+				rest = rest[k:]
+			}
+			if got := h.Sum(nil); !cmp.Equal(got, w) {
+				t.Fatalf("%s of %d bytes written in pieces = %x, want %x", alg, n, got, w)
+			}
+		}
+	}
+}
+
 func TestUnknownAlgorithm(t *testing.T) {
-	a := Algorithm("MD5")
+	a := Algorithm("BLAKE3")
 	if got := a.Header(); got != "" {
 		t.Errorf("Header() = %q, want empty", got)
 	}
@@ -178,6 +294,20 @@ func TestValidate(t *testing.T) {
 		{name: "non-canonical padding bits", alg: CRC32, in: "y/Q5Jh=="},
 		{name: "newline", alg: CRC32, in: "y/Q5\nJg="},
 		{name: "sha1 too short", alg: SHA1, in: "98O8HYCOBHMq32eZZczDTKeuNE=="},
+		{name: "sha512 ok", alg: SHA512, in: "2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ==", ok: true},
+		{name: "sha512 unpadded", alg: SHA512, in: strings.Repeat("A", 88)},
+		{name: "sha256 value for sha512", alg: SHA512, in: "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU="},
+		{name: "md5 ok", alg: MD5, in: "JfnnlDI7RTiF9RgfG2JNCw==", ok: true},
+		{name: "md5 hex", alg: MD5, in: "25f9e794323b453885f5181f1b624d0b"},
+		{name: "xxhash64 ok", alg: XXHASH64, in: "jLhB20DmroM=", ok: true},
+		{name: "xxhash3 ok", alg: XXHASH3, in: "ctyxi2ehff8=", ok: true},
+		{name: "xxhash3 value of xxhash128", alg: XXHASH3, in: "MxGUd+3l3NXpcWQnaB1YYA=="},
+		{name: "xxhash128 ok", alg: XXHASH128, in: "MxGUd+3l3NXpcWQnaB1YYA==", ok: true},
+		{name: "xxhash128 value of xxhash64", alg: XXHASH128, in: "jLhB20DmroM="},
+		// Unpadded, 44 characters decode to 33 bytes: more than a SHA-256
+		// digest, which must be an error, not a decoder overrun.
+		{name: "sha256 unpadded", alg: SHA256, in: strings.Repeat("A", 44)},
+		{name: "sha1 unpadded", alg: SHA1, in: strings.Repeat("A", 28)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.alg.Validate(tc.in)
@@ -238,7 +368,20 @@ func TestFromHeaders(t *testing.T) {
 			h:       http.Header{"X-Amz-Checksum-Sha1": {"y/Q5Jg=="}},
 			wantAlg: SHA1, wantErr: ErrInvalid,
 		},
-		{name: "unknown algorithm header ignored", h: http.Header{"X-Amz-Checksum-Md5": {"AAAA"}}},
+		{
+			name:    "sha512",
+			h:       http.Header{"X-Amz-Checksum-Sha512": {"2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ=="}},
+			wantAlg: SHA512, wantVal: "2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ==",
+		},
+		{name: "md5", h: http.Header{"X-Amz-Checksum-Md5": {"JfnnlDI7RTiF9RgfG2JNCw=="}}, wantAlg: MD5, wantVal: "JfnnlDI7RTiF9RgfG2JNCw=="},
+		{name: "xxhash128", h: http.Header{"X-Amz-Checksum-Xxhash128": {"MxGUd+3l3NXpcWQnaB1YYA=="}}, wantAlg: XXHASH128, wantVal: "MxGUd+3l3NXpcWQnaB1YYA=="},
+		{
+			name:    "xxhash3 and xxhash64",
+			h:       http.Header{"X-Amz-Checksum-Xxhash3": {"ctyxi2ehff8="}, "X-Amz-Checksum-Xxhash64": {"jLhB20DmroM="}},
+			wantErr: ErrMultiple,
+		},
+		{name: "md5 not Content-MD5", h: http.Header{"Content-Md5": {"JfnnlDI7RTiF9RgfG2JNCw=="}}},
+		{name: "unknown algorithm header ignored", h: http.Header{"X-Amz-Checksum-Blake3": {"AAAA"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			alg, val, err := FromHeaders(tc.h)
@@ -286,6 +429,13 @@ func TestComposite(t *testing.T) {
 		// sha256(sha256("hello") ‖ sha256("world") ‖ sha256("!")), from
 		// Python's hashlib.
 		{name: "sha256", alg: SHA256, parts: []string{"hello", "world", "!"}, want: "hhE8XY/PCO6r52koutWHFBftHRcSeNs0iE1UtOU0ls4=-3"},
+		// The same for the newer algorithms: hashlib for SHA512 and MD5,
+		// xxhsum of the concatenated canonical digests for the xxHashes.
+		{name: "sha512", alg: SHA512, parts: []string{"hello", "world", "!"}, want: "4jcyyPUuglRWy1oTXVeDY7apTdr/2KI9u0g5wDvS1/MNe0mkRiWOidOUbM6KrtzDg51YJrBtNkmuzDc60HxdzA==-3"},
+		{name: "md5", alg: MD5, parts: []string{"hello", "world", "!"}, want: "D+azBts3BthEk6a5MLteqA==-3"},
+		{name: "xxhash64", alg: XXHASH64, parts: []string{"hello", "world", "!"}, want: "fZ1h0rB+PGo=-3"},
+		{name: "xxhash3", alg: XXHASH3, parts: []string{"hello", "world", "!"}, want: "igva1JazSe0=-3"},
+		{name: "xxhash128", alg: XXHASH128, parts: []string{"hello", "world", "!"}, want: "7dlC+WEgFg/Y9/UWA/Beyg==-3"},
 		// One part: the checksum of the part's checksum, not the part's.
 		{name: "crc32 one part", alg: CRC32, parts: []string{checkInput}, want: Encode(sum(CRC32, string([]byte{0xcb, 0xf4, 0x39, 0x26}))) + "-1"},
 	} {
@@ -356,7 +506,9 @@ func TestCombineErrors(t *testing.T) {
 		len2       int64
 	}{
 		{name: "sha256", alg: SHA256, crc1: make([]byte, 32), crc2: make([]byte, 32), len2: 1},
-		{name: "unknown", alg: "MD5", crc1: four, crc2: four, len2: 1},
+		{name: "unknown", alg: "BLAKE3", crc1: four, crc2: four, len2: 1},
+		{name: "md5", alg: MD5, crc1: make([]byte, 16), crc2: make([]byte, 16), len2: 1},
+		{name: "xxhash64", alg: XXHASH64, crc1: eight, crc2: eight, len2: 1},
 		{name: "short crc1", alg: CRC32, crc1: four[:3], crc2: four, len2: 1},
 		{name: "long crc2", alg: CRC32C, crc1: four, crc2: eight, len2: 1},
 		{name: "crc32 for crc64", alg: CRC64NVME, crc1: four, crc2: four, len2: 1},
@@ -409,7 +561,7 @@ func TestCombineHugeLength(t *testing.T) {
 
 func BenchmarkHash(b *testing.B) {
 	data := []byte(strings.Repeat("coffer!\n", 1<<17)) // 1 MiB
-	for _, a := range algorithms {
+	for _, a := range Algorithms() {
 		b.Run(string(a)+"/size=1MiB", func(b *testing.B) {
 			h := a.New()
 			var buf [64]byte

@@ -19,11 +19,12 @@ func FromHeaders(h http.Header) (Algorithm, string, error) {
 		alg Algorithm
 		val string
 	)
-	for _, a := range algorithms {
-		vs := h[a.canonicalHeader()]
+	for i := range specs {
+		vs := h[specs[i].canonical]
 		if len(vs) == 0 {
 			continue
 		}
+		a := specs[i].alg
 		if alg != "" || len(vs) > 1 {
 			return "", "", fmt.Errorf("%w: %s and %s", ErrMultiple, headerOr(alg, a), a.Header())
 		}

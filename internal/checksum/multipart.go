@@ -1,7 +1,6 @@
 package checksum
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -11,8 +10,10 @@ import (
 // Composite returns S3's COMPOSITE checksum of a multipart object: the
 // algorithm applied to the concatenation of the parts' raw checksums, in
 // base64, followed by "-" and the number of parts, e.g. "Xkc0Bg==-3".
-// partSums are raw digests (not base64), in part order. Composite panics if a
-// is not one of the constants, as New does.
+// partSums are raw digests (not base64), in part order. Every algorithm
+// supports it; it is the only multipart checksum of the non-CRCs (SHA1,
+// SHA256, SHA512, MD5 and the xxHashes). Composite panics if a is not one
+// of the constants, as New does.
 //
 // See https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html#large-object-checksums
 func Composite(a Algorithm, partSums [][]byte) string {
@@ -20,7 +21,7 @@ func Composite(a Algorithm, partSums [][]byte) string {
 	for _, s := range partSums {
 		h.Write(s)
 	}
-	var buf [sha256.Size]byte
+	var buf [maxSize]byte
 	return Encode(h.Sum(buf[:0])) + "-" + strconv.Itoa(len(partSums))
 }
 

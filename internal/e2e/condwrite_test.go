@@ -163,61 +163,96 @@ func TestMultipartChecksums(t *testing.T) {
 	b := mkBucket(t, c, "mpck")
 
 	cases := []struct {
-		alg types.ChecksumAlgorithm
-		typ types.ChecksumType
+		alg     types.ChecksumAlgorithm
+		typ     types.ChecksumType
+		implied bool // CreateMultipartUpload leaves typ, S3's default for alg, unsaid
 	}{
-		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite},
-		{types.ChecksumAlgorithmSha256, types.ChecksumTypeComposite},
-		{types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject},
-		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject},
+		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmCrc32c, types.ChecksumTypeComposite, true},
+		{types.ChecksumAlgorithmSha256, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmCrc32, types.ChecksumTypeFullObject, false},
+		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject, false},
+		{types.ChecksumAlgorithmCrc64nvme, types.ChecksumTypeFullObject, true},
+		// The newer algorithms: COMPOSITE only (see below), the default.
+		{types.ChecksumAlgorithmSha512, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmSha512, types.ChecksumTypeComposite, true},
+		{types.ChecksumAlgorithmMd5, types.ChecksumTypeComposite, true},
+		{types.ChecksumAlgorithmXxhash64, types.ChecksumTypeComposite, true},
+		{types.ChecksumAlgorithmXxhash3, types.ChecksumTypeComposite, false},
+		{types.ChecksumAlgorithmXxhash128, types.ChecksumTypeComposite, true},
 	}
 	for _, tc := range cases {
-		t.Run(string(tc.alg)+"/"+string(tc.typ), func(t *testing.T) {
-			key := "ck-" + string(tc.alg)
-			u := createUpload(t, c, b, key, func(in *s3.CreateMultipartUploadInput) {
-				in.ChecksumAlgorithm, in.ChecksumType = tc.alg, tc.typ
-			})
+		name := string(tc.alg) + "/" + string(tc.typ)
+		if tc.implied {
+			name += "/implied"
+		}
+		t.Run(name, func(t *testing.T) {
+			key := "ck-" + name
+			in := &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumAlgorithm: tc.alg}
+			if !tc.implied {
+				in.ChecksumType = tc.typ
+			}
+			created, err := c.CreateMultipartUpload(ctx, in)
+			if err != nil {
+				t.Fatalf("CreateMultipartUpload %s: %v", name, err)
+			}
+			u := &upload{t: t, c: c, bucket: b, key: key, id: aws.ToString(created.UploadId)}
+			if created.ChecksumAlgorithm != tc.alg || created.ChecksumType != tc.typ {
+				t.Errorf("CreateMultipartUpload: algorithm %q type %q, want %q %q", created.ChecksumAlgorithm, created.ChecksumType, tc.alg, tc.typ)
+			}
 			p1, p2 := randBytes(5*mib), randBytes(123*kib)
-			withAlg := func(in *s3.UploadPartInput) { in.ChecksumAlgorithm = tc.alg }
-			cp1, cp2 := u.part(1, p1, withAlg), u.part(2, p2, withAlg)
+			bodies := [][]byte{p1, p2}
+			cp1 := u.part(1, p1, func(in *s3.UploadPartInput) { clientChecksum(in, tc.alg, p1) })
+			cp2 := u.part(2, p2, func(in *s3.UploadPartInput) { clientChecksum(in, tc.alg, p2) })
 			for i, cp := range []types.CompletedPart{cp1, cp2} {
-				if got, want := outputChecksum(tc.alg, cp.ChecksumCRC32, cp.ChecksumCRC32C, cp.ChecksumCRC64NVME, cp.ChecksumSHA1, cp.ChecksumSHA256), checksumOf(tc.alg, [][]byte{p1, p2}[i]); got != want {
+				if got, want := outputChecksum(tc.alg, &cp), checksumOf(tc.alg, bodies[i]); got != want {
 					t.Errorf("UploadPart %d: checksum %q, want %q", i+1, got, want)
 				}
 			}
-			// A part checksum that does not match what was stored.
-			bad := cp1
-			bad.ChecksumCRC32, bad.ChecksumCRC32C, bad.ChecksumCRC64NVME, bad.ChecksumSHA1, bad.ChecksumSHA256 = nil, nil, nil, nil, nil
-			v := aws.String(checksumOf(tc.alg, []byte("other")))
-			switch tc.alg {
-			case types.ChecksumAlgorithmCrc32:
-				bad.ChecksumCRC32 = v
-			case types.ChecksumAlgorithmCrc32c:
-				bad.ChecksumCRC32C = v
-			case types.ChecksumAlgorithmCrc64nvme:
-				bad.ChecksumCRC64NVME = v
-			case types.ChecksumAlgorithmSha256:
-				bad.ChecksumSHA256 = v
+			lp, err := c.ListParts(ctx, &s3.ListPartsInput{Bucket: aws.String(b), Key: aws.String(key), UploadId: created.UploadId})
+			if err != nil {
+				t.Fatalf("ListParts: %v", err)
 			}
-			_, err := u.complete(bad, cp2)
+			if lp.ChecksumAlgorithm != tc.alg || lp.ChecksumType != tc.typ || len(lp.Parts) != 2 {
+				t.Fatalf("ListParts: algorithm %q type %q, %d parts; want %q %q, 2", lp.ChecksumAlgorithm, lp.ChecksumType, len(lp.Parts), tc.alg, tc.typ)
+			}
+			for i := range lp.Parts {
+				if got, want := outputChecksum(tc.alg, &lp.Parts[i]), checksumOf(tc.alg, bodies[i]); got != want {
+					t.Errorf("ListParts part %d: checksum %q, want %q", i+1, got, want)
+				}
+			}
+			// A part checksum that does not match what was stored.
+			bad := types.CompletedPart{PartNumber: cp1.PartNumber, ETag: cp1.ETag}
+			setChecksum(&bad, tc.alg, checksumOf(tc.alg, []byte("other")))
+			_, err = u.complete(bad, cp2)
 			wantErr(t, "Complete with a wrong part checksum", err, "InvalidPart", 400)
+			// The other checksum type than the upload's.
+			other := types.ChecksumTypeFullObject
+			if tc.typ == other {
+				other = types.ChecksumTypeComposite
+			}
+			_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(key), UploadId: created.UploadId,
+				ChecksumType: other, MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{cp1, cp2}}})
+			wantErr(t, "Complete asserting x-amz-checksum-type "+string(other), err, "BadDigest", 400)
 
-			out, err := u.complete(cp1, cp2)
+			out, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(b), Key: aws.String(key), UploadId: created.UploadId,
+				ChecksumType: tc.typ, MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{cp1, cp2}}})
 			if err != nil {
 				t.Fatalf("Complete: %v", err)
 			}
-			want := checksumOf(tc.alg, append(append([]byte(nil), p1...), p2...))
+			whole := append(append([]byte(nil), p1...), p2...)
+			want := checksumOf(tc.alg, whole)
 			if tc.typ == types.ChecksumTypeComposite {
 				want = compositeChecksum(tc.alg, p1, p2)
 			}
-			if got := outputChecksum(tc.alg, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256); got != want || out.ChecksumType != tc.typ {
+			if got := outputChecksum(tc.alg, out); got != want || out.ChecksumType != tc.typ {
 				t.Errorf("Complete: checksum %q type %q, want %q %q", got, out.ChecksumType, want, tc.typ)
 			}
 			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
 			if err != nil {
 				t.Fatalf("HeadObject: %v", err)
 			}
-			if got := outputChecksum(tc.alg, h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumCRC64NVME, h.ChecksumSHA1, h.ChecksumSHA256); got != want || h.ChecksumType != tc.typ {
+			if got := outputChecksum(tc.alg, h); got != want || h.ChecksumType != tc.typ {
 				t.Errorf("HeadObject ChecksumMode=ENABLED: checksum %q type %q, want %q %q", got, h.ChecksumType, want, tc.typ)
 			}
 			g, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
@@ -230,7 +265,42 @@ func TestMultipartChecksums(t *testing.T) {
 			if err != nil {
 				t.Errorf("GetObject ChecksumMode=ENABLED read: %v", err)
 			}
-			checkBody(t, "GetObject", buf.Bytes(), append(append([]byte(nil), p1...), p2...))
+			checkBody(t, "GetObject", buf.Bytes(), whole)
+			if got := outputChecksum(tc.alg, g); got != want || g.ChecksumType != tc.typ {
+				t.Errorf("GetObject ChecksumMode=ENABLED: checksum %q type %q, want %q %q", got, g.ChecksumType, want, tc.typ)
+			}
+			attrs, err := c.GetObjectAttributes(ctx, &s3.GetObjectAttributesInput{Bucket: aws.String(b), Key: aws.String(key),
+				ObjectAttributes: []types.ObjectAttributes{types.ObjectAttributesChecksum, types.ObjectAttributesObjectParts}})
+			if err != nil {
+				t.Fatalf("GetObjectAttributes: %v", err)
+			}
+			if attrs.Checksum == nil || outputChecksum(tc.alg, attrs.Checksum) != want || attrs.Checksum.ChecksumType != tc.typ {
+				t.Errorf("GetObjectAttributes checksum %+v, want %s %q %q", attrs.Checksum, tc.alg, want, tc.typ)
+			}
+			if attrs.ObjectParts == nil || len(attrs.ObjectParts.Parts) != 2 {
+				t.Fatalf("GetObjectAttributes parts %+v, want 2", attrs.ObjectParts)
+			}
+			for i := range attrs.ObjectParts.Parts {
+				if got, want := outputChecksum(tc.alg, &attrs.ObjectParts.Parts[i]), checksumOf(tc.alg, bodies[i]); got != want {
+					t.Errorf("GetObjectAttributes part %d: checksum %q, want %q", i+1, got, want)
+				}
+			}
 		})
+	}
+
+	// FULL_OBJECT needs a CRC, whose part checksums combine into the
+	// object's; COMPOSITE is not for CRC64NVME.
+	for _, alg := range allAlgorithms {
+		for _, typ := range []types.ChecksumType{types.ChecksumTypeFullObject, types.ChecksumTypeComposite} {
+			allowed := typ == types.ChecksumTypeComposite || alg == types.ChecksumAlgorithmCrc32 || alg == types.ChecksumAlgorithmCrc32c || alg == types.ChecksumAlgorithmCrc64nvme
+			if alg == types.ChecksumAlgorithmCrc64nvme && typ == types.ChecksumTypeComposite {
+				allowed = false
+			}
+			if allowed {
+				continue
+			}
+			_, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(b), Key: aws.String("refused"), ChecksumAlgorithm: alg, ChecksumType: typ})
+			wantErr(t, fmt.Sprintf("CreateMultipartUpload %s %s", alg, typ), err, "InvalidRequest", 400)
+		}
 	}
 }

@@ -164,17 +164,23 @@ func TestCopyObject(t *testing.T) {
 	})
 
 	t.Run("checksumAlgorithm", func(t *testing.T) {
-		_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(b), Key: aws.String("ck"), CopySource: copySource(b, "src"),
-			ChecksumAlgorithm: types.ChecksumAlgorithmSha256})
-		if err != nil {
-			t.Fatalf("CopyObject with x-amz-checksum-algorithm SHA256: %v", err)
-		}
-		h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("ck"), ChecksumMode: types.ChecksumModeEnabled})
-		if err != nil {
-			t.Fatalf("HeadObject: %v", err)
-		}
-		if got, want := aws.ToString(h.ChecksumSHA256), checksumOf(types.ChecksumAlgorithmSha256, srcBody); got != want {
-			t.Errorf("copy ChecksumSHA256 %q, want %q", got, want)
+		for _, alg := range allAlgorithms {
+			out, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(b), Key: aws.String("ck"), CopySource: copySource(b, "src"),
+				ChecksumAlgorithm: alg})
+			if err != nil {
+				t.Fatalf("CopyObject with x-amz-checksum-algorithm %s: %v", alg, err)
+			}
+			want := checksumOf(alg, srcBody)
+			if r := out.CopyObjectResult; r == nil || outputChecksum(alg, r) != want || r.ChecksumType != types.ChecksumTypeFullObject {
+				t.Errorf("CopyObject with %s: result %+v, want Checksum%s %q FULL_OBJECT", alg, r, alg, want)
+			}
+			h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("ck"), ChecksumMode: types.ChecksumModeEnabled})
+			if err != nil {
+				t.Fatalf("HeadObject: %v", err)
+			}
+			if got := outputChecksum(alg, h); got != want {
+				t.Errorf("copy Checksum%s %q, want %q", alg, got, want)
+			}
 		}
 	})
 

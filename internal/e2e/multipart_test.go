@@ -65,8 +65,13 @@ func (u *upload) part(n int32, body []byte, opts ...func(*s3.UploadPartInput)) t
 	if aws.ToString(out.ETag) != quoted(md5Hex(body)) {
 		u.t.Errorf("UploadPart %d: ETag %s, want %s", n, aws.ToString(out.ETag), quoted(md5Hex(body)))
 	}
-	return types.CompletedPart{PartNumber: aws.Int32(n), ETag: out.ETag, ChecksumCRC32: out.ChecksumCRC32, ChecksumCRC32C: out.ChecksumCRC32C,
-		ChecksumCRC64NVME: out.ChecksumCRC64NVME, ChecksumSHA1: out.ChecksumSHA1, ChecksumSHA256: out.ChecksumSHA256}
+	cp := types.CompletedPart{PartNumber: aws.Int32(n), ETag: out.ETag}
+	for _, alg := range allAlgorithms {
+		if v := outputChecksum(alg, out); v != "" {
+			setChecksum(&cp, alg, v)
+		}
+	}
+	return cp
 }
 
 func (u *upload) complete(parts ...types.CompletedPart) (*s3.CompleteMultipartUploadOutput, error) {

@@ -5,12 +5,15 @@ import (
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"hash/crc64"
 	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/cespare/xxhash/v2"
+	"github.com/zeebo/xxh3"
 )
 
 // crc64NVME is the CRC-64/NVME table (reflected polynomial), independent of
@@ -25,7 +30,9 @@ import (
 var crc64NVME = crc64.MakeTable(0x9a6c9329ac4bc9b5)
 
 // checksumOf returns the base64 flexible checksum of b, computed with the
-// standard library only.
+// standard library, and for the xxHashes with cespare/xxhash and
+// zeebo/xxh3 called directly (the server wraps them; TestChecksumHelper
+// pins this helper to the reference xxhsum's output).
 func checksumOf(alg types.ChecksumAlgorithm, b []byte) string {
 	var sum []byte
 	switch alg {
@@ -41,43 +48,91 @@ func checksumOf(alg types.ChecksumAlgorithm, b []byte) string {
 	case types.ChecksumAlgorithmSha256:
 		s := sha256.Sum256(b)
 		sum = s[:]
+	case types.ChecksumAlgorithmSha512:
+		s := sha512.Sum512(b)
+		sum = s[:]
+	case types.ChecksumAlgorithmMd5:
+		s := md5.Sum(b)
+		sum = s[:]
+	case types.ChecksumAlgorithmXxhash64:
+		sum = binary.BigEndian.AppendUint64(nil, xxhash.Sum64(b))
+	case types.ChecksumAlgorithmXxhash3:
+		sum = binary.BigEndian.AppendUint64(nil, xxh3.Hash(b))
+	case types.ChecksumAlgorithmXxhash128:
+		s := xxh3.Hash128(b).Bytes()
+		sum = s[:]
 	default:
 		panic("unknown algorithm " + alg)
 	}
 	return base64.StdEncoding.EncodeToString(sum)
 }
 
-// outputChecksum returns the checksum field of alg from a Get/Head/Put
-// output's fields.
-func outputChecksum(alg types.ChecksumAlgorithm, crc32, crc32c, crc64, sha1, sha256 *string) string {
+// sdkComputes reports whether aws-sdk-go-v2 computes alg itself when asked
+// with ChecksumAlgorithm. Its service/internal/checksum (v1.11) knows
+// CRC32, CRC32C, CRC64NVME, SHA1, SHA256 and SHA512; for MD5 and the
+// xxHashes it fails with "unknown checksum algorithm" unless the request
+// already carries the value, which an application must then compute.
+func sdkComputes(alg types.ChecksumAlgorithm) bool {
 	switch alg {
-	case types.ChecksumAlgorithmCrc32:
-		return aws.ToString(crc32)
-	case types.ChecksumAlgorithmCrc32c:
-		return aws.ToString(crc32c)
-	case types.ChecksumAlgorithmCrc64nvme:
-		return aws.ToString(crc64)
-	case types.ChecksumAlgorithmSha1:
-		return aws.ToString(sha1)
-	case types.ChecksumAlgorithmSha256:
-		return aws.ToString(sha256)
+	case types.ChecksumAlgorithmMd5, types.ChecksumAlgorithmXxhash64, types.ChecksumAlgorithmXxhash3, types.ChecksumAlgorithmXxhash128:
+		return false
 	}
-	return ""
+	return true
+}
+
+// checksumField returns the field named Checksum<alg> of the SDK struct p
+// points to (an input or output of PutObject, UploadPart, GetObject…, or a
+// types.Part), as the SDK names them after S3's XML elements and headers.
+func checksumField(p any, alg types.ChecksumAlgorithm) reflect.Value {
+	f := reflect.ValueOf(p).Elem().FieldByName("Checksum" + string(alg))
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*string]() {
+		panic(fmt.Sprintf("%T has no *string field Checksum%s", p, alg))
+	}
+	return f
+}
+
+// outputChecksum returns the alg checksum of an SDK output (or part) p.
+func outputChecksum(alg types.ChecksumAlgorithm, p any) string {
+	return aws.ToString(checksumField(p, alg).Interface().(*string))
+}
+
+// setChecksum sets the alg checksum of an SDK input (or completed part) p
+// to v.
+func setChecksum(p any, alg types.ChecksumAlgorithm, v string) {
+	checksumField(p, alg).Set(reflect.ValueOf(aws.String(v)))
+}
+
+// clientChecksum sets in's ChecksumAlgorithm to alg and, when the SDK
+// cannot compute alg (see sdkComputes), its Checksum<alg> to the checksum
+// of body, as an application would send it.
+func clientChecksum(in any, alg types.ChecksumAlgorithm, body []byte) {
+	reflect.ValueOf(in).Elem().FieldByName("ChecksumAlgorithm").Set(reflect.ValueOf(alg))
+	if !sdkComputes(alg) {
+		setChecksum(in, alg, checksumOf(alg, body))
+	}
 }
 
 // allAlgorithms are the flexible-checksum algorithms. Read-only.
 var allAlgorithms = []types.ChecksumAlgorithm{
 	types.ChecksumAlgorithmCrc32, types.ChecksumAlgorithmCrc32c, types.ChecksumAlgorithmCrc64nvme,
-	types.ChecksumAlgorithmSha1, types.ChecksumAlgorithmSha256,
+	types.ChecksumAlgorithmSha1, types.ChecksumAlgorithmSha256, types.ChecksumAlgorithmSha512,
+	types.ChecksumAlgorithmMd5, types.ChecksumAlgorithmXxhash64, types.ChecksumAlgorithmXxhash3,
+	types.ChecksumAlgorithmXxhash128,
 }
 
 func TestChecksumHelper(t *testing.T) {
-	// Check values from the CRC catalogue and FIPS 180.
+	// Check values from the CRC catalogue, Python's hashlib and the
+	// reference xxhsum 0.8.1 (-H1, -H3, -H2).
 	check := []byte("123456789")
 	for alg, want := range map[types.ChecksumAlgorithm]string{
-		types.ChecksumAlgorithmCrc32:     "y/Q5Jg==",     // 0xcbf43926
-		types.ChecksumAlgorithmCrc32c:    "4waSgw==",     // 0xe3069283
-		types.ChecksumAlgorithmCrc64nvme: "rosUhgp5mIg=", // 0xae8b14860a799888
+		types.ChecksumAlgorithmCrc32:     "y/Q5Jg==",                 // 0xcbf43926
+		types.ChecksumAlgorithmCrc32c:    "4waSgw==",                 // 0xe3069283
+		types.ChecksumAlgorithmCrc64nvme: "rosUhgp5mIg=",             // 0xae8b14860a799888
+		types.ChecksumAlgorithmMd5:       "JfnnlDI7RTiF9RgfG2JNCw==", // 25f9e794323b453885f5181f1b624d0b
+		types.ChecksumAlgorithmSha512:    "2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ==",
+		types.ChecksumAlgorithmXxhash64:  "jLhB20DmroM=",             // 0x8cb841db40e6ae83
+		types.ChecksumAlgorithmXxhash3:   "ctyxi2ehff8=",             // 0x72dcb18b67a17dff
+		types.ChecksumAlgorithmXxhash128: "MxGUd+3l3NXpcWQnaB1YYA==", // 0x33119477ede5dcd5e9716427681d5860
 	} {
 		if got := checksumOf(alg, check); got != want {
 			t.Errorf("checksumOf(%s, 123456789) = %s, want %s", alg, got, want)
@@ -187,20 +242,22 @@ func TestObjects(t *testing.T) {
 			body := randBytes(size)
 			for _, alg := range allAlgorithms {
 				key := "ck-" + string(alg)
-				out, err := cw.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body), ChecksumAlgorithm: alg})
+				in := &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body)}
+				clientChecksum(in, alg, body)
+				out, err := cw.PutObject(ctx, in)
 				if err != nil {
 					t.Errorf("PutObject %d bytes with %s: %v", size, alg, err)
 					continue
 				}
 				want := checksumOf(alg, body)
-				if got := outputChecksum(alg, out.ChecksumCRC32, out.ChecksumCRC32C, out.ChecksumCRC64NVME, out.ChecksumSHA1, out.ChecksumSHA256); got != want {
-					t.Errorf("PutObject %d bytes %s: response checksum %q, want %q", size, alg, got, want)
+				if got := outputChecksum(alg, out); got != want || out.ChecksumType != types.ChecksumTypeFullObject {
+					t.Errorf("PutObject %d bytes %s: response checksum %q type %q, want %q FULL_OBJECT", size, alg, got, out.ChecksumType, want)
 				}
 				h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key), ChecksumMode: types.ChecksumModeEnabled})
 				if err != nil {
 					t.Fatalf("HeadObject: %v", err)
 				}
-				if got := outputChecksum(alg, h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumCRC64NVME, h.ChecksumSHA1, h.ChecksumSHA256); got != want {
+				if got := outputChecksum(alg, h); got != want {
 					t.Errorf("HeadObject %d bytes %s ChecksumMode=ENABLED: checksum %q, want %q", size, alg, got, want)
 				}
 				if h.ChecksumType != types.ChecksumTypeFullObject {
@@ -211,18 +268,18 @@ func TestObjects(t *testing.T) {
 					t.Fatalf("GetObject: %v", err)
 				}
 				var buf bytes.Buffer
-				_, err = buf.ReadFrom(g.Body) // the SDK validates the checksum while reading
+				_, err = buf.ReadFrom(g.Body) // the SDK validates the checksums it computes while reading
 				g.Body.Close()
 				if err != nil {
 					t.Errorf("GetObject %d bytes %s: read: %v", size, alg, err)
 				}
 				checkBody(t, "GetObject "+string(alg), buf.Bytes(), body)
-				if got := outputChecksum(alg, g.ChecksumCRC32, g.ChecksumCRC32C, g.ChecksumCRC64NVME, g.ChecksumSHA1, g.ChecksumSHA256); got != want {
-					t.Errorf("GetObject %d bytes %s ChecksumMode=ENABLED: checksum %q, want %q", size, alg, got, want)
+				if got := outputChecksum(alg, g); got != want || g.ChecksumType != types.ChecksumTypeFullObject {
+					t.Errorf("GetObject %d bytes %s ChecksumMode=ENABLED: checksum %q type %q, want %q FULL_OBJECT", size, alg, got, g.ChecksumType, want)
 				}
 				// Without ChecksumMode the checksum is not sent.
 				h, err = c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key)})
-				if err == nil && outputChecksum(alg, h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumCRC64NVME, h.ChecksumSHA1, h.ChecksumSHA256) != "" {
+				if err == nil && outputChecksum(alg, h) != "" {
 					t.Errorf("HeadObject %s without ChecksumMode returned a checksum", alg)
 				}
 			}
@@ -234,19 +291,7 @@ func TestObjects(t *testing.T) {
 		other := []byte("another body")
 		for _, alg := range allAlgorithms {
 			in := &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("ck-bad"), Body: bytes.NewReader(body)}
-			v := aws.String(checksumOf(alg, other))
-			switch alg {
-			case types.ChecksumAlgorithmCrc32:
-				in.ChecksumCRC32 = v
-			case types.ChecksumAlgorithmCrc32c:
-				in.ChecksumCRC32C = v
-			case types.ChecksumAlgorithmCrc64nvme:
-				in.ChecksumCRC64NVME = v
-			case types.ChecksumAlgorithmSha1:
-				in.ChecksumSHA1 = v
-			case types.ChecksumAlgorithmSha256:
-				in.ChecksumSHA256 = v
-			}
+			setChecksum(in, alg, checksumOf(alg, other))
 			_, err := cw.PutObject(ctx, in)
 			wantErr(t, "PutObject with a wrong x-amz-checksum-"+strings.ToLower(string(alg)), err, "BadDigest", 400)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,20 +172,35 @@ func TestStreamingUploads(t *testing.T) {
 	t.Run("signedTrailer", func(t *testing.T) {
 		payload := randBytes(200 * kib)
 		for _, mode := range []sigv4.PayloadMode{sigv4.PayloadStreamingSignedTrailer, sigv4.PayloadStreamingUnsignedTrailer} {
-			r, _ := chunkedPut(t, ts.endpoint, b, "trailer", payload, sigv4.ChunkedOptions{Mode: mode,
-				Trailers: []sigv4.Trailer{{Name: "x-amz-checksum-crc32c", Value: checksumOf(types.ChecksumAlgorithmCrc32c, payload)}}})
-			resp, body := do(t, hc, r)
-			if resp.StatusCode != 200 {
-				t.Fatalf("%v PUT: %d %s", mode, resp.StatusCode, body)
+			// Every algorithm, as SDKs that compute it send it.
+			for _, alg := range allAlgorithms {
+				name := "x-amz-checksum-" + strings.ToLower(string(alg))
+				want := checksumOf(alg, payload)
+				r, _ := chunkedPut(t, ts.endpoint, b, "trailer", payload, sigv4.ChunkedOptions{Mode: mode,
+					Trailers: []sigv4.Trailer{{Name: name, Value: want}}})
+				resp, body := do(t, hc, r)
+				if resp.StatusCode != 200 {
+					t.Fatalf("%v PUT with trailer %s: %d %s", mode, name, resp.StatusCode, body)
+				}
+				if got := resp.Header.Get(name); got != want {
+					t.Errorf("%v PUT with trailer %s: response %s %q, want %q", mode, name, name, got, want)
+				}
+				h, err := c.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("trailer"), ChecksumMode: types.ChecksumModeEnabled})
+				if err != nil {
+					t.Fatalf("HeadObject: %v", err)
+				}
+				if got := outputChecksum(alg, h); got != want {
+					t.Errorf("%v: stored %s %q, want %q", mode, alg, got, want)
+				}
+				checkBody(t, "GetObject", get(t, c, b, "trailer"), payload)
+
+				r, _ = chunkedPut(t, ts.endpoint, b, "trailer-bad", payload, sigv4.ChunkedOptions{Mode: mode,
+					Trailers: []sigv4.Trailer{{Name: name, Value: checksumOf(alg, payload[1:])}}})
+				resp, body = do(t, hc, r)
+				if resp.StatusCode != 400 || !bytes.Contains(body, []byte("<Code>BadDigest</Code>")) {
+					t.Errorf("%v PUT with a wrong trailer %s: %d %s, want 400 BadDigest", mode, name, resp.StatusCode, body)
+				}
 			}
-			h, err := c.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("trailer"), ChecksumMode: types.ChecksumModeEnabled})
-			if err != nil {
-				t.Fatalf("HeadObject: %v", err)
-			}
-			if got, want := aws.ToString(h.ChecksumCRC32C), checksumOf(types.ChecksumAlgorithmCrc32c, payload); got != want {
-				t.Errorf("%v: stored CRC32C %q, want %q", mode, got, want)
-			}
-			checkBody(t, "GetObject", get(t, c, b, "trailer"), payload)
 		}
 	})
 

@@ -50,8 +50,13 @@ func TestTrailingChecksums(t *testing.T) {
 
 	for _, size := range []int{1, 100 * kib, 3*mib + 5} {
 		body := randBytes(size)
-		// The default algorithm (CRC32) and each explicit one.
+		// The default algorithm (CRC32) and each explicit one the SDK
+		// computes, SHA512 included (the others, which an application would
+		// send in a header, go as trailers in TestStreamingUploads).
 		for _, alg := range append([]types.ChecksumAlgorithm{""}, allAlgorithms...) {
+			if alg != "" && !sdkComputes(alg) {
+				continue
+			}
 			in := &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("k"), Body: bytes.NewReader(body), ChecksumAlgorithm: alg}
 			if _, err := c.PutObject(ctx, in); err != nil {
 				t.Errorf("PutObject %d bytes, algorithm %q, trailer: %v", size, alg, err)
@@ -66,7 +71,7 @@ func TestTrailingChecksums(t *testing.T) {
 			if err != nil {
 				t.Fatalf("HeadObject: %v", err)
 			}
-			if got, want := outputChecksum(alg, h.ChecksumCRC32, h.ChecksumCRC32C, h.ChecksumCRC64NVME, h.ChecksumSHA1, h.ChecksumSHA256), checksumOf(alg, body); got != want {
+			if got, want := outputChecksum(alg, h), checksumOf(alg, body); got != want {
 				t.Errorf("%d bytes %s sent as trailer: stored checksum %q, want %q", size, alg, got, want)
 			}
 		}

@@ -25,8 +25,9 @@ import (
 // parts' (COMPOSITE or FULL_OBJECT). Errors: NoSuchUpload, NoSuchBucket,
 // MalformedXML (no parts), InvalidPartOrder, InvalidPart (missing part,
 // ETag or checksum mismatch), EntityTooSmall (a part but the last below
-// MinPartSize), BadDigest (the object checksum the client asserted),
-// PreconditionFailed / NoSuchKey (conditional write), NotImplemented.
+// MinPartSize), BadDigest (the object checksum or checksum type the client
+// asserted), PreconditionFailed / NoSuchKey (conditional write),
+// NotImplemented.
 func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uploadID string, in CompleteInput) (ObjectInfo, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
@@ -141,6 +142,10 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 	etag := md5.Sum(md5s)
 	rec.ETag = hex.EncodeToString(etag[:]) + "-" + strconv.Itoa(len(chosen))
 	if u.ChecksumAlgorithm != "" {
+		if in.ChecksumType != "" && in.ChecksumType != u.ChecksumType {
+			return nil, s3err.Newf(s3err.BadDigest, res, "The x-amz-checksum-type you specified ("+in.ChecksumType+
+				") does not match the checksum type of the upload ("+u.ChecksumType+").")
+		}
 		c, err := combineChecksums(u, chosen)
 		if err != nil {
 			return nil, err

@@ -92,7 +92,7 @@ func invalidChecksumValue(alg checksum.Algorithm, res string, err error) error {
 // checkAlgorithm rejects an algorithm that is not one of checksum's.
 func checkAlgorithm(alg checksum.Algorithm, res string) error {
 	if alg.Size() == 0 {
-		e := s3err.Newf(s3err.InvalidRequest, res, "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+		e := s3err.Newf(s3err.InvalidRequest, res, "Checksum algorithm provided is unsupported. Please try again with any of the valid types: ["+checksum.Names()+"]")
 		e.Err = errors.New("unknown checksum algorithm " + string(alg))
 		return e
 	}

@@ -15,10 +15,10 @@ import (
 
 // CreateMultipartUpload starts an upload and returns it. A checksum
 // algorithm makes every part carry that checksum and the object a
-// COMPOSITE (the default; SHA1 and SHA256 allow only this) or FULL_OBJECT
-// (CRCs only; the default for CRC64NVME) checksum. Errors: NoSuchBucket,
-// KeyTooLongError, InvalidArgument, MetadataTooLarge, InvalidRequest
-// (checksum algorithm or type).
+// COMPOSITE (the default; the only type of SHA1, SHA256, SHA512, MD5 and
+// the xxHashes) or FULL_OBJECT (CRCs only; the default for CRC64NVME)
+// checksum. Errors: NoSuchBucket, KeyTooLongError, InvalidArgument,
+// MetadataTooLarge, InvalidRequest (checksum algorithm or type).
 func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string, in CreateUploadInput) (Upload, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key

@@ -77,6 +77,11 @@ func TestMultipartRoundTrip(t *testing.T) {
 		{name: "sha256 composite", alg: checksum.SHA256, typ: "COMPOSITE", want: ChecksumValue{checksum.SHA256, composite(checksum.SHA256), "COMPOSITE"}},
 		{name: "crc32c full object", alg: checksum.CRC32C, typ: "FULL_OBJECT", want: ChecksumValue{checksum.CRC32C, checksum.Encode(sum(checksum.CRC32C, whole)), "FULL_OBJECT"}},
 		{name: "crc64nvme default full", alg: checksum.CRC64NVME, want: ChecksumValue{checksum.CRC64NVME, checksum.Encode(sum(checksum.CRC64NVME, whole)), "FULL_OBJECT"}},
+		{name: "sha512 composite", alg: checksum.SHA512, want: ChecksumValue{checksum.SHA512, composite(checksum.SHA512), "COMPOSITE"}},
+		{name: "md5 composite", alg: checksum.MD5, typ: "COMPOSITE", want: ChecksumValue{checksum.MD5, composite(checksum.MD5), "COMPOSITE"}},
+		{name: "xxhash64 composite", alg: checksum.XXHASH64, want: ChecksumValue{checksum.XXHASH64, composite(checksum.XXHASH64), "COMPOSITE"}},
+		{name: "xxhash3 composite", alg: checksum.XXHASH3, want: ChecksumValue{checksum.XXHASH3, composite(checksum.XXHASH3), "COMPOSITE"}},
+		{name: "xxhash128 composite", alg: checksum.XXHASH128, want: ChecksumValue{checksum.XXHASH128, composite(checksum.XXHASH128), "COMPOSITE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -257,8 +262,17 @@ func TestMultipartChecksumTypes(t *testing.T) {
 		{checksum.SHA1, "FULL_OBJECT", s3err.InvalidRequest},
 		{checksum.CRC64NVME, "COMPOSITE", s3err.InvalidRequest},
 		{checksum.CRC32, "BOGUS", s3err.InvalidRequest},
-		{"MD5", "", s3err.InvalidRequest},
+		{"BLAKE3", "", s3err.InvalidRequest},
 		{checksum.CRC32, "FULL_OBJECT", ""},
+		// The newer algorithms' digests cannot be combined: COMPOSITE only.
+		{checksum.SHA512, "", ""},
+		{checksum.SHA512, "FULL_OBJECT", s3err.InvalidRequest},
+		{checksum.MD5, "COMPOSITE", ""},
+		{checksum.MD5, "FULL_OBJECT", s3err.InvalidRequest},
+		{checksum.XXHASH64, "FULL_OBJECT", s3err.InvalidRequest},
+		{checksum.XXHASH3, "FULL_OBJECT", s3err.InvalidRequest},
+		{checksum.XXHASH128, "FULL_OBJECT", s3err.InvalidRequest},
+		{checksum.XXHASH128, "COMPOSITE", ""},
 	} {
 		e := newEnv(t)
 		_, err := e.s.CreateMultipartUpload(context.Background(), "bkt", "k", CreateUploadInput{ChecksumAlgorithm: tc.alg, ChecksumType: tc.typ})
@@ -296,8 +310,11 @@ func TestMultipartCompleteChecksums(t *testing.T) {
 		Checksum: ChecksumInput{Algorithm: checksum.CRC32, Value: checksum.Encode(sum(checksum.CRC32, p1))}})
 	wantCode(t, "Complete with a wrong object checksum", err, s3err.BadDigest)
 	whole := checksum.Encode(sum(checksum.CRC32, slices.Concat(p1, p2)))
+	_, err = e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps,
+		Checksum: ChecksumInput{Algorithm: checksum.CRC32, Value: whole}, ChecksumType: "COMPOSITE"})
+	wantCode(t, "Complete asserting another checksum type", err, s3err.BadDigest)
 	info, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps,
-		Checksum: ChecksumInput{Algorithm: checksum.CRC32, Value: whole}})
+		Checksum: ChecksumInput{Algorithm: checksum.CRC32, Value: whole}, ChecksumType: "FULL_OBJECT"})
 	if err != nil {
 		t.Fatal(err)
 	}

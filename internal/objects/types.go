@@ -205,6 +205,11 @@ type CompleteInput struct {
 	Parts    []CompletePart
 	Cond     WriteConditions
 	Checksum ChecksumInput // full-object checksum the client asserts, if any
+	// ChecksumType is the checksum type the client asserts
+	// (x-amz-checksum-type: COMPOSITE or FULL_OBJECT), if any. For an
+	// upload with a checksum algorithm, another type than the upload's is
+	// BadDigest.
+	ChecksumType string
 }
 
 // ListInput is a ListObjects (v1 or v2) query.

@@ -143,7 +143,20 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
 - PutObject and UploadPart require Content-Length (or
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
   ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
-  SHA256; in a header or an aws-chunked trailer) are verified.
+  SHA256, SHA512, MD5, XXHASH64, XXHASH3 or XXHASH128; in a header or an
+  aws-chunked trailer) are verified, stored and returned as
+  ` + "`x-amz-checksum-<algorithm>`" + ` (base64 of the big-endian digest; XXHASH3 is
+  XXH3-64 and XXHASH128 XXH3-128, seed 0) with ` + "`x-amz-checksum-type: FULL_OBJECT`" + `.
+- Multipart checksums: CreateMultipartUpload's ` + "`x-amz-checksum-algorithm`" + ` makes
+  every part carry that checksum. ` + "`x-amz-checksum-type`" + ` COMPOSITE (the checksum
+  of the parts' checksums, then ` + "`-N`" + `) is the default and works with every
+  algorithm; FULL_OBJECT (the checksum of the whole object) is the default
+  for CRC64NVME and allowed for the CRCs only: SHA1, SHA256, SHA512, MD5 and
+  the xxHashes cannot be combined from the parts' and answer ` + "`InvalidRequest`" + `,
+  as does COMPOSITE with CRC64NVME. CompleteMultipartUpload checks an
+  asserted ` + "`x-amz-checksum-<algorithm>`" + ` and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if
+  they differ) and returns both, as do HEAD, GET (whole object),
+  GetObjectAttributes, ListParts and CopyObject.
 - A full disk: below the free-space reserve (` + "`disk.reserve`" + `, 256 MiB or 3 % of
   the filesystem, whichever is smaller, but at least the 64 MiB the metadata
   engine needs) every write of object data (PutObject, UploadPart, CopyObject,

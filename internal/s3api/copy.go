@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -153,17 +154,36 @@ func copySourceFailed(err error) error {
 // xmlChecksums puts a checksum in the element its algorithm names.
 func xmlChecksums(c objects.ChecksumValue) s3xml.Checksums {
 	var x s3xml.Checksums
-	switch c.Algorithm {
-	case "CRC32":
-		x.ChecksumCRC32 = c.Value
-	case "CRC32C":
-		x.ChecksumCRC32C = c.Value
-	case "CRC64NVME":
-		x.ChecksumCRC64NVME = c.Value
-	case "SHA1":
-		x.ChecksumSHA1 = c.Value
-	case "SHA256":
-		x.ChecksumSHA256 = c.Value
+	if f := checksumField(&x, c.Algorithm); f != nil {
+		*f = c.Value
 	}
 	return x
+}
+
+// checksumField returns the field of x, named Checksum<algorithm> as its
+// XML element is, that holds a's value; nil if a is not an algorithm.
+func checksumField(x *s3xml.Checksums, a checksum.Algorithm) *string {
+	switch a {
+	case checksum.CRC32:
+		return &x.ChecksumCRC32
+	case checksum.CRC32C:
+		return &x.ChecksumCRC32C
+	case checksum.CRC64NVME:
+		return &x.ChecksumCRC64NVME
+	case checksum.SHA1:
+		return &x.ChecksumSHA1
+	case checksum.SHA256:
+		return &x.ChecksumSHA256
+	case checksum.SHA512:
+		return &x.ChecksumSHA512
+	case checksum.MD5:
+		return &x.ChecksumMD5
+	case checksum.XXHASH64:
+		return &x.ChecksumXXHASH64
+	case checksum.XXHASH3:
+		return &x.ChecksumXXHASH3
+	case checksum.XXHASH128:
+		return &x.ChecksumXXHASH128
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package s3api
 
 import (
+	"encoding/xml"
 	"net/http"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +11,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
 )
 
 func TestParseCopySource(t *testing.T) {
@@ -65,7 +68,9 @@ func TestParseCopyObject(t *testing.T) {
 			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", Cond: objects.WriteConditions{IfNoneMatch: "*"}}},
 		{name: "checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "sha256"),
 			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", ChecksumAlgorithm: checksum.SHA256}},
-		{name: "bad checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "md5"), wantErr: s3err.InvalidRequest},
+		{name: "xxhash64 checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "xxhash64"),
+			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", ChecksumAlgorithm: checksum.XXHASH64}},
+		{name: "bad checksum algorithm", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Checksum-Algorithm", "blake3"), wantErr: s3err.InvalidRequest},
 		{name: "bad directive", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Metadata-Directive", "MERGE"), wantErr: s3err.InvalidArgument},
 		{name: "tagging replace", h: header("X-Amz-Copy-Source", "src/k", "X-Amz-Tagging-Directive", "REPLACE", "X-Amz-Tagging", "a=1&b"),
 			want: objects.CopyInput{SrcBucket: "src", SrcKey: "k", ReplaceTags: true, Tags: []objects.Tag{{Key: "a", Value: "1"}, {Key: "b"}}}},
@@ -87,5 +92,33 @@ func TestParseCopyObject(t *testing.T) {
 				t.Errorf("parseCopyObject(%v) mismatch (-want +got):\n%s", tc.h, diff)
 			}
 		})
+	}
+}
+
+func TestXMLChecksums(t *testing.T) {
+	// Every algorithm has its own element, named Checksum<algorithm> as in
+	// the S3 API, and s3xml.Checksums has no element without an algorithm.
+	algs := checksum.Algorithms()
+	if n := reflect.TypeFor[s3xml.Checksums]().NumField(); n != len(algs) {
+		t.Errorf("s3xml.Checksums has %d fields for %d algorithms", n, len(algs))
+	}
+	for _, a := range algs {
+		x := xmlChecksums(objects.ChecksumValue{Algorithm: a, Value: "v"})
+		b, err := xml.Marshal(struct {
+			XMLName xml.Name `xml:"R"`
+			s3xml.Checksums
+		}{Checksums: x})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(b), "<R><Checksum"+string(a)+">v</Checksum"+string(a)+"></R>"; got != want {
+			t.Errorf("xmlChecksums(%s) marshals to %s, want %s", a, got, want)
+		}
+		if got := firstChecksum(x); got != "v" {
+			t.Errorf("firstChecksum(xmlChecksums(%s)) = %q, want %q", a, got, "v")
+		}
+	}
+	if got := xmlChecksums(objects.ChecksumValue{Algorithm: "BLAKE3", Value: "v"}); got != (s3xml.Checksums{}) {
+		t.Errorf("xmlChecksums of an unknown algorithm = %+v, want none", got)
 	}
 }

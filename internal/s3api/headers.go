@@ -20,10 +20,6 @@ import (
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/UsingMetadata.html
 const maxUserMetadata = 2 << 10
 
-// checksumAlgorithms lists the flexible-checksum algorithms in the order
-// their headers are looked for. A read-only lookup table.
-var checksumAlgorithms = [...]checksum.Algorithm{checksum.CRC32, checksum.CRC32C, checksum.CRC64NVME, checksum.SHA1, checksum.SHA256}
-
 // parsePutObject turns the headers of a PutObject into its input: standard
 // headers and x-amz-meta-*, Content-MD5, the flexible checksum and the
 // conditional-write headers. Size and, for a trailing checksum, the
@@ -199,7 +195,7 @@ func parseChecksum(h http.Header) (objects.ChecksumInput, error) {
 	in := objects.ChecksumInput{Algorithm: alg, Value: val}
 	for _, t := range h.Values("X-Amz-Trailer") {
 		for _, name := range strings.Split(t, ",") {
-			a, ok := trailerAlgorithm(strings.TrimSpace(name))
+			a, ok := checksum.ForHeader(strings.TrimSpace(name))
 			if !ok {
 				continue // another trailer; sigv4 decides whether it is allowed
 			}
@@ -212,7 +208,7 @@ func parseChecksum(h http.Header) (objects.ChecksumInput, error) {
 	if s := h.Get("X-Amz-Sdk-Checksum-Algorithm"); s != "" {
 		a, err := checksum.Parse(s)
 		if err != nil {
-			return objects.ChecksumInput{}, s3err.Newf(s3err.InvalidRequest, "", "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+			return objects.ChecksumInput{}, unsupportedChecksumAlgorithm()
 		}
 		if in.Algorithm == "" {
 			return objects.ChecksumInput{}, s3err.Newf(s3err.InvalidRequest, "", "x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.")
@@ -238,15 +234,10 @@ func checksumHeader(h http.Header) (checksum.Algorithm, string, error) {
 	return alg, val, nil
 }
 
-// trailerAlgorithm returns the checksum algorithm whose header an
-// x-amz-trailer value names.
-func trailerAlgorithm(t string) (checksum.Algorithm, bool) {
-	for _, a := range checksumAlgorithms {
-		if strings.EqualFold(t, a.Header()) {
-			return a, true
-		}
-	}
-	return "", false
+// unsupportedChecksumAlgorithm is S3's answer to an algorithm name it does
+// not know, listing those it does.
+func unsupportedChecksumAlgorithm() error {
+	return s3err.Newf(s3err.InvalidRequest, "", "Checksum algorithm provided is unsupported. Please try again with any of the valid types: ["+checksum.Names()+"]")
 }
 
 // parseChecksumAlgorithm parses x-amz-checksum-algorithm ("" if absent).
@@ -257,7 +248,7 @@ func parseChecksumAlgorithm(h http.Header) (checksum.Algorithm, error) {
 	}
 	a, err := checksum.Parse(s)
 	if err != nil {
-		return "", s3err.Newf(s3err.InvalidRequest, "", "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+		return "", unsupportedChecksumAlgorithm()
 	}
 	return a, nil
 }

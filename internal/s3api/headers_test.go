@@ -30,6 +30,7 @@ const (
 	helloCRC32C = "mnG7TA=="
 	helloSHA256 = "LPJNul+wow4m6DsqxbninhsWHlwfp0JecwQzYpOLmCQ="
 	helloMD5    = "XUFAKrxLKna5cZ2REBfFkg=="
+	helloSHA512 = "m3HSJL1i83hdltRq0+o9czGb+8KJDKra4t/3JRlnPKcjI8PZm6XBHXx6zG4UuMXaDEZjR1wuXDre9G9zvN7AQw=="
 )
 
 func TestParsePutObject(t *testing.T) {
@@ -67,9 +68,21 @@ func TestParsePutObject(t *testing.T) {
 		{name: "two checksums", h: header("X-Amz-Checksum-Crc32", helloCRC32, "X-Amz-Checksum-Crc32c", helloCRC32C), wantErr: s3err.InvalidRequest},
 		{name: "checksum and trailer", h: header("X-Amz-Checksum-Crc32", helloCRC32, "X-Amz-Trailer", "x-amz-checksum-crc32"), wantErr: s3err.InvalidRequest},
 		{name: "malformed checksum", h: header("X-Amz-Checksum-Sha256", "abc"), wantErr: s3err.InvalidRequest},
+		{name: "unpadded sha256 of 33 bytes", h: header("X-Amz-Checksum-Sha256", strings.Repeat("A", 44)), wantErr: s3err.InvalidRequest},
 		{name: "sdk algorithm without value", h: header("X-Amz-Sdk-Checksum-Algorithm", "CRC32"), wantErr: s3err.InvalidRequest},
 		{name: "sdk algorithm mismatch", h: header("X-Amz-Sdk-Checksum-Algorithm", "SHA256", "X-Amz-Checksum-Crc32", helloCRC32), wantErr: s3err.InvalidRequest},
-		{name: "sdk algorithm unknown", h: header("X-Amz-Sdk-Checksum-Algorithm", "MD5", "X-Amz-Checksum-Crc32", helloCRC32), wantErr: s3err.InvalidRequest},
+		{name: "sdk algorithm unknown", h: header("X-Amz-Sdk-Checksum-Algorithm", "BLAKE3", "X-Amz-Checksum-Crc32", helloCRC32), wantErr: s3err.InvalidRequest},
+		{name: "sha512 header", h: header("X-Amz-Checksum-Sha512", helloSHA512, "X-Amz-Sdk-Checksum-Algorithm", "SHA512"),
+			want: objects.PutInput{Checksum: objects.ChecksumInput{Algorithm: checksum.SHA512, Value: helloSHA512}}},
+		{name: "md5 checksum and Content-MD5", h: header("X-Amz-Checksum-Md5", helloMD5, "Content-MD5", helloMD5),
+			want: objects.PutInput{ContentMD5: helloMD5, Checksum: objects.ChecksumInput{Algorithm: checksum.MD5, Value: helloMD5}}},
+		{name: "xxhash3 trailer", h: header("X-Amz-Trailer", "x-amz-checksum-xxhash3", "X-Amz-Sdk-Checksum-Algorithm", "XXHASH3"),
+			want: objects.PutInput{Checksum: objects.ChecksumInput{Algorithm: checksum.XXHASH3}}},
+		{name: "xxhash128 trailer upper case", h: header("X-Amz-Trailer", "X-Amz-Checksum-XXHASH128"),
+			want: objects.PutInput{Checksum: objects.ChecksumInput{Algorithm: checksum.XXHASH128}}},
+		{name: "xxhash64 of the wrong size", h: header("X-Amz-Checksum-Xxhash64", helloCRC32), wantErr: s3err.InvalidRequest},
+		{name: "xxhash64 and xxhash3", h: header("X-Amz-Checksum-Xxhash64", "jLhB20DmroM=", "X-Amz-Checksum-Xxhash3", "ctyxi2ehff8="), wantErr: s3err.InvalidRequest},
+		{name: "sdk algorithm xxhash64 for an md5 trailer", h: header("X-Amz-Trailer", "x-amz-checksum-md5", "X-Amz-Sdk-Checksum-Algorithm", "XXHASH64"), wantErr: s3err.InvalidRequest},
 		{name: "bad md5", h: header("Content-MD5", "not base64"), wantErr: s3err.InvalidDigest},
 		{name: "short md5", h: header("Content-MD5", "AAAA"), wantErr: s3err.InvalidDigest},
 		{name: "empty md5", h: header("Content-MD5", ""), wantErr: s3err.InvalidDigest},

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -35,8 +36,9 @@ func parsePartTarget(q url.Values) (string, int, error) {
 }
 
 // parseCreateUpload turns the headers of a CreateMultipartUpload into its
-// input. x-amz-checksum-type is COMPOSITE (the default with an algorithm)
-// or FULL_OBJECT; the object's checksum type must come with its algorithm.
+// input. x-amz-checksum-type is COMPOSITE or FULL_OBJECT and must come
+// with an algorithm; without it the type is left for objects to default
+// by algorithm (FULL_OBJECT for CRC64NVME, else COMPOSITE).
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateMultipartUpload.html
 func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 	if err := checkUnsupported(h); err != nil {
@@ -57,9 +59,6 @@ func parseCreateUpload(h http.Header) (objects.CreateUploadInput, error) {
 	in := objects.CreateUploadInput{Meta: meta, Tags: tags, ChecksumAlgorithm: alg}
 	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
 	case "":
-		if alg != "" {
-			in.ChecksumType = "COMPOSITE"
-		}
 	case "COMPOSITE", "FULL_OBJECT":
 		if alg == "" {
 			return objects.CreateUploadInput{}, s3err.Newf(s3err.InvalidRequest, "", "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
@@ -154,7 +153,8 @@ func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, rq *req
 
 // parseComplete turns the body and headers of a CompleteMultipartUpload
 // into its input. The body has been decoded by s3xml; the full-object
-// checksum the client asserts, if any, comes from x-amz-checksum-*.
+// checksum the client asserts, if any, comes from x-amz-checksum-*, and
+// its type from x-amz-checksum-type.
 func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.CompleteInput, error) {
 	cond, err := parseWriteConditions(h)
 	if err != nil {
@@ -165,6 +165,12 @@ func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.Co
 		return objects.CompleteInput{}, err
 	}
 	in := objects.CompleteInput{Cond: cond, Checksum: objects.ChecksumInput{Algorithm: alg, Value: val}}
+	switch t := strings.ToUpper(h.Get("X-Amz-Checksum-Type")); t {
+	case "", "COMPOSITE", "FULL_OBJECT":
+		in.ChecksumType = t
+	default:
+		return objects.CompleteInput{}, s3err.Newf(s3err.InvalidRequest, "", "Value for x-amz-checksum-type header is invalid.")
+	}
 	in.Parts = make([]objects.CompletePart, len(doc.Parts))
 	for i, p := range doc.Parts {
 		in.Parts[i] = objects.CompletePart{Number: p.PartNumber, ETag: p.ETag, Checksum: firstChecksum(p.Checksums)}
@@ -174,8 +180,8 @@ func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.Co
 
 // firstChecksum returns the checksum a <Part> carries, if any.
 func firstChecksum(c s3xml.Checksums) string {
-	for _, v := range [...]string{c.ChecksumCRC32, c.ChecksumCRC32C, c.ChecksumCRC64NVME, c.ChecksumSHA1, c.ChecksumSHA256} {
-		if v != "" {
+	for _, a := range checksum.Algorithms() {
+		if v := *checksumField(&c, a); v != "" {
 			return v
 		}
 	}

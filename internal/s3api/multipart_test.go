@@ -27,13 +27,22 @@ func TestParseCreateUpload(t *testing.T) {
 		{name: "plain"},
 		{name: "metadata", h: header("Content-Type", "video/mp2t", "X-Amz-Meta-Take", "2"),
 			want: objects.CreateUploadInput{Meta: objects.Metadata{ContentType: "video/mp2t", User: map[string]string{"take": "2"}}}},
-		{name: "algorithm defaults to composite", h: header("X-Amz-Checksum-Algorithm", "CRC32C"),
-			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.CRC32C, ChecksumType: "COMPOSITE"}},
+		// The type is defaulted by objects, by algorithm.
+		{name: "algorithm without type", h: header("X-Amz-Checksum-Algorithm", "CRC32C"),
+			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.CRC32C}},
+		{name: "crc64nvme without type", h: header("X-Amz-Checksum-Algorithm", "CRC64NVME"),
+			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.CRC64NVME}},
+		{name: "composite lower case", h: header("X-Amz-Checksum-Algorithm", "SHA256", "X-Amz-Checksum-Type", "composite"),
+			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.SHA256, ChecksumType: "COMPOSITE"}},
 		{name: "full object", h: header("X-Amz-Checksum-Algorithm", "crc64nvme", "X-Amz-Checksum-Type", "FULL_OBJECT"),
 			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.CRC64NVME, ChecksumType: "FULL_OBJECT"}},
 		{name: "type without algorithm", h: header("X-Amz-Checksum-Type", "FULL_OBJECT"), wantErr: s3err.InvalidRequest},
 		{name: "bad type", h: header("X-Amz-Checksum-Algorithm", "CRC32", "X-Amz-Checksum-Type", "PARTIAL"), wantErr: s3err.InvalidRequest},
 		{name: "bad algorithm", h: header("X-Amz-Checksum-Algorithm", "XXH3"), wantErr: s3err.InvalidRequest},
+		{name: "xxhash3", h: header("X-Amz-Checksum-Algorithm", "XXHASH3"),
+			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.XXHASH3}},
+		{name: "sha512 composite", h: header("X-Amz-Checksum-Algorithm", "sha512", "X-Amz-Checksum-Type", "COMPOSITE"),
+			want: objects.CreateUploadInput{ChecksumAlgorithm: checksum.SHA512, ChecksumType: "COMPOSITE"}},
 		{name: "sse", h: header("X-Amz-Server-Side-Encryption", "AES256"), wantErr: s3err.NotImplemented},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,8 +109,9 @@ func TestParseComplete(t *testing.T) {
 	doc := s3xml.CompleteMultipartUpload{Parts: []s3xml.CompletedPart{
 		{PartNumber: 1, ETag: `"a54357aff0632cce46d942af68356b38"`},
 		{PartNumber: 2, ETag: "0c78aef83f66abc1fa1e8477f296d394", Checksums: s3xml.Checksums{ChecksumCRC32: helloCRC32}},
+		{PartNumber: 3, ETag: "0c78aef83f66abc1fa1e8477f296d394", Checksums: s3xml.Checksums{ChecksumXXHASH128: "MxGUd+3l3NXpcWQnaB1YYA=="}},
 	}}
-	got, err := parseComplete(header("If-None-Match", "*", "X-Amz-Checksum-Crc32", helloCRC32), doc)
+	got, err := parseComplete(header("If-None-Match", "*", "X-Amz-Checksum-Crc32", helloCRC32, "X-Amz-Checksum-Type", "full_object"), doc)
 	if err != nil {
 		t.Fatalf("parseComplete: %v", err)
 	}
@@ -109,9 +119,11 @@ func TestParseComplete(t *testing.T) {
 		Parts: []objects.CompletePart{
 			{Number: 1, ETag: `"a54357aff0632cce46d942af68356b38"`},
 			{Number: 2, ETag: "0c78aef83f66abc1fa1e8477f296d394", Checksum: helloCRC32},
+			{Number: 3, ETag: "0c78aef83f66abc1fa1e8477f296d394", Checksum: "MxGUd+3l3NXpcWQnaB1YYA=="},
 		},
-		Cond:     objects.WriteConditions{IfNoneMatch: "*"},
-		Checksum: objects.ChecksumInput{Algorithm: checksum.CRC32, Value: helloCRC32},
+		Cond:         objects.WriteConditions{IfNoneMatch: "*"},
+		Checksum:     objects.ChecksumInput{Algorithm: checksum.CRC32, Value: helloCRC32},
+		ChecksumType: "FULL_OBJECT",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parseComplete mismatch (-want +got):\n%s", diff)
@@ -121,6 +133,13 @@ func TestParseComplete(t *testing.T) {
 	}
 	if _, err := parseComplete(header("X-Amz-Checksum-Crc32", "bad"), doc); s3err.CodeOf(err) != s3err.InvalidRequest {
 		t.Errorf("parseComplete with a bad checksum: error %v, want InvalidRequest", err)
+	}
+	if _, err := parseComplete(header("X-Amz-Checksum-Type", "PARTIAL"), doc); s3err.CodeOf(err) != s3err.InvalidRequest {
+		t.Errorf("parseComplete with a bad checksum type: error %v, want InvalidRequest", err)
+	}
+	got, err = parseComplete(header("X-Amz-Checksum-Sha512", "2eZ2LdHI6vbWGzxhkvxAjU1tXxF20MKRabwk5xw/J0rSf81YEbMT1oH35V7ALXPUmclUVba1u1A6z1dPuo/+hQ=="), doc)
+	if err != nil || got.Checksum.Algorithm != checksum.SHA512 || got.ChecksumType != "" {
+		t.Errorf("parseComplete with x-amz-checksum-sha512: %+v, type %q, %v", got.Checksum, got.ChecksumType, err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 )
@@ -211,6 +212,29 @@ func TestPostObject(t *testing.T) {
 		rp := hs.do(call{method: http.MethodGet, path: "/bkt/up/tagged?tagging"}).mustStatus(t, http.StatusOK)
 		if !strings.Contains(string(rp.body), "<Key>team</Key><Value>web</Value>") {
 			t.Errorf("tags %s", rp.body)
+		}
+	})
+	t.Run("checksum fields", func(t *testing.T) {
+		// A form field carries a flexible checksum as the header would,
+		// the newer algorithms included; a wrong one is refused.
+		for _, alg := range []checksum.Algorithm{checksum.SHA256, checksum.SHA512, checksum.XXHASH3, checksum.XXHASH128} {
+			h := alg.New()
+			h.Write(file)
+			sum := checksum.Encode(h.Sum(nil))
+			key := "up/ck-" + string(alg)
+			conds := append(basic, []any{"starts-with", "$" + alg.Header(), ""})
+			hs.post("bkt", &postForm{file: file, fields: signedV4(t, rootCred(), later, conds,
+				field{"key", key}, field{"Content-Type", "text/plain"}, field{alg.Header(), sum})}).mustStatus(t, http.StatusNoContent)
+			g := hs.do(call{method: http.MethodHead, path: "/bkt/" + key, header: http.Header{"X-Amz-Checksum-Mode": {"ENABLED"}}}).mustStatus(t, http.StatusOK)
+			if got := g.header.Get(alg.Header()); got != sum {
+				t.Errorf("HEAD of a form upload with %s: %s %q, want %q", alg, alg.Header(), got, sum)
+			}
+			rp := hs.post("bkt", &postForm{file: file, fields: signedV4(t, rootCred(), later, conds,
+				field{"key", key + "-bad"}, field{"Content-Type", "text/plain"}, field{alg.Header(), checksum.Encode(make([]byte, alg.Size()))})})
+			rp.mustStatus(t, http.StatusBadRequest)
+			if !strings.Contains(string(rp.body), "<Code>BadDigest</Code>") {
+				t.Errorf("form upload with a wrong %s: %s, want BadDigest", alg, rp.body)
+			}
 		}
 	})
 	t.Run("large file in blocks", func(t *testing.T) {

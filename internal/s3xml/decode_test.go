@@ -87,7 +87,13 @@ func completeCases(t testing.TB) []completeCase {
 			{PartNumber: 10000, ETag: `"0c78aef83f66abc1fa1e8477f296d394"`, Checksums: s3xml.Checksums{ChecksumCRC32: "AAAAAA=="}},
 		}}},
 		{name: "prefixed namespace", body: `<s3:CompleteMultipartUpload xmlns:s3="http://s3.amazonaws.com/doc/2006-03-01/"><s3:Part><s3:PartNumber>1</s3:PartNumber><s3:ETag>"e1"</s3:ETag></s3:Part></s3:CompleteMultipartUpload>`, want: s3xml.CompleteMultipartUpload{Parts: one}},
-		{name: "unknown elements ignored", body: wrap(`<Part><PartNumber>1</PartNumber><ETag>"e1"</ETag><ChecksumSHA512>x</ChecksumSHA512></Part><Extra/>`), want: s3xml.CompleteMultipartUpload{Parts: one}},
+		{name: "unknown elements ignored", body: wrap(`<Part><PartNumber>1</PartNumber><ETag>"e1"</ETag><ChecksumBLAKE3>x</ChecksumBLAKE3></Part><Extra/>`), want: s3xml.CompleteMultipartUpload{Parts: one}},
+		{name: "newer checksums", body: wrap(`<Part><ChecksumSHA512>s</ChecksumSHA512><ETag>"e1"</ETag><PartNumber>1</PartNumber></Part>` +
+			`<Part><ChecksumMD5>m</ChecksumMD5><ChecksumXXHASH64>x64</ChecksumXXHASH64><ChecksumXXHASH3>x3</ChecksumXXHASH3><ChecksumXXHASH128>x128</ChecksumXXHASH128><ETag>"e2"</ETag><PartNumber>2</PartNumber></Part>`),
+			want: s3xml.CompleteMultipartUpload{Parts: []s3xml.CompletedPart{
+				{PartNumber: 1, ETag: `"e1"`, Checksums: s3xml.Checksums{ChecksumSHA512: "s"}},
+				{PartNumber: 2, ETag: `"e2"`, Checksums: s3xml.Checksums{ChecksumMD5: "m", ChecksumXXHASH64: "x64", ChecksumXXHASH3: "x3", ChecksumXXHASH128: "x128"}},
+			}}},
 		{name: "comments and whitespace around root", body: "<?xml version=\"1.0\"?>\n<!-- c -->\n" + wrap(parts(1)) + "\n<!-- trailing -->\n", want: s3xml.CompleteMultipartUpload{Parts: one}},
 		{name: "out of order left to caller", body: wrap(`<Part><PartNumber>2</PartNumber><ETag>a</ETag></Part><Part><PartNumber>2</PartNumber><ETag>b</ETag></Part>`), want: s3xml.CompleteMultipartUpload{Parts: []s3xml.CompletedPart{{PartNumber: 2, ETag: "a"}, {PartNumber: 2, ETag: "b"}}}},
 		{name: "exactly the limit", body: wrap(parts(1)), limit: int64(len(wrap(parts(1)))), want: s3xml.CompleteMultipartUpload{Parts: one}},

@@ -21,6 +21,11 @@ type Checksums struct {
 	ChecksumCRC64NVME string `xml:"ChecksumCRC64NVME,omitempty"`
 	ChecksumSHA1      string `xml:"ChecksumSHA1,omitempty"`
 	ChecksumSHA256    string `xml:"ChecksumSHA256,omitempty"`
+	ChecksumSHA512    string `xml:"ChecksumSHA512,omitempty"`
+	ChecksumMD5       string `xml:"ChecksumMD5,omitempty"`
+	ChecksumXXHASH64  string `xml:"ChecksumXXHASH64,omitempty"`
+	ChecksumXXHASH3   string `xml:"ChecksumXXHASH3,omitempty"`
+	ChecksumXXHASH128 string `xml:"ChecksumXXHASH128,omitempty"`
 }
 
 // InitiateMultipartUploadResult is the CreateMultipartUpload response. See

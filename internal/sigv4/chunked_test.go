@@ -171,6 +171,9 @@ func TestChunkedMalformed(t *testing.T) {
 		{name: "ok uppercase hex and zeros", decoded: 10, body: "00A\r\nhelloworld\r\n0\r\n\r\n"},
 		{name: "ok longest line", decoded: 5, body: "5;" + long[:maxChunkLine-4] + "\r\nhello\r\n0\r\n\r\n"},
 		{name: "ok trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n" + crcName + ":abc\r\n\r\n"},
+		{name: "ok sha512 and xxhash128 trailers", decoded: 5, trailers: []string{"x-amz-checksum-sha512", "x-amz-checksum-xxhash128"},
+			body: "5\r\nhello\r\n0\r\nx-amz-checksum-sha512:m3HSJL1i83hdltRq0+o9czGb+8KJDKra4t/3JRlnPKcjI8PZm6XBHXx6zG4UuMXaDEZjR1wuXDre9G9zvN7AQw==\r\n" +
+				"x-amz-checksum-xxhash128:MxGUd+3l3NXpcWQnaB1YYA==\r\n\r\n"},
 		{name: "line too long", decoded: 5, body: "5;" + long[:maxChunkLine-3] + "\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidArgument},
 		{name: "bare LF header", decoded: 5, body: "5\nhello\r\n0\r\n\r\n", want: s3err.InvalidArgument},
 		{name: "bare LF final", decoded: 5, body: "5\r\nhello\r\n0\n\r\n", want: s3err.InvalidArgument},

@@ -294,6 +294,14 @@ func TestVerifyPayloadHeaders(t *testing.T) {
 			r: sign(func(r *http.Request) { decoded("5")(r); r.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32") }, streamingUnsignedTrailer),
 		},
 		{
+			name: "newer checksum trailers", payload: PayloadStreamingUnsignedTrailer, decoded: 5,
+			trailers: []string{"x-amz-checksum-sha512", "x-amz-checksum-md5", "x-amz-checksum-xxhash64", "x-amz-checksum-xxhash3", "x-amz-checksum-xxhash128"},
+			r: sign(func(r *http.Request) {
+				decoded("5")(r)
+				r.Header.Set("X-Amz-Trailer", "x-amz-checksum-sha512,X-Amz-Checksum-MD5, x-amz-checksum-xxhash64,x-amz-checksum-XXHASH3,x-amz-checksum-xxhash128")
+			}, streamingUnsignedTrailer),
+		},
+		{
 			name: "duplicate trailer", want: s3err.InvalidArgument,
 			r: sign(func(r *http.Request) { decoded("5")(r); r.Header.Set("X-Amz-Trailer", "a,a") }, streamingUnsignedTrailer),
 		},

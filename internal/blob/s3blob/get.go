@@ -155,6 +155,11 @@ func (s *Store) verifier(key string, out *s3.GetObjectOutput) (io.ReadCloser, bo
 			{checksum.CRC32, out.ChecksumCRC32},
 			{checksum.SHA256, out.ChecksumSHA256},
 			{checksum.SHA1, out.ChecksumSHA1},
+			{checksum.XXHASH128, out.ChecksumXXHASH128},
+			{checksum.XXHASH3, out.ChecksumXXHASH3},
+			{checksum.XXHASH64, out.ChecksumXXHASH64},
+			{checksum.SHA512, out.ChecksumSHA512},
+			{checksum.MD5, out.ChecksumMD5},
 		} {
 			if v := aws.ToString(c.val); v != "" && c.alg.Validate(v) == nil {
 				return &verifyingReader{rc: out.Body, h: c.alg.New(), want: v, encode: checksum.Encode,

@@ -210,6 +210,14 @@ func putChecksum(out *s3.PutObjectOutput, a checksum.Algorithm) string {
 		return aws.ToString(out.ChecksumSHA1)
 	case checksum.SHA256:
 		return aws.ToString(out.ChecksumSHA256)
+	case checksum.SHA512:
+		return aws.ToString(out.ChecksumSHA512)
+	case checksum.XXHASH64:
+		return aws.ToString(out.ChecksumXXHASH64)
+	case checksum.XXHASH3:
+		return aws.ToString(out.ChecksumXXHASH3)
+	case checksum.XXHASH128:
+		return aws.ToString(out.ChecksumXXHASH128)
 	}
 	return ""
 }

@@ -82,14 +82,17 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Checksum says how Put protects a blob in transit. "" means CRC32C.
-	//   - "CRC32C", "CRC32", "CRC64NVME", "SHA1", "SHA256": the body is sent
-	//     aws-chunked with the checksum in a trailer, which the upstream
-	//     verifies before it stores anything and keeps with the blob; a
-	//     whole-blob Get verifies it again.
-	//   - "MD5": a plain body; Put compares the MD5 of the bytes sent with
-	//     the ETag the upstream answers (for upstreams without trailer
-	//     support that return MD5 ETags for single PUTs, which AWS does not
-	//     with SSE-KMS); a whole-blob Get compares it again.
+	//   - "CRC32C", "CRC32", "CRC64NVME", "SHA1", "SHA256", "SHA512",
+	//     "XXHASH64", "XXHASH3", "XXHASH128": the body is sent aws-chunked
+	//     with the checksum in a trailer, which the upstream verifies before
+	//     it stores anything and keeps with the blob; a whole-blob Get
+	//     verifies it again. (The last four need an upstream that knows
+	//     S3's newer algorithms.)
+	//   - "MD5" (not S3's flexible MD5 checksum): a plain body; Put
+	//     compares the MD5 of the bytes sent with the ETag the upstream
+	//     answers (for upstreams without trailer support that return MD5
+	//     ETags for single PUTs, which AWS does not with SSE-KMS); a
+	//     whole-blob Get compares it again.
 	//   - "none": a plain body; only its length is checked.
 	// Names are case-insensitive.
 	Checksum string
@@ -198,7 +201,7 @@ func parseChecksum(s string) (integrity, error) {
 	}
 	alg, err := checksum.Parse(s)
 	if err != nil {
-		return integrity{}, fmt.Errorf("s3blob: checksum %q: want CRC32C, CRC32, CRC64NVME, SHA1, SHA256, MD5 or none", s)
+		return integrity{}, fmt.Errorf("s3blob: checksum %q: want CRC32C, CRC32, CRC64NVME, SHA1, SHA256, SHA512, XXHASH64, XXHASH3, XXHASH128, MD5 or none", s)
 	}
 	return integrity{alg: alg}, nil
 }

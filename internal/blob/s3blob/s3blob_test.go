@@ -431,7 +431,7 @@ func TestIntegrity(t *testing.T) {
 	u := startUpstream(t)
 	bucket := u.newBucket(t)
 	data := pattern(7, 200<<10)
-	for _, mode := range []string{"", "CRC64NVME", "SHA256", "MD5"} {
+	for _, mode := range []string{"", "CRC64NVME", "SHA256", "SHA512", "XXHASH64", "XXHASH3", "XXHASH128", "MD5"} {
 		t.Run(modeName(mode), func(t *testing.T) {
 			t.Parallel()
 			p := startProxy(t, u)

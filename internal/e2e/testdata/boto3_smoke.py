@@ -119,6 +119,33 @@ def main():
     g = s3.get_object(Bucket=bucket, Key="ck.bin", ChecksumMode="ENABLED")
     check(g["Body"].read() == data[:3 * MIB], "get_object with ChecksumMode validates and returns the body")
 
+    # The newer algorithms botocore computes: SHA512 in pure Python, the
+    # xxHashes only with the AWS CRT (awscrt >= 0.31.2; skipped without).
+    from botocore import httpchecksum
+    newer = [("SHA512", lambda b: hashlib.sha512(b).digest())]
+    if "xxhash64" in httpchecksum._CHECKSUM_CLS:
+        from awscrt import checksums as crt
+        def xx(new):
+            def digest(b):
+                h = new()
+                h.update(b)
+                return h.finalize()
+            return digest
+        newer += [("XXHASH64", xx(crt.XXHash.new_xxhash64)), ("XXHASH3", xx(crt.XXHash.new_xxhash3_64)),
+                  ("XXHASH128", xx(crt.XXHash.new_xxhash3_128))]
+    else:
+        print("skip: botocore has no xxHash without the AWS CRT", flush=True)
+    for alg, digest in newer:
+        ck_body = data[:MIB + 17]
+        want = base64.b64encode(digest(ck_body)).decode()
+        r = s3.put_object(Bucket=bucket, Key="ck-new.bin", Body=ck_body, ChecksumAlgorithm=alg)
+        check(r.get("Checksum" + alg) == want, "put_object %s answers %s, want %s" % (alg, r.get("Checksum" + alg), want))
+        h = s3.head_object(Bucket=bucket, Key="ck-new.bin", ChecksumMode="ENABLED")
+        check(h.get("Checksum" + alg) == want and h.get("ChecksumType") == "FULL_OBJECT",
+              "head_object Checksum%s %s type %s, want %s FULL_OBJECT" % (alg, h.get("Checksum" + alg), h.get("ChecksumType"), want))
+        g = s3.get_object(Bucket=bucket, Key="ck-new.bin", ChecksumMode="ENABLED")
+        check(g["Body"].read() == ck_body, "get_object with ChecksumMode %s validates and returns the body" % alg)
+
     # Listing with the paginator.
     for i in range(25):
         s3.put_object(Bucket=bucket, Key="list/%03d" % i, Body=b"%d" % i)
