@@ -83,10 +83,19 @@ func TestDiskFull(t *testing.T) {
 	if free := int64(st.Bavail) * st.Bsize; free <= 0 {
 		t.Errorf("the filesystem has no free space left: the reserve did not hold")
 	}
-	// Small objects and parts are refused too; reads and metadata go on.
-	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("tiny"), Body: bytes.NewReader(randBytes(10 * kib))})
+	// Small (inline) objects fill what a 1 MiB one did not fit in, then
+	// are refused too (at most 1 MiB of them); so are parts. Reads go on.
+	var err error
+	for i := 0; i <= 110; i++ {
+		key, body := fmt.Sprintf("tiny/%03d", i), randBytes(10*kib)
+		_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(body)})
+		if err != nil {
+			break
+		}
+		acked[key] = body
+	}
 	if errCode(err) != "StorageFull" {
-		t.Errorf("small PUT on a full disk: %v, want StorageFull", err)
+		t.Errorf("small PUTs on a full disk: %v, want StorageFull within 1.1 MiB of them", err)
 	}
 	u := createUpload(t, c, b, "mp")
 	if _, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(b), Key: aws.String("mp"), UploadId: aws.String(u.id),
