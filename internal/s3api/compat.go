@@ -157,6 +157,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   asserted ` + "`x-amz-checksum-<algorithm>`" + ` and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if
   they differ) and returns both, as do HEAD, GET (whole object),
   GetObjectAttributes, ListParts and CopyObject.
+- A request body that sends nothing for 20 seconds fails with
+  ` + "`400 RequestTimeout`" + `, as S3's does; nothing of it is stored. The body of a
+  refused request is read for at most 2 seconds (and 256 KiB unless the caller
+  authenticated) before the answer, so clients that never send one cannot
+  hold the server.
 - A full disk: below the free-space reserve (` + "`disk.reserve`" + `, 256 MiB or 3 % of
   the filesystem, whichever is smaller, but at least the 64 MiB the metadata
   engine needs) every write of object data (PutObject, UploadPart, CopyObject,

@@ -41,6 +41,10 @@ type Config struct {
 	// MaxKeys is the default and largest page of ListObjects,
 	// ListMultipartUploads and ListParts (default 1000, as S3).
 	MaxKeys int
+	// BodyIdleTimeout is how long a request body may send nothing before
+	// the request fails with 400 RequestTimeout (default
+	// DefaultBodyIdleTimeout; negative: no limit).
+	BodyIdleTimeout time.Duration
 }
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -50,6 +54,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxKeys == 0 {
 		c.MaxKeys = 1000
+	}
+	if c.BodyIdleTimeout == 0 {
+		c.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
 	return c
 }
@@ -203,6 +210,10 @@ type request struct {
 	// claimedKey is the access key named by a request that failed
 	// authentication, when the verifier reported it.
 	claimedKey string
+	// idle is the request body with its progress deadline, under rawBody
+	// (nil without a body).
+	idle    *idleBody
+	idleBuf idleBody
 	// postSigV2 says a form upload's policy is signed with SigV2.
 	postSigV2 bool
 }
@@ -242,6 +253,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rq.obs.body.rc = r.Body
 			rq.rawBody = &rq.obs.body
 		}
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		rq.idleBuf = idleBody{rc: rq.rawBody, w: w, idle: h.cfg.BodyIdleTimeout, clock: time.Now}
+		rq.idle = &rq.idleBuf
+		rq.rawBody = rq.idle
 	}
 	rw := &responseWriter{ResponseWriter: w}
 	start := h.clock()

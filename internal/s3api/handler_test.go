@@ -1,11 +1,13 @@
 package s3api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -412,4 +414,81 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// sendPartial writes r (headers and body, as a client would) to a new
+// connection to hs, but only n bytes of its body, then waits for the
+// answer without closing its side. It returns the status (0 if the server
+// closed the connection without one) and how long the answer took.
+func (hs *harness) sendPartial(t *testing.T, r *http.Request, n int) (int, string, time.Duration) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	raw := buf.Bytes()
+	end := bytes.Index(raw, []byte("\r\n\r\n")) + 4
+	conn, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := conn.Write(raw[:end+n]); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), r)
+	if err != nil {
+		return 0, "", time.Since(start)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, errorCode(body), time.Since(start)
+}
+
+// TestStalledBodies: an upload whose client stops sending fails with 400
+// RequestTimeout after BodyIdleTimeout, and a refused request whose body
+// never comes is answered within the drain bound; neither holds the
+// server longer, and nothing is stored.
+func TestStalledBodies(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{BodyIdleTimeout: 300 * time.Millisecond})
+	hs.mkBucket("bkt")
+	body := bytes.Repeat([]byte("x"), 256<<10)
+
+	r := hs.request(call{method: http.MethodPut, path: "/bkt/stalled", body: body, payload: "UNSIGNED-PAYLOAD"})
+	status, code, took := hs.sendPartial(t, r, 2<<10)
+	if status != http.StatusBadRequest || code != string(s3err.RequestTimeout) || took > 5*time.Second {
+		t.Errorf("signed PUT stalled after 2 KiB: %d %s after %v, want 400 RequestTimeout after about 300ms", status, code, took)
+	}
+	hs.do(call{method: http.MethodHead, path: "/bkt/stalled"}).want(t, http.StatusNotFound, "")
+
+	// Anonymous: refused before the body is read; the drain gives up.
+	r = hs.request(call{method: http.MethodPut, path: "/bkt/anon", body: body, anon: true})
+	status, code, took = hs.sendPartial(t, r, 100)
+	if status != http.StatusForbidden || code != string(s3err.AccessDenied) || took > drainTimeout+3*time.Second {
+		t.Errorf("anonymous PUT stalled after 100 bytes: %d %s after %v, want 403 within the drain bound", status, code, took)
+	}
+
+	// A client that keeps sending, slowly, is not cut off.
+	r = hs.request(call{method: http.MethodPut, path: "/bkt/slow", body: body[:4<<10], payload: "UNSIGNED-PAYLOAD"})
+	var buf bytes.Buffer
+	r.Write(&buf)
+	conn, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	raw := buf.Bytes()
+	for len(raw) > 0 {
+		n := min(len(raw), 1<<10)
+		conn.Write(raw[:n])
+		raw = raw[n:]
+		time.Sleep(150 * time.Millisecond) // less than the idle bound each time, more than it in all
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("slow but steady PUT: %v, %v", resp, err)
+	}
 }

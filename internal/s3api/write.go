@@ -102,7 +102,10 @@ var keptOnNotModified = [...]string{"ETag", "Last-Modified", "x-amz-version-id"}
 // the connection short of Content-Length, so the client sees the failure.
 func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, err error) {
 	ctx := r.Context()
-	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+	// A body that stopped arriving (idleBody's deadline) cancels the
+	// request's context too, but the client is still there to be told.
+	timedOut := s3err.Is(err, s3err.RequestTimeout)
+	if !timedOut && (errors.Is(err, context.Canceled) || ctx.Err() != nil) {
 		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
 		if w.status == 0 {
 			// Returning would let net/http send an empty 200 to a
@@ -211,7 +214,11 @@ func (h *Handler) drainBody(rq *request) {
 	if rq.auth != nil && !rq.principal.Anonymous && rq.principal.AccessKeyID != "" {
 		limit = maxDrainAuthenticated
 	}
-	bp := h.bufs.Get().(*[]byte)
-	defer h.bufs.Put(bp)
-	_, _ = io.CopyBuffer(io.Discard, io.LimitReader(rq.rawBody, limit), *bp)
+	if rq.idle != nil {
+		// A client that stopped sending must not hold the handler (and,
+		// after it, net/http's own discard) past drainTimeout.
+		rq.idle.final(drainTimeout)
+	}
+	var buf [8 << 10]byte // not the pooled 128 KiB: many refused uploads may drain at once
+	_, _ = io.CopyBuffer(io.Discard, io.LimitReader(rq.rawBody, limit), buf[:])
 }

@@ -1,0 +1,65 @@
+package s3api
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// Defaults of the body timeouts (Config.BodyIdleTimeout, drainTimeout).
+const (
+	// DefaultBodyIdleTimeout is how long a request body may send nothing
+	// before the request fails with RequestTimeout. S3 gives up on a
+	// stalled upload after about 20 s.
+	DefaultBodyIdleTimeout = 20 * time.Second
+	// drainTimeout bounds the time writeError spends discarding the body of
+	// a request it refuses, whatever the client does.
+	drainTimeout = 2 * time.Second
+)
+
+// idleBody is a request body with a progress deadline: the connection's
+// read deadline is kept at most idle after the last read that returned
+// data (moved forward at most every idle/4, so that a fast upload pays for
+// it rarely), so a client that stops sending fails the read with a
+// timeout (RequestTimeout) instead of holding a goroutine, a connection
+// and buffers forever. Reads after final use a fixed deadline.
+type idleBody struct {
+	rc    io.ReadCloser
+	w     http.ResponseWriter // for the deadline, through http.ResponseController
+	ctl   *http.ResponseController
+	idle  time.Duration
+	clock func() time.Time
+	set   time.Time // when the deadline was last moved; zero before
+	fixed bool      // final set a deadline that reads no longer move
+}
+
+// Read implements io.Reader.
+func (b *idleBody) Read(p []byte) (int, error) {
+	if !b.fixed && b.idle > 0 {
+		if now := b.clock(); now.Sub(b.set) >= b.idle/4 {
+			b.deadline(now.Add(b.idle))
+			b.set = now
+		}
+	}
+	return b.rc.Read(p)
+}
+
+// Close implements io.Closer.
+func (b *idleBody) Close() error { return b.rc.Close() }
+
+// final fixes the read deadline at d from now, for the reads that are left
+// (draining a refused request's body, and net/http's own discard after
+// the handler).
+func (b *idleBody) final(d time.Duration) {
+	b.fixed = true
+	b.deadline(b.clock().Add(d))
+}
+
+func (b *idleBody) deadline(t time.Time) {
+	if b.ctl == nil {
+		b.ctl = http.NewResponseController(b.w)
+	}
+	// A writer without deadlines (a test recorder) has no connection to
+	// hold: nothing to bound.
+	_ = b.ctl.SetReadDeadline(t)
+}
