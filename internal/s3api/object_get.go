@@ -1,13 +1,13 @@
 package s3api
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -21,7 +21,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	obj, err := h.objects.GetObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r.Context(), w, rq, err)
+		return h.readFailed(r, w, rq, err)
 	}
 	defer obj.Body.Close()
 	status := setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides)
@@ -45,7 +45,7 @@ func (h *Handler) headObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	obj, err := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r.Context(), w, rq, err)
+		return h.readFailed(r, w, rq, err)
 	}
 	if obj.Body != nil {
 		obj.Body.Close()
@@ -78,10 +78,19 @@ func checksumMode(h http.Header) bool {
 }
 
 // readFailed returns err after, for NotModified, setting the validators a
-// 304 carries (RFC 9110 §15.4.5). The service reports the failed
+// 304 carries (RFC 9110 §15.4.5); a NoSuchKey becomes AccessDenied for a
+// caller without s3:ListBucket, as in S3. The service reports the failed
 // precondition without the object, so it is looked up once more; if that
 // fails, the 304 goes without them.
-func (h *Handler) readFailed(ctx context.Context, w http.ResponseWriter, rq *request, err error) error {
+func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request, err error) error {
+	ctx := r.Context()
+	if s3err.Is(err, s3err.NoSuchKey) && !rq.principal.Root {
+		// S3 tells a caller that may read the key but not list the
+		// bucket 403, not whether the key exists.
+		if aerr := h.authorize(r, rq, iam.ListBucket, rq.bucket, ""); aerr != nil {
+			return aerr
+		}
+	}
 	if !s3err.Is(err, s3err.NotModified) {
 		return err
 	}

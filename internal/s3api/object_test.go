@@ -399,3 +399,23 @@ func TestKeyTooLong(t *testing.T) {
 	// 1024 bytes is a key.
 	hs.put("bkt", strings.Repeat("k", 1024), []byte("x")).mustStatus(t, http.StatusOK)
 }
+
+// TestMissingKeyWithoutListBucket: a caller that may read a bucket's
+// objects but not list it learns nothing from a missing key: 403, as S3
+// answers; with s3:ListBucket it gets 404 NoSuchKey.
+func TestMissingKeyWithoutListBucket(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "there", []byte("x"))
+	getOnly := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "get-only", []byte(getOnly)); err != nil {
+		t.Fatal(err)
+	}
+	reader := hs.user("getter", "get-only")
+	lister := hs.user("lister", "readonly")
+	hs.do(call{method: http.MethodGet, path: "/bkt/there", cred: reader}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodGet, path: "/bkt/missing", cred: reader}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodHead, path: "/bkt/missing", cred: reader}).want(t, http.StatusForbidden, "")
+	hs.do(call{method: http.MethodGet, path: "/bkt/missing", cred: lister}).want(t, http.StatusNotFound, s3err.NoSuchKey)
+	hs.do(call{method: http.MethodGet, path: "/bkt/missing"}).want(t, http.StatusNotFound, s3err.NoSuchKey)
+}
