@@ -22,6 +22,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // Defaults for zero Config fields. DefaultInlineThreshold is where inline
@@ -161,3 +162,27 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 // client that really goes away mid-body is still noticed: reading the body
 // fails, and nothing is committed. Values (request ID, principal) are kept.
 func writeContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// Err returns nil while the metadata store can commit writes. Once it has
+// failed (meta.DB.Err: a full or failing disk under it, or an error its
+// engine cannot continue from) no write can succeed again in this process,
+// and Err returns the error every write answers from then on:
+// ServiceUnavailable, naming the cause; the server stops soon after, for
+// its supervisor to restart it, and clients retry. Reads go on meanwhile.
+// It costs one atomic load, so callers check it before a write reads its
+// body.
+func (s *Service) Err() error {
+	err := s.db.Err()
+	if err == nil {
+		return nil
+	}
+	reason := "storage engine error"
+	if fe, ok := errors.AsType[*meta.FailedError](err); ok {
+		reason = fe.Reason()
+	}
+	return &s3err.Error{
+		Code:    s3err.ServiceUnavailable,
+		Message: "The metadata store failed (" + reason + "); the server is restarting. Please retry.",
+		Err:     err,
+	}
+}
