@@ -386,27 +386,9 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 		got := readState(t, c, bucket, untouched)
 		t.Logf("round %d: writes %v, writers stopped in %v, restart %v, verify %v", round,
 			t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Millisecond), time.Since(t3).Round(time.Millisecond))
-		for k, v := range got {
-			cands := led.candidates(k)
-			ok := slices.ContainsFunc(cands, func(op *ledgerOp) bool { return op.v == v })
-			if !ok {
-				var desc []string
-				for _, op := range led.ops[k] {
-					desc = append(desc, fmt.Sprintf("%s → %v acked=%v [%s…%s]", op.what, op.v, op.acked,
-						op.start.Format("15:04:05.000"), op.end.Format("15:04:05.000")))
-				}
-				t.Errorf("round %d: %s holds %v, which no write could have left; writes:\n  %s", round, k, v, strings.Join(desc, "\n  "))
-			}
-		}
-		for _, ops := range led.ops {
-			for _, op := range ops[1:] {
-				if op.acked {
-					acked++
-				} else {
-					unacked++
-				}
-			}
-		}
+		a, u := checkLedger(t, led, got, fmt.Sprint("round ", round))
+		acked += a
+		unacked += u
 		state = got
 		if versioned {
 			hist.add(led)
@@ -450,6 +432,35 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 		}
 	}
 	srv.stop()
+}
+
+// checkLedger checks that every key of got (the state read after a
+// restart) holds what some write of led could have left, and returns how
+// many writes led recorded as acknowledged and not.
+func checkLedger(t *testing.T, led *ledger, got map[string]version, when string) (acked, unacked int) {
+	t.Helper()
+	for k, v := range got {
+		cands := led.candidates(k)
+		ok := slices.ContainsFunc(cands, func(op *ledgerOp) bool { return op.v == v })
+		if !ok {
+			var desc []string
+			for _, op := range led.ops[k] {
+				desc = append(desc, fmt.Sprintf("%s → %v acked=%v [%s…%s]", op.what, op.v, op.acked,
+					op.start.Format("15:04:05.000"), op.end.Format("15:04:05.000")))
+			}
+			t.Errorf("%s: %s holds %v, which no write could have left; writes:\n  %s", when, k, v, strings.Join(desc, "\n  "))
+		}
+	}
+	for _, ops := range led.ops {
+		for _, op := range ops[1:] {
+			if op.acked {
+				acked++
+			} else {
+				unacked++
+			}
+		}
+	}
+	return acked, unacked
 }
 
 // versionHistory is what the writes of a versioned crash test made, over

@@ -67,7 +67,8 @@ func TestCorruptRecords(t *testing.T) {
 
 func TestPebbleLogger(t *testing.T) {
 	var buf bytes.Buffer
-	l := pebbleLogger{slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	l := pebbleLogger{log: log, fail: newFailure(log)}
 	l.Infof("flushed %d", 1)
 	l.Errorf("disk %s", "full")
 	out := buf.String()
@@ -75,10 +76,12 @@ func TestPebbleLogger(t *testing.T) {
 		!strings.Contains(out, "level=ERROR") || !strings.Contains(out, "disk full") {
 		t.Errorf("log output = %q", out)
 	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(buf.String(), "corrupt") {
-			t.Errorf("Fatalf: recovered %v, log %q", r, buf.String())
-		}
-	}()
-	l.Fatalf("corrupt %s", "sstable")
+	// Once the store has failed, Pebble's errors (its vain retries) go to
+	// Debug: the failure was logged once, at Error.
+	l.fail.set(errors.New("disk gone"))
+	buf.Reset()
+	l.Errorf("background error: %s", "flush failed")
+	if out := buf.String(); !strings.Contains(out, "level=DEBUG") || strings.Contains(out, "level=ERROR") {
+		t.Errorf("Errorf after the failure logged %q, want it at Debug", out)
+	}
 }

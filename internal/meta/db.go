@@ -47,9 +47,16 @@ var ErrBucketNotEmpty = errors.New("meta: bucket not empty")
 type Config struct {
 	Dir  string // directory of the Pebble database
 	Sync bool   // fsync every commit (group-committed); default true via config
-	// Logger receives Pebble's messages (routine ones at Debug). Nil
-	// discards them.
+	// Logger receives Pebble's messages (routine ones at Debug) and the
+	// report of a failure (see DB.Err). Nil discards them.
 	Logger *slog.Logger `toml:"-"`
+	// FailWrite, if not nil, is called before every write and sync of a
+	// file of the database with the file's path; an error it returns
+	// fails that write or sync as a failing disk would, without touching
+	// the file. It lets tests drive the whole server into the failed
+	// state (DB.Err) through the engine's real error paths. Production
+	// leaves it nil.
+	FailWrite func(path string) error `toml:"-"`
 }
 
 // Lock striping. Bucket stripes are read-locked by every write into a
@@ -69,6 +76,7 @@ type DB struct {
 	closed atomic.Bool
 	// onGarbage, if set, is called after each commit that queued garbage.
 	onGarbage atomic.Pointer[func()]
+	fail      *failure // shared with the engine adapter, which sets it
 
 	bucketMu [bucketStripes]sync.RWMutex
 	keyMu    [keyStripes]sync.Mutex
@@ -86,24 +94,31 @@ func Open(cfg Config) (*DB, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	p, err := openPebble(cfg.Dir, log)
+	fail := newFailure(log)
+	p, err := openPebble(cfg.Dir, log, fail, cfg.FailWrite)
 	if err != nil {
 		return nil, err
 	}
-	db := newDB(p, cfg.Sync)
+	db := &DB{kv: p, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
 	if err := db.migrate(context.Background(), log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	return db, nil
 }
 
-func newDB(s kv, sync bool) *DB {
-	return &DB{kv: s, sync: sync, seed: maphash.MakeSeed()}
-}
-
-// Close flushes and closes the database. Closing a closed DB does nothing.
+// Close closes the database; it waits at most about ten seconds for the
+// engine (a write stuck on a hung disk would hold it forever) and then
+// returns an error, leaving the engine open. Closing a closed DB does
+// nothing.
+//
+// Close of a failed DB (see Err) releases nothing and returns nil: the
+// engine cannot be closed safely, and what was acknowledged is in its log.
+// The process should exit.
 func (db *DB) Close() error {
 	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if db.fail.get() != nil {
 		return nil
 	}
 	return db.kv.close()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -83,18 +84,38 @@ type pebbleUsageMerger struct{ *usageMerger }
 
 func (m pebbleUsageMerger) Finish(bool) ([]byte, io.Closer, error) { return m.result(), nil, nil }
 
+// closeTimeout bounds how long close waits for Pebble. Pebble's Close waits
+// for the commit pipeline and for running flushes and compactions; a write
+// stuck on a hung disk would hold it forever, and a stopping server must
+// stop.
+const closeTimeout = 10 * time.Second
+
 // pebbleKV adapts a Pebble database to kv.
+//
+// Every method that calls into Pebble defers fail.recoverInto: Pebble
+// panics when it meets a state it cannot continue from (its commit
+// pipeline panics on a WAL write error, and pebbleLogger.Fatalf panics),
+// often with its own locks held. The adapter turns such a panic into the
+// store's failure (see DB.Err) and returns it as the call's error, so the
+// request that met it gets an error and no caller's recover can swallow
+// the panic and carry on; and every later commit checks the failure
+// before it enters Pebble, so none queues up behind the locks the panic
+// left held.
 type pebbleKV struct {
-	db   *pebble.DB
-	lock *pebble.Lock
+	db           *pebble.DB
+	lock         *pebble.Lock
+	fail         *failure
+	closeTimeout time.Duration
 }
 
 var _ kv = (*pebbleKV)(nil)
 
 // openPebble opens or creates the database in dir, taking its directory lock
 // first so that a second process (or a second Open in this one) fails with a
-// clear error instead of Pebble's.
-func openPebble(dir string, log *slog.Logger) (*pebbleKV, error) {
+// clear error instead of Pebble's. Pebble's files are written through a
+// failFS, which records the first write or sync error in fail (failWrite,
+// if not nil, injects errors: Config.FailWrite).
+func openPebble(dir string, log *slog.Logger, fail *failure, failWrite func(string) error) (*pebbleKV, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("meta: resolve %s: %w", dir, err)
@@ -124,22 +145,58 @@ func openPebble(dir string, log *slog.Logger) (*pebbleKV, error) {
 		L0StopWritesThreshold:       l0StopWrites,
 		LBaseMaxBytes:               lBaseMaxBytes,
 		Lock:                        lock,
-		Logger:                      pebbleLogger{log},
+		Logger:                      pebbleLogger{log: log, fail: fail},
 		Merger:                      merger,
 		FormatMajorVersion:          pebble.FormatNewest,
+		FS:                          &failFS{FS: vfs.Default, fail: fail, inject: failWrite},
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 		opts.Levels[i].FilterType = pebble.TableFilter
 	}
-	db, err := pebble.Open(abs, opts)
+	db, err := openGuarded(abs, opts, fail)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("meta: open %s: %w", abs, err), lock.Close())
+		err = fmt.Errorf("meta: open %s: %w", abs, err)
+		if fail.get() != nil {
+			return nil, err // Pebble may still run: it keeps the lock
+		}
+		return nil, errors.Join(err, lock.Close())
 	}
-	return &pebbleKV{db: db, lock: lock}, nil
+	return &pebbleKV{db: db, lock: lock, fail: fail, closeTimeout: closeTimeout}, nil
 }
 
-func (p *pebbleKV) get(key, dst []byte) ([]byte, error) {
+// openGuarded is pebble.Open, with a panic turned into the failure, that
+// gives up as soon as the store fails. Pebble's Open flushes the log it
+// replays and waits for the flush; on a full disk the flush fails, and
+// Pebble retries it forever (failFS parks the retry), so without this a
+// server with a full disk would hang at start instead of saying why. The
+// goroutine that runs Open is left behind then, on purpose: the process
+// cannot go on without its metadata, and exits.
+func openGuarded(dir string, opts *pebble.Options, fail *failure) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { done <- r }()
+		defer fail.recoverInto(&r.err)
+		r.db, r.err = pebble.Open(dir, opts)
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil && fail.get() != nil {
+			return nil, fail.get() // what Pebble met first, and the state
+		}
+		return r.db, r.err
+	case <-fail.done:
+		return nil, fail.get()
+	}
+}
+
+func (p *pebbleKV) get(key, dst []byte) (_ []byte, err error) {
+	defer p.fail.recoverInto(&err)
 	v, closer, err := p.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst[:0], ErrNotFound
@@ -151,30 +208,48 @@ func (p *pebbleKV) get(key, dst []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch()} }
+func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch(), fail: p.fail} }
 
 func (p *pebbleKV) newIndexedBatch() kvIndexedBatch {
-	return &pebbleIndexedBatch{pebbleBatch{b: p.db.NewIndexedBatch()}}
+	return &pebbleIndexedBatch{pebbleBatch{b: p.db.NewIndexedBatch(), fail: p.fail}}
 }
 
-func (p *pebbleKV) newIter(lower, upper []byte) (kvIter, error) {
+func (p *pebbleKV) newIter(lower, upper []byte) (_ kvIter, err error) {
+	defer p.fail.recoverInto(&err)
 	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
-	return pebbleIter{it}, nil
+	return &pebbleIter{it: it, fail: p.fail}, nil
 }
 
+// close closes Pebble, waiting at most p.closeTimeout. If Pebble has not
+// closed by then, close returns an error and leaves the goroutine that
+// waits for it behind, on purpose: the process is about to exit, and
+// Pebble's log holds every acknowledged write.
 func (p *pebbleKV) close() error {
-	err := p.db.Close()
-	return errors.Join(err, p.lock.Close())
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer p.fail.recoverInto(&err)
+		err = p.db.Close()
+	}()
+	select {
+	case err := <-done:
+		return errors.Join(err, p.lock.Close())
+	case <-time.After(p.closeTimeout):
+		return fmt.Errorf("meta: close: the engine did not close within %v (a write stuck on the disk?); "+
+			"it is left open, and its log holds every acknowledged write", p.closeTimeout)
+	}
 }
 
 // pebbleBatch adapts *pebble.Batch. Pebble's Set and Delete report errors only
 // for misuse (a committed batch); the first one is kept and returned by commit.
 type pebbleBatch struct {
-	b   *pebble.Batch
-	err error
+	b    *pebble.Batch
+	err  error
+	fail *failure
 }
 
 func (b *pebbleBatch) set(key, value []byte) {
@@ -204,10 +279,16 @@ func (b *pebbleBatch) merge(key, value []byte) {
 	}
 }
 
-func (b *pebbleBatch) commit(sync bool) error {
+// commit fails at once, without entering Pebble, once the store has
+// failed: a commit pipeline that panicked may hold its locks forever.
+func (b *pebbleBatch) commit(sync bool) (err error) {
 	if b.err != nil {
 		return b.err
 	}
+	if err := b.fail.get(); err != nil {
+		return err
+	}
+	defer b.fail.recoverInto(&err)
 	opt := pebble.NoSync
 	if sync {
 		opt = pebble.Sync
@@ -221,7 +302,8 @@ func (b *pebbleBatch) close() { _ = b.b.Close() }
 // database with the batch's writes applied.
 type pebbleIndexedBatch struct{ pebbleBatch }
 
-func (b *pebbleIndexedBatch) get(key, dst []byte) ([]byte, error) {
+func (b *pebbleIndexedBatch) get(key, dst []byte) (_ []byte, err error) {
+	defer b.fail.recoverInto(&err)
 	v, closer, err := b.b.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst[:0], ErrNotFound
@@ -233,30 +315,101 @@ func (b *pebbleIndexedBatch) get(key, dst []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-func (b *pebbleIndexedBatch) newIter(lower, upper []byte) (kvIter, error) {
+func (b *pebbleIndexedBatch) newIter(lower, upper []byte) (_ kvIter, err error) {
+	defer b.fail.recoverInto(&err)
 	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
-	return pebbleIter{it}, nil
+	return &pebbleIter{it: it, fail: b.fail}, nil
 }
 
-// pebbleIter adapts *pebble.Iterator.
-type pebbleIter struct{ it *pebble.Iterator }
+// pebbleIter adapts *pebble.Iterator. A panic in a step ends the iteration
+// (the step reports no key) and is reported by value and close.
+type pebbleIter struct {
+	it   *pebble.Iterator
+	fail *failure
+	err  error // the failure a step's panic recorded
+}
 
-func (i pebbleIter) first() bool            { return i.it.First() }
-func (i pebbleIter) seekGE(k []byte) bool   { return i.it.SeekGE(k) }
-func (i pebbleIter) seekLT(k []byte) bool   { return i.it.SeekLT(k) }
-func (i pebbleIter) next() bool             { return i.it.Next() }
-func (i pebbleIter) prev() bool             { return i.it.Prev() }
-func (i pebbleIter) key() []byte            { return i.it.Key() }
-func (i pebbleIter) value() ([]byte, error) { return i.it.ValueAndErr() }
-func (i pebbleIter) close() error           { return i.it.Close() }
+// The positioning calls report no key once a call has panicked: Pebble's
+// iterator is left as the panic left it.
+
+func (i *pebbleIter) first() (ok bool) {
+	if i.err != nil {
+		return false
+	}
+	defer i.recover()
+	return i.it.First()
+}
+
+func (i *pebbleIter) next() (ok bool) {
+	if i.err != nil {
+		return false
+	}
+	defer i.recover()
+	return i.it.Next()
+}
+
+func (i *pebbleIter) prev() (ok bool) {
+	if i.err != nil {
+		return false
+	}
+	defer i.recover()
+	return i.it.Prev()
+}
+
+func (i *pebbleIter) seekGE(k []byte) (ok bool) {
+	if i.err != nil {
+		return false
+	}
+	defer i.recover()
+	return i.it.SeekGE(k)
+}
+
+func (i *pebbleIter) seekLT(k []byte) (ok bool) {
+	if i.err != nil {
+		return false
+	}
+	defer i.recover()
+	return i.it.SeekLT(k)
+}
+
+func (i *pebbleIter) key() []byte { return i.it.Key() }
+
+func (i *pebbleIter) value() (v []byte, err error) {
+	if i.err != nil {
+		return nil, i.err
+	}
+	defer i.fail.recoverInto(&err)
+	return i.it.ValueAndErr()
+}
+
+func (i *pebbleIter) close() (err error) {
+	if i.err != nil {
+		return i.err // Pebble's iterator is left as the panic left it
+	}
+	defer i.fail.recoverInto(&err)
+	return i.it.Close()
+}
+
+// recover is deferred by the positioning calls: it records a panic in
+// i.err.
+func (i *pebbleIter) recover() {
+	if r := recover(); r != nil {
+		i.err = i.fail.fromPanic(r)
+	}
+}
 
 // pebbleLogger routes Pebble's log lines to slog: its routine chatter
-// (compactions, WAL recycling) at Debug, errors at Error. Fatalf is for
-// states Pebble cannot continue from (corruption): it logs and panics.
-type pebbleLogger struct{ log *slog.Logger }
+// (compactions, WAL recycling) at Debug, errors at Error (at Debug once the
+// store has failed: Pebble then retries in vain what failed, and the
+// failure was logged once). Fatalf is for states Pebble cannot continue
+// from; see its comment.
+type pebbleLogger struct {
+	log  *slog.Logger
+	fail *failure
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
 	if l.log.Enabled(context.Background(), slog.LevelDebug) {
@@ -265,11 +418,37 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 }
 
 func (l pebbleLogger) Errorf(format string, args ...any) {
+	if l.fail.get() != nil {
+		l.Infof(format, args...)
+		return
+	}
 	l.log.Error("pebble error", "msg", fmt.Sprintf(format, args...))
 }
 
+// Fatalf is called by Pebble when it cannot continue: a commit whose log
+// write failed, a manifest write that failed, corruption, a broken
+// invariant. Pebble requires that it not return. It records the store's
+// failure first (so the server learns of it whatever happens next), then:
+//
+//   - on a goroutine inside an adapter call (a request's commit or read,
+//     or Open), it panics with a *fatalPanic, which that call's deferred
+//     recoverInto turns into the call's error;
+//   - on one of Pebble's own goroutines (a flush, a compaction), no
+//     recover of ours can be reached, and a panic would crash the process
+//     at once, without draining requests or saying why in the server's
+//     terms. It blocks that goroutine forever instead: Pebble does nothing
+//     more on it (as if the process had exited), writes are already
+//     refused, and the server stops the process (DB.Failed).
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble fatal", "msg", msg)
-	panic("meta: pebble: " + msg)
+	err := fatalError(format, args)
+	fe := l.fail.set(err)
+	if fe.Err != err { // a failure was recorded before, and logged then
+		l.log.Debug("pebble fatal error", "msg", err.Error())
+	}
+	if inAdapterCall() {
+		panic(&fatalPanic{err: fe})
+	}
+	l.log.Error("pebble stopped on a fatal error in one of its goroutines; it stays parked until the process exits",
+		"msg", fmt.Sprintf(format, args...))
+	select {}
 }

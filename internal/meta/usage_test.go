@@ -390,7 +390,8 @@ func TestUsageConcurrentWriters(t *testing.T) {
 // legacyOptions are the options of a Coffer before usage accounting, as
 // far as merging goes: Pebble's defaults.
 func legacyOptions() *pebble.Options {
-	return &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{slog.New(slog.DiscardHandler)}}
+	log := slog.New(slog.DiscardHandler)
+	return &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{log: log, fail: newFailure(log)}}
 }
 
 // legacyObject is an object record as Coffer wrote it before usage

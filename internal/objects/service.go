@@ -195,3 +195,27 @@ func (s *Service) admit(n int64, res string) error {
 	}
 	return fmt.Errorf("measure free space: %w", err)
 }
+
+// Err returns nil while the metadata store can commit writes. Once it has
+// failed (meta.DB.Err: a full or failing disk under it, or an error its
+// engine cannot continue from) no write can succeed again in this process,
+// and Err returns the error every write answers from then on:
+// ServiceUnavailable, naming the cause; the server stops soon after, for
+// its supervisor to restart it, and clients retry. Reads go on meanwhile.
+// It costs one atomic load, so callers check it before a write reads its
+// body.
+func (s *Service) Err() error {
+	err := s.db.Err()
+	if err == nil {
+		return nil
+	}
+	reason := "storage engine error"
+	if fe, ok := errors.AsType[*meta.FailedError](err); ok {
+		reason = fe.Reason()
+	}
+	return &s3err.Error{
+		Code:    s3err.ServiceUnavailable,
+		Message: "The metadata store failed (" + reason + "); the server is restarting. Please retry.",
+		Err:     err,
+	}
+}

@@ -98,6 +98,10 @@ type Handler struct {
 	clock    func() time.Time
 	newID    func() string
 	observer Observer // nil when none
+	// storageErr is the object service's Err: nil while the metadata
+	// store can commit writes, else the ServiceUnavailable error writes
+	// answer. One atomic load.
+	storageErr func() error
 	// lifecycle stores buckets' lifecycle configurations and keeps them
 	// parsed for x-amz-expiration.
 	lifecycle *lifecycle.Store
@@ -135,7 +139,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		newID:    d.NewRequestID,
 		observer: d.Observer,
 
-		lifecycle: lifecycle.NewStore(d.Objects),
+		storageErr: d.Objects.Err,
+		lifecycle:  lifecycle.NewStore(d.Objects),
 	}
 	if h.clock == nil {
 		h.clock = time.Now
@@ -264,6 +269,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Deferred first, so it runs last: after a panic has been answered,
 	// and also when the client went away (a re-panic of ErrAbortHandler).
 	defer h.finish(rw, r, rq, start)
+	// A panic of a handler is a bug of that request: it is answered with
+	// InternalError (or ServiceUnavailable, by writeError, if the metadata
+	// store has failed meanwhile) and the server serves on. A panic of
+	// the storage engine never gets here: the metadata store turns it
+	// into its failure, recorded before the request sees an error, and
+	// the server stops on that (docs/design/0010-fatal-storage-errors.md).
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -301,6 +312,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		// of a cross-origin request, as from S3.
 		h.setCORSHeaders(w, r, rq)
 	}
+	if writes(r.Method) {
+		// Once the metadata store has failed no write can succeed: say so
+		// at once, before reading a body that could only be thrown away.
+		if err := h.storageErr(); err != nil {
+			return err
+		}
+	}
 	if rq.op.form {
 		return rq.op.handle(h, w, r, rq)
 	}
@@ -316,6 +334,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	return rq.op.handle(h, w, r, rq)
+}
+
+// writes reports whether requests of method may change what is stored:
+// every S3 operation sent with PUT, POST or DELETE does, no GET or HEAD
+// does.
+func writes(method string) bool {
+	return method == http.MethodPut || method == http.MethodPost || method == http.MethodDelete
 }
 
 // owner returns the owner S3 reports for the caller: its canonical ID

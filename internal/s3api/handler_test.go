@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -250,7 +252,7 @@ func TestVirtualHosted(t *testing.T) {
 }
 
 func TestWriteError(t *testing.T) {
-	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil)), storageErr: func() error { return nil }}
 	rq := &request{id: "REQ", hostID: "HOST", op: &ops[0]}
 	for _, tc := range []struct {
 		name     string
@@ -355,6 +357,46 @@ func TestPanic(t *testing.T) {
 	hs.h.objects = nil // the service call panics
 	rp := hs.serve(r)
 	rp.want(t, http.StatusInternalServerError, s3err.InternalError)
+}
+
+// TestStorageFailure checks the answers once the metadata store has failed
+// under the handler (here: its disk is full): the write that met the
+// failure and every later write get ServiceUnavailable naming the cause
+// (the later ones before the service is called); reads are served; and a
+// handler that panics meanwhile is answered ServiceUnavailable too.
+func TestStorageFailure(t *testing.T) {
+	var full atomic.Bool
+	hs := newHarnessDisk(t, Config{}, testNow, func(string) error {
+		if full.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("acknowledged"))
+
+	full.Store(true)
+	goldenError(t, hs.do(call{method: "PUT", path: "/bkt/lost", body: []byte("x")}),
+		"PutObject_ServiceUnavailable", http.StatusServiceUnavailable, s3err.ServiceUnavailable)
+	full.Store(false) // freeing space does not bring a failed store back
+	for _, c := range []call{
+		{method: "PUT", path: "/bkt/later", body: []byte("y")},
+		{method: "DELETE", path: "/bkt/k"},
+		{method: "POST", path: "/bkt/k?uploads"},
+		{method: "PUT", path: "/other"},
+	} {
+		rp := hs.do(c)
+		rp.want(t, http.StatusServiceUnavailable, s3err.ServiceUnavailable)
+		if !bytes.Contains(rp.body, []byte("no space left on device")) {
+			t.Errorf("%s %s: body %s does not name the cause", c.method, c.path, rp.body)
+		}
+	}
+	if rp := hs.do(call{method: "GET", path: "/bkt/k"}); rp.status != http.StatusOK || string(rp.body) != "acknowledged" {
+		t.Errorf("GET after the failure = %d %q", rp.status, rp.body)
+	}
+	r := hs.request(call{method: "GET", path: "/bkt/k"})
+	hs.h.objects = nil // the service call panics
+	hs.serve(r).want(t, http.StatusServiceUnavailable, s3err.ServiceUnavailable)
 }
 
 // countingBody is a request body that records how much of it was read.

@@ -85,7 +85,15 @@ func newHarness(t testing.TB, cfg Config) *harness {
 // with the real time.
 func newHarnessAt(t testing.TB, cfg Config, now func() time.Time) *harness {
 	t.Helper()
-	db, err := meta.Open(meta.Config{Dir: t.TempDir(), Sync: false})
+	return newHarnessDisk(t, cfg, now, nil)
+}
+
+// newHarnessDisk is newHarnessAt whose metadata store, if failWrite is
+// not nil, syncs its commits and writes its files through failWrite
+// (meta.Config.FailWrite), for tests of a failing disk.
+func newHarnessDisk(t testing.TB, cfg Config, now func() time.Time, failWrite func(path string) error) *harness {
+	t.Helper()
+	db, err := meta.Open(meta.Config{Dir: t.TempDir(), Sync: failWrite != nil, FailWrite: failWrite})
 	if err != nil {
 		t.Fatalf("meta.Open: %v", err)
 	}

@@ -124,10 +124,24 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 		return
 	}
 	e, ok := errors.AsType[*s3err.Error](err)
+	storageFailed := false
+	if !ok || e.Code == s3err.InternalError {
+		// Once the metadata store has failed, an internal error is most
+		// likely its doing, and the client should retry after the
+		// restart, not report a bug: answer ServiceUnavailable.
+		if se, failed := errors.AsType[*s3err.Error](h.storageErr()); failed {
+			e, ok, storageFailed = se, true, true
+		}
+	}
 	switch {
 	case !ok:
 		h.log.ErrorContext(ctx, "internal error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", rq.key, "err", err)
 		e = s3err.Wrap(s3err.InternalError, "", err)
+	case storageFailed || e.Code == s3err.ServiceUnavailable:
+		// Logged at Debug: the failure that causes these was logged
+		// once, at Error, where it happened, and every write meets it
+		// until the server has stopped.
+		h.log.DebugContext(ctx, "request failed: service unavailable", "request_id", rq.id, "op", rq.opName(), "err", err)
 	case e.Status() >= http.StatusInternalServerError && e.Code != s3err.NotImplemented:
 		h.log.ErrorContext(ctx, "server error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", rq.key, "code", e.Code, "err", err)
 	default:

@@ -49,6 +49,9 @@ const (
 	checkOK      = "ok"
 	checkError   = "error"
 	checkTimeout = "timeout"
+	// checkFailed is the metadata check of a server whose metadata store
+	// has failed (meta.DB.Err): for good, until the process exits.
+	checkFailed = "failed"
 )
 
 // A check is one readiness condition: fn returns nil while the component
@@ -63,9 +66,11 @@ type check struct {
 }
 
 // storageChecks returns the readiness checks of st: the metadata store
-// answers a read, and the block store answers a lookup of an absent key
-// (which reaches the disk, or an upstream store, without moving data). A
-// full disk does not fail them: reads still work.
+// answers a read and makes a write durable (a tiny synced commit of a
+// reserved key: at most one per readyCacheTTL, whoever probes), and the
+// block store answers a lookup of an absent key (which reaches the disk, or
+// an upstream store, without moving data). A full disk under the metadata
+// fails the write, and with it the whole store (see readiness.storageErr).
 func storageChecks(st *storage) []*check {
 	return []*check{
 		{name: "metadata", fn: func(ctx context.Context) error {
@@ -85,17 +90,23 @@ func storageChecks(st *storage) []*check {
 			}
 			return rc.Close()
 		}},
+		{name: "metadata_write", fn: st.db.ProbeWrite},
 	}
 }
 
 // readyReport is the document the readiness endpoints answer with.
 type readyReport struct {
-	// Status is "ok", "unavailable" (a check failed) or "shutting down".
+	// Status is "ok", "unavailable" (a check failed), "failed" (the
+	// metadata store failed: the server is stopping) or "shutting down".
 	Status string `json:"status"`
 	// Failed names the checks that failed, in order.
 	Failed []string `json:"failed,omitempty"`
-	// Checks maps every check's name to ok, error or timeout.
+	// Checks maps every check's name to ok, error or timeout; with Status
+	// "failed", only metadata, to failed.
 	Checks map[string]string `json:"checks,omitempty"`
+	// Reason is why the metadata store failed, without file names ("no
+	// space left on device"); set only with Status "failed".
+	Reason string `json:"reason,omitempty"`
 
 	errs []error // why each failed check failed, for the log only
 }
@@ -103,6 +114,17 @@ type readyReport struct {
 func (rp *readyReport) ready() bool { return rp.Status == "ok" }
 
 var shuttingDown = readyReport{Status: "shutting down"}
+
+// failedReport is the readiness of a server whose metadata store failed
+// with err: not ready, for good, whatever the checks say; the server stops.
+func failedReport(err error) readyReport {
+	reason := "storage engine error"
+	if fe, ok := errors.AsType[*meta.FailedError](err); ok {
+		reason = fe.Reason()
+	}
+	return readyReport{Status: "failed", Failed: []string{"metadata"}, Checks: map[string]string{"metadata": checkFailed},
+		Reason: "metadata store failed: " + reason}
+}
 
 // readiness answers whether the server can serve: its checks pass and it is
 // not shutting down. Concurrent probes share one round of checks, and a
@@ -112,6 +134,11 @@ type readiness struct {
 	timeout time.Duration
 	ttl     time.Duration
 	log     *slog.Logger
+	// storageErr, if not nil, is the metadata store's Err, read (one
+	// atomic load) before anything else on every probe: once the store
+	// has failed, every probe answers failedReport at once, uncached,
+	// even while the server drains.
+	storageErr func() error
 
 	draining atomic.Bool    // set by drain: answer "shutting down"
 	wg       sync.WaitGroup // rounds and the check calls they started
@@ -136,6 +163,11 @@ func newReadiness(checks []*check, log *slog.Logger) *readiness {
 // check returns the current readiness: a cached result, the result of the
 // round running, or of a new one. It returns early, unready, if ctx ends.
 func (rd *readiness) check(ctx context.Context) readyReport {
+	if rd.storageErr != nil {
+		if err := rd.storageErr(); err != nil {
+			return failedReport(err)
+		}
+	}
 	if rd.draining.Load() {
 		return shuttingDown
 	}
@@ -238,10 +270,14 @@ wait:
 }
 
 // drain makes every later check answer "shutting down", so load balancers
-// stop sending requests, and then waits (at most for timeout) for the
-// checks still running, so the storage they read can be closed.
+// stop sending requests, and then waits (at most for timeout; not at all
+// if timeout is 0) for the checks still running, so the storage they read
+// can be closed.
 func (rd *readiness) drain(timeout time.Duration) {
 	rd.startDrain()
+	if timeout <= 0 {
+		return
+	}
 	done := make(chan struct{})
 	go func() {
 		rd.wg.Wait()

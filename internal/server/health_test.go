@@ -5,13 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/coffer-s3/coffer/internal/meta"
 )
 
 // do sends method url and returns the status, the headers and the body.
@@ -58,11 +66,11 @@ func TestHealthEndpoints(t *testing.T) {
 	}{
 		{"GET", s3 + livePath, 200, `{"status":"ok"}`},
 		{"HEAD", s3 + livePath, 200, ""},
-		{"GET", s3 + readyPath, 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok"}}`},
+		{"GET", s3 + readyPath, 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"}}`},
 		{"HEAD", s3 + readyPath, 200, ""},
 		{"GET", ops + "/healthz", 200, `{"status":"ok"}`},
 		{"HEAD", ops + "/healthz", 200, ""},
-		{"GET", ops + "/readyz", 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok"}}`},
+		{"GET", ops + "/readyz", 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"}}`},
 		{"HEAD", ops + "/readyz", 200, ""},
 		{"POST", s3 + readyPath, 405, `{"status":"method not allowed"}`},
 		{"DELETE", s3 + livePath, 405, `{"status":"method not allowed"}`},
@@ -384,5 +392,45 @@ func TestReadyDuringShutdown(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", s.ConsoleAddr(), time.Second); err == nil {
 		t.Error("the ops listener still accepts connections after Run returned")
+	}
+}
+
+// TestReadyStorageFailed checks that once the metadata store has failed
+// every probe answers "failed" with the cause (and no file name) at once,
+// without running the checks, without caching, and even during shutdown,
+// where it would otherwise say "shutting down".
+func TestReadyStorageFailed(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	rd := newReadiness([]*check{{name: "metadata", fn: func(context.Context) error { calls.Add(1); return nil }}}, testLogger(io.Discard))
+	rd.ttl = time.Hour
+	var failure atomic.Pointer[meta.FailedError]
+	rd.storageErr = func() error {
+		if fe := failure.Load(); fe != nil {
+			return fe
+		}
+		return nil
+	}
+	if rp := rd.check(context.Background()); !rp.ready() || calls.Load() != 1 {
+		t.Fatalf("report %+v after %d calls, want ok after one", rp, calls.Load())
+	}
+	failure.Store(&meta.FailedError{Err: &fs.PathError{Op: "write", Path: "/data/meta/000007.log", Err: syscall.ENOSPC}})
+	want := readyReport{Status: "failed", Failed: []string{"metadata"}, Checks: map[string]string{"metadata": "failed"},
+		Reason: "metadata store failed: no space left on device"}
+	for _, draining := range []bool{false, true} {
+		if draining {
+			rd.startDrain()
+		}
+		rec := httptest.NewRecorder()
+		rd.serveReady(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if got := report(t, rec.Body.String()); rec.Code != http.StatusServiceUnavailable || !cmp.Equal(got, want, cmpopts.IgnoreUnexported(readyReport{})) {
+			t.Errorf("draining %v: readiness = %d %s, want 503 %+v", draining, rec.Code, rec.Body, want)
+		}
+		if strings.Contains(rec.Body.String(), "/data") {
+			t.Errorf("readiness %s names a file", rec.Body)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("checks ran %d times, want once (before the failure)", n)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
+	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -56,6 +57,17 @@ const (
 	// consoleDrainTimeout bounds how long, once the S3 listener has shut
 	// down, the ops listener waits for scrapes and probes in progress.
 	consoleDrainTimeout = 2 * time.Second
+	// failedDrainTimeout replaces the shutdown timeout, if shorter, when
+	// the server stops because its metadata store failed: reads in flight
+	// may finish, but no write in flight can, and a few may be stuck in
+	// the failed engine for good.
+	failedDrainTimeout = 5 * time.Second
+	// stopBound bounds how long, after the requests' drain (the shutdown
+	// timeout), Run takes to close connections, wait for handlers and
+	// close the storage. Past it Run returns an error and leaves the
+	// storage open (its log holds every acknowledged write), so that a
+	// stopping server stops whatever state its storage is in.
+	stopBound = 20 * time.Second
 )
 
 // Server is a Coffer server: its storage open and its listeners bound.
@@ -84,6 +96,10 @@ type Server struct {
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
 
+	// failedDrain and stopBound are failedDrainTimeout and stopBound;
+	// tests shorten them.
+	failedDrain, stopBound time.Duration
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -95,7 +111,13 @@ type Server struct {
 //
 // A second server on the same storage path fails here, with an error
 // saying the metadata is locked.
-func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err error) {
+func New(cfg config.Config, log *slog.Logger, out io.Writer) (*Server, error) {
+	return newServer(cfg, log, out, nil)
+}
+
+// newServer is New whose metadata store writes its files through failWrite
+// (meta.Config.FailWrite; nil but in tests of a failing disk).
+func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite func(path string) error) (s *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -105,11 +127,11 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 	if cfg.Blob.Kind == config.BlobMemory {
 		log.Warn("blob.kind is memory: object data lives in memory and is lost on exit, while metadata persists in the storage path; use for tests and benchmarks only")
 	}
-	st, err := openStorage(cfg, log)
+	st, err := openStorage(cfg, log, failWrite)
 	if err != nil {
 		return nil, err
 	}
-	s = &Server{cfg: cfg, log: log, st: st}
+	s = &Server{cfg: cfg, log: log, st: st, failedDrain: failedDrainTimeout, stopBound: stopBound}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Close())
@@ -125,6 +147,7 @@ func New(cfg config.Config, log *slog.Logger, out io.Writer) (s *Server, err err
 		return s, err
 	}
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
+	s.ready.storageErr = st.db.Err
 	if s.audit, err = openAudit(cfg, log.With("component", "audit")); err != nil {
 		return s, err
 	}
@@ -320,11 +343,22 @@ func (s *Server) RootCredentials() (accessKey, secretKey string) {
 	return s.root.RootAccessKey, s.root.RootSecretKey
 }
 
-// Run serves until ctx is done or a listener fails, then shuts down: it
-// stops accepting connections, waits up to the shutdown timeout for
-// requests in flight, closes the connections still open, stops background
-// GC and closes the storage. It returns nil after a shutdown caused by ctx.
-// Run may be called once; the Server is closed when it returns.
+// Run serves until ctx is done, a listener fails or the metadata store
+// fails, then shuts down: it stops accepting connections, waits up to the
+// shutdown timeout for requests in flight, closes the connections still
+// open, stops background GC and closes the storage. It returns nil after a
+// shutdown caused by ctx.
+//
+// When the metadata store fails (meta.DB.Err: a full or failing disk, an
+// error its engine cannot continue from), writes are refused at once and
+// readiness turns to "failed"; Run drains for at most failedDrainTimeout
+// and returns the store's error, for the process to exit non-zero and its
+// supervisor to restart it (docs/design/0010-fatal-storage-errors.md).
+//
+// Once shutdown has begun Run returns within the drain plus stopBound,
+// whatever the storage does; if closing has not finished by then it
+// returns an error saying so, with the storage left open. Otherwise the
+// Server is closed when Run returns. Run may be called once.
 func (s *Server) Run(ctx context.Context) error {
 	if !s.ran.CompareAndSwap(false, true) {
 		return errors.New("server: Run called twice")
@@ -366,21 +400,61 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("serving metrics and health checks", "address", s.ConsoleAddr())
 	}
 	g.Go(func() error {
+		select {
+		case <-s.st.db.Failed():
+			err := s.st.db.Err()
+			s.log.Error("metadata store failed: refusing writes and stopping; restart once the cause is fixed (acknowledged writes are safe in the metadata log)",
+				"err", err)
+			return err
+		case <-gctx.Done():
+			return nil
+		}
+	})
+	stopping := make(chan time.Duration, 1) // the drain's timeout, once shutdown begins
+	g.Go(func() error {
 		<-gctx.Done()
-		s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
-		err := s.shutdown(context.WithoutCancel(ctx))
+		drain := s.drainTimeout()
+		stopping <- drain
+		s.log.Info("shutting down", "timeout", drain)
+		err := s.shutdown(context.WithoutCancel(ctx), drain)
 		close(stopAccess)
 		stopObjects()
 		return err
 	})
-	err := g.Wait()
-	if cerr := s.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
+	// The goroutine that closes the storage is left behind if it takes too
+	// long, on purpose: the process is about to exit.
+	done := make(chan error, 1)
+	go func() {
+		err := g.Wait()
+		if ferr := s.st.db.Err(); ferr != nil && !errors.Is(err, meta.ErrFailed) {
+			err = errors.Join(err, ferr) // it failed during a shutdown
+		}
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		done <- err
+	}()
+	bound := <-stopping + s.stopBound
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(bound):
+		err = fmt.Errorf("server: shutdown did not finish within %v; exiting with the storage open (its log holds every acknowledged write)", bound)
 	}
 	if err == nil {
 		s.log.Info("stopped")
 	}
 	return err
+}
+
+// drainTimeout is how long a shutdown beginning now waits for requests in
+// flight: the shutdown timeout, or at most failedDrainTimeout if the
+// metadata store has failed.
+func (s *Server) drainTimeout() time.Duration {
+	if s.st.db.Err() != nil {
+		return min(s.cfg.ShutdownTimeout, s.failedDrain)
+	}
+	return s.cfg.ShutdownTimeout
 }
 
 // serve runs srv on ln until it is shut down.
@@ -391,16 +465,26 @@ func serve(srv *http.Server, ln net.Listener, name string) error {
 	return nil
 }
 
-// shutdown stops the HTTP servers gracefully within the shutdown timeout,
-// then forcibly, and waits (briefly) for handlers still running.
+// shutdown stops the HTTP servers gracefully within timeout, then
+// forcibly, and waits (briefly) for handlers still running.
 //
 // Readiness turns to 503 first, and the ops listener closes last: while S3
 // requests drain, /readyz tells load balancers to send no more and
 // /metrics shows the drain.
-func (s *Server) shutdown(ctx context.Context) error {
+//
+// If the metadata store has failed, handlers and readiness checks still
+// running are not waited for: some may be stuck in the failed engine for
+// good, and the storage is not closed under them (meta.DB.Close of a
+// failed store releases nothing).
+func (s *Server) shutdown(ctx context.Context, timeout time.Duration) error {
+	failed := s.st.db.Err() != nil
 	s.ready.startDrain()
-	defer s.ready.drain(handlerDrainTimeout) // its checks read the storage Run closes next
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	checksWait := handlerDrainTimeout
+	if failed {
+		checksWait = 0
+	}
+	defer s.ready.drain(checksWait) // its checks read the storage Run closes next
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var errs []error
 	if s.pprof != nil {
@@ -411,17 +495,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.log.Warn("shutdown timeout expired: closing connections with requests in flight",
-			"timeout", s.cfg.ShutdownTimeout, "in_flight", s.inflight.Load())
+			"timeout", timeout, "in_flight", s.inflight.Load())
 		if err := s.srv.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close S3 server: %w", err))
 		}
 		// Handlers of closed connections see their request context canceled
 		// and return soon; give them a moment before the storage closes.
 		deadline := time.Now().Add(handlerDrainTimeout)
-		for s.inflight.Load() > 0 && time.Now().Before(deadline) {
+		for !failed && s.inflight.Load() > 0 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if n := s.inflight.Load(); n > 0 {
+		if n := s.inflight.Load(); n > 0 && !failed {
 			s.log.Warn("closing storage with handlers still running", "in_flight", n)
 		}
 	}

@@ -8,15 +8,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/meta"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger
@@ -393,5 +397,137 @@ func TestAccessLogInServer(t *testing.T) {
 		if strings.Contains(out, secret) {
 			t.Errorf("access log contains %q:\n%s", secret, out)
 		}
+	}
+}
+
+// TestStorageFailureStopsServer checks what a server does when its
+// metadata store fails (here: the disk under it is full, met by the
+// readiness write probe): readiness turns to "failed" with the cause, the
+// server stops by itself, waiting for requests in flight no longer than
+// its short failed drain (not the shutdown timeout: one stuck in the
+// failed engine would never end), and Run returns the store's error, for
+// the process to exit non-zero.
+func TestStorageFailureStopsServer(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.ShutdownTimeout = time.Minute
+	var logs syncBuffer
+	var full atomic.Bool
+	s, err := newServer(cfg, testLogger(&logs), io.Discard, func(string) error {
+		if full.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.failedDrain = 2 * time.Second
+	s.ready.ttl = 0 // every probe runs the checks
+	entered, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	inner := s.srv.Handler
+	s.srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stuck" { // like a write stuck in the failed engine
+			s.inflight.Add(1)
+			defer s.inflight.Add(-1)
+			close(entered)
+			<-release
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	ops := "http://" + s.ConsoleAddr() + "/readyz"
+	if status, body := get(t, ops); status != http.StatusOK {
+		t.Fatalf("GET /readyz = %d %s, want 200", status, body)
+	}
+	stuck := make(chan error, 1)
+	go func() {
+		resp, err := client().Get("http://" + s.Addr() + "/stuck")
+		if err == nil {
+			resp.Body.Close()
+		}
+		stuck <- err
+	}()
+	<-entered
+
+	full.Store(true)
+	failedAt := time.Now()
+	want := `{"status":"failed","failed":["metadata"],"checks":{"metadata":"failed"},"reason":"metadata store failed: no space left on device"}`
+	for {
+		status, body := get(t, ops) // the first probe's write meets the full disk
+		if status == http.StatusServiceUnavailable && strings.TrimSpace(body) == want {
+			break
+		}
+		if time.Since(failedAt) > time.Second {
+			t.Fatalf("GET /readyz after the failure = %d %s, want 503 %s", status, body, want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.ready.healthHandler().ServeHTTP(rec, httptest.NewRequest("GET", readyPath, nil))
+	if rec.Code != http.StatusServiceUnavailable || strings.TrimSpace(rec.Body.String()) != want {
+		t.Errorf("GET %s after the failure = %d %s, want 503 %s", readyPath, rec.Code, rec.Body, want)
+	}
+
+	select {
+	case err := <-done:
+		if !errors.Is(err, meta.ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("Run = %v, want the store's failure", err)
+		}
+		if d := time.Since(failedAt); d > s.failedDrain+3*time.Second {
+			t.Errorf("Run returned %v after the failure, want about the failed drain (%v)", d, s.failedDrain)
+		}
+	case <-time.After(s.failedDrain + 10*time.Second):
+		t.Fatal("Run did not return after the store failed")
+	}
+	if err := <-stuck; err == nil {
+		t.Error("the stuck request succeeded; want its connection closed")
+	}
+	if l := logs.String(); !strings.Contains(l, "metadata store failed: refusing writes and stopping") || !strings.Contains(l, "no space left on device") {
+		t.Errorf("log lacks the failure and its cause:\n%s", l)
+	}
+}
+
+// TestShutdownWithHungDisk checks that a shutdown ends in bounded time
+// even when the disk under the metadata stops answering, so that closing
+// the store would wait forever: Run gives up, with an error.
+func TestShutdownWithHungDisk(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.ShutdownTimeout = time.Second
+	var hang atomic.Bool
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	s, err := newServer(cfg, testLogger(io.Discard), io.Discard, func(string) error {
+		if hang.Load() {
+			<-release // a disk that never answers
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stopBound = 500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	if status, body := get(t, "http://"+s.ConsoleAddr()+"/readyz"); status != http.StatusOK {
+		t.Fatalf("GET /readyz = %d %s, want 200", status, body)
+	}
+	hang.Store(true)
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "shutdown did not finish within 1.5s") {
+			t.Errorf("Run with a hung disk = %v, want the shutdown bound's error", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Run took %v to give up", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return with a hung disk")
 	}
 }

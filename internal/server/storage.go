@@ -41,14 +41,16 @@ type storage struct {
 
 // openStorage opens (creating if needed) the data directory of cfg. It
 // fails if another process — a server or an admin command — has it open.
-func openStorage(cfg config.Config, log *slog.Logger) (*storage, error) {
+// failWrite is meta.Config.FailWrite: nil but in tests.
+func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string) error) (*storage, error) {
 	if err := os.MkdirAll(cfg.StoragePath, 0o700); err != nil {
 		return nil, fmt.Errorf("create storage path: %w", err)
 	}
 	db, err := meta.Open(meta.Config{
-		Dir:    filepath.Join(cfg.StoragePath, metaDir),
-		Sync:   cfg.Fsync,
-		Logger: log.With("component", "pebble"),
+		Dir:       filepath.Join(cfg.StoragePath, metaDir),
+		Sync:      cfg.Fsync,
+		Logger:    log.With("component", "pebble"),
+		FailWrite: failWrite,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
@@ -125,7 +127,7 @@ func GC(ctx context.Context, cfg config.Config, log *slog.Logger, grace time.Dur
 	if _, err := os.Stat(cfg.StoragePath); err != nil {
 		return objects.GCStats{}, fmt.Errorf("storage path: %w", err)
 	}
-	st, err := openStorage(cfg, log)
+	st, err := openStorage(cfg, log, nil)
 	if err != nil {
 		return objects.GCStats{}, err
 	}
