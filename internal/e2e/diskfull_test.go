@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,23 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
-
-// mountSmallFS mounts a tmpfs of size bytes at a new directory and
-// unmounts it when the test ends. It skips the test where mounting is not
-// permitted (not root, or no CAP_SYS_ADMIN); CI runs as root.
-func mountSmallFS(t *testing.T, size int64) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0700", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small filesystem here (%v: %s); CI runs this as root", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
 
 // TestDiskFull fills a 160 MiB filesystem (reserve: 64 MiB, the floor the
 // metadata engine needs) through S3 with block objects,
@@ -42,7 +24,7 @@ func mountSmallFS(t *testing.T, size int64) string {
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	const fsSize = 160 << 20
-	dir := mountSmallFS(t, fsSize)
+	dir := mountTmpfs(t, "160m")
 	data := dir + "/data"
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)

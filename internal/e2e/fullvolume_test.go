@@ -182,7 +182,10 @@ func fillVolume(t *testing.T, sigterm bool) {
 	mnt := mountTmpfs(t, fullVolumeSize)
 	dir := filepath.Join(mnt, "data")
 	// A long shutdown timeout: a failed store's drain must not wait for it.
-	srv := startChild(t, dir, "--shutdown-timeout", "60s")
+	// No free-space reserve: this is what happens when the metadata
+	// engine meets a full disk anyway (TestDiskFull shows the reserve
+	// keeping it from doing so).
+	srv := startChild(t, dir, "--shutdown-timeout", "60s", "--disk.reserve", "0")
 	ops := "http://" + srv.consoleAddr(t) + "/readyz"
 	c := newClient(t, srv.endpoint)
 	const bucket = "full"
@@ -292,7 +295,7 @@ func fillVolume(t *testing.T, sigterm bool) {
 
 	// Space is freed; the supervisor restarts the server.
 	resizeTmpfs(t, mnt, "96m")
-	srv = startChild(t, dir)
+	srv = startChild(t, dir, "--disk.reserve", "0")
 	c = newClient(t, srv.endpoint)
 	got := readState(t, c, bucket, nil)
 	acked, unacked := checkLedger(t, led, got, "after the restart")
