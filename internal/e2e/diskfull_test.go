@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -86,6 +87,16 @@ func TestDiskFull(t *testing.T) {
 	}
 	for k, body := range acked {
 		checkBody(t, "on a full disk: "+k, get(t, c, b, k), body)
+	}
+	// Readiness says so, and stays ready: reads and deletes work.
+	resp, err := http.Get(srv.endpoint + "/_coffer/health/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(ready), `"disk":"full: writes refused"`) {
+		t.Errorf("readiness on a full disk: %d %s", resp.StatusCode, ready)
 	}
 
 	// Deleting gives the space back within seconds. 30 MiB: the metadata

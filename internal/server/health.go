@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/meta"
 )
 
@@ -107,6 +108,12 @@ type readyReport struct {
 	// Reason is why the metadata store failed, without file names ("no
 	// space left on device"); set only with Status "failed".
 	Reason string `json:"reason,omitempty"`
+	// Disk is "ok", or "full: writes refused" while free space is below
+	// the reserve (disk.reserve); absent with the reserve off. A full disk
+	// leaves the server ready: reads, deletes (which make room) and
+	// metadata changes still work, and a load balancer that took the only
+	// node out would stop those too. Writes answer 507 StorageFull.
+	Disk string `json:"disk,omitempty"`
 
 	errs []error // why each failed check failed, for the log only
 }
@@ -139,6 +146,9 @@ type readiness struct {
 	// has failed, every probe answers failedReport at once, uncached,
 	// even while the server drains.
 	storageErr func() error
+	// space, if not nil, is the free-space reserve, whose state a report
+	// shows (Disk) without making the server unready.
+	space *diskspace.Guard
 
 	draining atomic.Bool    // set by drain: answer "shutting down"
 	wg       sync.WaitGroup // rounds and the check calls they started
@@ -253,6 +263,14 @@ wait:
 		if state != checkOK {
 			rp.Status = "unavailable"
 			rp.Failed = append(rp.Failed, c.name)
+		}
+	}
+	if rd.space != nil {
+		rp.Disk = "ok"
+		if err := rd.space.Refresh(); err == nil {
+			if st := rd.space.Stats(); st.FreeBytes < st.ReserveBytes {
+				rp.Disk = "full: writes refused"
+			}
 		}
 	}
 	rd.mu.Lock()

@@ -66,11 +66,11 @@ func TestHealthEndpoints(t *testing.T) {
 	}{
 		{"GET", s3 + livePath, 200, `{"status":"ok"}`},
 		{"HEAD", s3 + livePath, 200, ""},
-		{"GET", s3 + readyPath, 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"}}`},
+		{"GET", s3 + readyPath, 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"},"disk":"ok"}`},
 		{"HEAD", s3 + readyPath, 200, ""},
 		{"GET", ops + "/healthz", 200, `{"status":"ok"}`},
 		{"HEAD", ops + "/healthz", 200, ""},
-		{"GET", ops + "/readyz", 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"}}`},
+		{"GET", ops + "/readyz", 200, `{"status":"ok","checks":{"blocks":"ok","metadata":"ok","metadata_write":"ok"},"disk":"ok"}`},
 		{"HEAD", ops + "/readyz", 200, ""},
 		{"POST", s3 + readyPath, 405, `{"status":"method not allowed"}`},
 		{"DELETE", s3 + livePath, 405, `{"status":"method not allowed"}`},

@@ -147,6 +147,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 		return s, err
 	}
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
+	s.ready.space = st.space
 	s.ready.storageErr = st.db.Err
 	if s.audit, err = openAudit(cfg, log.With("component", "audit")); err != nil {
 		return s, err
