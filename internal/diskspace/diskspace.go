@@ -169,13 +169,18 @@ func (g *Guard) Admit(n int64) error {
 		}
 		return fmt.Errorf("%w: %d bytes free, %d reserved, %d asked", ErrFull, g.freeBytes.Load(), g.reserve.Load(), n)
 	}
+	g.recovered()
+	g.admitted += n
+	return nil
+}
+
+// recovered ends a refusal, with its log line. g.mu is held.
+func (g *Guard) recovered() {
 	if g.full {
 		g.full = false
 		g.cfg.Logger.Info("free space above the reserve again: new data is accepted",
 			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load())
 	}
-	g.admitted += n
-	return nil
 }
 
 // Stats are what a Guard measured and decided.
@@ -208,11 +213,9 @@ func (g *Guard) Refresh() error {
 	if err := g.sample(); err != nil {
 		return err
 	}
-	if g.full && g.free > 0 {
+	if g.free > 0 {
 		// A refusal is sticky only until there is room again.
-		g.full = false
-		g.cfg.Logger.Info("free space above the reserve again: new data is accepted",
-			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load())
+		g.recovered()
 	}
 	return nil
 }

@@ -16,13 +16,14 @@ type fakeFS struct {
 	mu          sync.Mutex
 	total, free int64
 	calls       int
+	err         error // returned by statfs when set
 }
 
 func (f *fakeFS) statfs(string) (int64, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	return f.total, f.free, nil
+	return f.total, f.free, f.err
 }
 
 func (f *fakeFS) set(free int64) {
@@ -129,5 +130,29 @@ func TestFloor(t *testing.T) {
 		if got := g.Stats().ReserveBytes; got != tc.want {
 			t.Errorf("reserve %d, floor %d, total %d: %d, want %d", tc.reserve>>20, tc.floor>>20, tc.total>>20, got>>20, tc.want>>20)
 		}
+	}
+}
+
+// TestMeasureFails: a filesystem that cannot be measured any more refuses
+// writes with its error (not ErrFull: the object service answers 500) and
+// never admits blindly.
+func TestMeasureFails(t *testing.T) {
+	fs := &fakeFS{total: 1 << 30, free: 1 << 30}
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	g, err := New(Config{Paths: []string{"/d"}, Reserve: 1 << 20, SampleEvery: time.Second,
+		Clock: func() time.Time { return now }, statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("statfs: input/output error")
+	fs.mu.Lock()
+	fs.err = boom
+	fs.mu.Unlock()
+	now = now.Add(2 * time.Second) // the last measurement is stale
+	if err := g.Admit(1); !errors.Is(err, boom) || errors.Is(err, ErrFull) {
+		t.Errorf("Admit with an unmeasurable filesystem = %v, want its error", err)
+	}
+	if err := g.Refresh(); !errors.Is(err, boom) {
+		t.Errorf("Refresh = %v, want %v", err, boom)
 	}
 }

@@ -216,9 +216,8 @@ type request struct {
 	// authentication, when the verifier reported it.
 	claimedKey string
 	// idle is the request body with its progress deadline, under rawBody
-	// (nil without a body).
-	idle    *idleBody
-	idleBuf idleBody
+	// (idle.rc is nil without a body).
+	idle idleBody
 	// postSigV2 says a form upload's policy is signed with SigV2.
 	postSigV2 bool
 }
@@ -260,9 +259,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		rq.idleBuf = idleBody{rc: rq.rawBody, w: w, idle: h.cfg.BodyIdleTimeout, clock: time.Now}
-		rq.idle = &rq.idleBuf
-		rq.rawBody = rq.idle
+		rq.idle = idleBody{rc: rq.rawBody, w: w, idle: h.cfg.BodyIdleTimeout}
+		rq.rawBody = &rq.idle
 	}
 	rw := &responseWriter{ResponseWriter: w}
 	start := h.clock()

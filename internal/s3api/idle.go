@@ -28,7 +28,6 @@ type idleBody struct {
 	w     http.ResponseWriter // for the deadline, through http.ResponseController
 	ctl   *http.ResponseController
 	idle  time.Duration
-	clock func() time.Time
 	set   time.Time // when the deadline was last moved; zero before
 	fixed bool      // final set a deadline that reads no longer move
 }
@@ -36,7 +35,8 @@ type idleBody struct {
 // Read implements io.Reader.
 func (b *idleBody) Read(p []byte) (int, error) {
 	if !b.fixed && b.idle > 0 {
-		if now := b.clock(); now.Sub(b.set) >= b.idle/4 {
+		// The wall clock, not the Handler's: deadlines are real time.
+		if now := time.Now(); now.Sub(b.set) >= b.idle/4 {
 			b.deadline(now.Add(b.idle))
 			b.set = now
 		}
@@ -52,7 +52,7 @@ func (b *idleBody) Close() error { return b.rc.Close() }
 // the handler).
 func (b *idleBody) final(d time.Duration) {
 	b.fixed = true
-	b.deadline(b.clock().Add(d))
+	b.deadline(time.Now().Add(d))
 }
 
 func (b *idleBody) deadline(t time.Time) {

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/postpolicy"
@@ -31,22 +32,22 @@ const preDataReadAhead = 8 << 10
 
 // isFormHeader reports whether a form field (by its lower-case name)
 // stands for the PutObject header of that name: the standard headers,
-// x-amz-meta-*, x-amz-grant-*, checksums and storage class, and features
-// Coffer refuses (encryption, object lock), so that they are refused here
-// too.
+// x-amz-meta-*, x-amz-grant-*, the checksums (checksum.ForHeader), storage
+// class, and the features Coffer refuses (unsupportedHeaders), so that
+// they are refused here too.
 func isFormHeader(name string) bool {
 	switch name {
 	case "cache-control", "content-type", "content-disposition", "content-encoding", "content-language",
-		"expires", "content-md5", "x-amz-storage-class", "x-amz-website-redirect-location",
-		"x-amz-checksum-algorithm", "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
-		"x-amz-checksum-sha1", "x-amz-checksum-sha256", "x-amz-checksum-sha512", "x-amz-checksum-md5",
-		"x-amz-checksum-xxhash64", "x-amz-checksum-xxhash3", "x-amz-checksum-xxhash128",
-		"x-amz-server-side-encryption", "x-amz-server-side-encryption-aws-kms-key-id",
-		"x-amz-server-side-encryption-context", "x-amz-server-side-encryption-bucket-key-enabled",
-		"x-amz-server-side-encryption-customer-algorithm", "x-amz-server-side-encryption-customer-key",
-		"x-amz-server-side-encryption-customer-key-md5", "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
-		"x-amz-object-lock-legal-hold":
+		"expires", "content-md5", "x-amz-storage-class", "x-amz-checksum-algorithm":
 		return true
+	}
+	if _, ok := checksum.ForHeader(name); ok {
+		return true
+	}
+	for _, k := range unsupportedHeaders {
+		if strings.EqualFold(name, k) {
+			return true
+		}
 	}
 	return strings.HasPrefix(name, "x-amz-meta-") || strings.HasPrefix(name, "x-amz-grant-")
 }

@@ -228,7 +228,7 @@ func (h *Handler) drainBody(rq *request) {
 	if rq.auth != nil && !rq.principal.Anonymous && rq.principal.AccessKeyID != "" {
 		limit = maxDrainAuthenticated
 	}
-	if rq.idle != nil {
+	if rq.idle.rc != nil {
 		// A client that stopped sending must not hold the handler (and,
 		// after it, net/http's own discard) past drainTimeout.
 		rq.idle.final(drainTimeout)

@@ -7,8 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -75,19 +73,18 @@ func (v *Verifier) verifyPostV4(ctx context.Context, f PostForm) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkPostScope(c, f.Date); err != nil {
+	// A form's date is when its policy was signed, possibly long ago:
+	// the policy's expiration bounds its life, not the clock skew.
+	if err := v.checkScope(c, f.Date, postCredentialMalformed); err != nil {
 		return nil, err
 	}
 	var sig [32]byte
 	if !parseSignature(&sig, f.Signature) {
 		return nil, postSignatureMismatch(c.accessKeyID, f)
 	}
-	secret, err := v.keys.SecretKey(ctx, c.accessKeyID)
-	if errors.Is(err, ErrUnknownKey) {
-		return nil, s3err.New(s3err.InvalidAccessKeyID, "").With("AWSAccessKeyId", c.accessKeyID)
-	}
+	secret, err := v.secret(ctx, c.accessKeyID)
 	if err != nil {
-		return nil, fmt.Errorf("look up secret of access key %s: %w", c.accessKeyID, err)
+		return nil, err
 	}
 	sc := v.pool.Get().(*scratch)
 	defer v.pool.Put(sc)
@@ -99,23 +96,6 @@ func (v *Verifier) verifyPostV4(ctx context.Context, f PostForm) (*Result, error
 	return &Result{AccessKeyID: c.accessKeyID, DecodedLength: -1}, nil
 }
 
-// checkPostScope checks a form's credential scope. Unlike a request's, a
-// form's date is when its policy was signed, possibly long ago: the
-// policy's expiration bounds its life, not the clock skew.
-func (v *Verifier) checkPostScope(c credential, amzDate string) error {
-	switch {
-	case c.date != amzDate[:8]:
-		return postCredentialMalformed("Invalid credential date. Date is not the same as X-Amz-Date.")
-	case c.region != v.region:
-		return postCredentialMalformed(fmt.Sprintf("the region '%s' is wrong; expecting '%s'", c.region, v.region)).With("Region", v.region)
-	case c.service != v.service:
-		return postCredentialMalformed(fmt.Sprintf("incorrect service %q. This endpoint belongs to %q.", c.service, v.service))
-	case c.terminator != scopeTerminator:
-		return postCredentialMalformed(fmt.Sprintf("incorrect terminal %q. This endpoint uses %q.", c.terminator, scopeTerminator))
-	}
-	return nil
-}
-
 func (v *Verifier) verifyPostV2(ctx context.Context, f PostForm) (*Result, error) {
 	switch {
 	case f.AccessKeyID == "":
@@ -123,12 +103,9 @@ func (v *Verifier) verifyPostV2(ctx context.Context, f PostForm) (*Result, error
 	case f.SignatureV2 == "":
 		return nil, postMissing("Signature")
 	}
-	secret, err := v.keys.SecretKey(ctx, f.AccessKeyID)
-	if errors.Is(err, ErrUnknownKey) {
-		return nil, s3err.New(s3err.InvalidAccessKeyID, "").With("AWSAccessKeyId", f.AccessKeyID)
-	}
+	secret, err := v.secret(ctx, f.AccessKeyID)
 	if err != nil {
-		return nil, fmt.Errorf("look up secret of access key %s: %w", f.AccessKeyID, err)
+		return nil, err
 	}
 	if !v2Match(hmac.New(sha1.New, []byte(secret)), []byte(f.Policy), f.SignatureV2) {
 		return nil, postSignatureMismatch(f.AccessKeyID, f)

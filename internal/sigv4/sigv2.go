@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha1"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash"
 	"net"
@@ -163,12 +162,9 @@ func (v *Verifier) verifyV2Query(r *http.Request) (*Result, error) {
 // resource is the path as sent; if that does not match, the decoded path is
 // tried too, for clients that sign the key before escaping it.
 func (v *Verifier) checkV2(r *http.Request, a v2Auth, dateLine string) error {
-	secret, err := v.keys.SecretKey(r.Context(), a.accessKeyID)
-	if errors.Is(err, ErrUnknownKey) {
-		return s3err.New(s3err.InvalidAccessKeyID, "").With("AWSAccessKeyId", a.accessKeyID)
-	}
+	secret, err := v.secret(r.Context(), a.accessKeyID)
 	if err != nil {
-		return fmt.Errorf("look up secret of access key %s: %w", a.accessKeyID, err)
+		return err
 	}
 	mac := hmac.New(sha1.New, []byte(secret))
 	bucket := v.hostBucket(r.Host)

@@ -225,7 +225,7 @@ func (v *Verifier) verifyHeader(r *http.Request, authz []string) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkScope(a.cred, amzDate, false); err != nil {
+	if err := v.checkScope(a.cred, amzDate, errHeaderMalformed); err != nil {
 		return nil, err
 	}
 	now := v.clock()
@@ -265,7 +265,7 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkScope(p.cred, p.amzDate, true); err != nil {
+	if err := v.checkScope(p.cred, p.amzDate, errCredentialMalformed); err != nil {
 		return nil, err
 	}
 	now := v.clock()
@@ -304,11 +304,9 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 
 // checkScope validates the credential scope against the configuration and
 // the request date.
-func (v *Verifier) checkScope(c credential, amzDate string, presigned bool) error {
-	malformed := errHeaderMalformed
-	if presigned {
-		malformed = errCredentialMalformed
-	}
+// malformed makes the error of a bad scope: AuthorizationHeaderMalformed,
+// AuthorizationQueryParametersError or, for a form, InvalidArgument.
+func (v *Verifier) checkScope(c credential, amzDate string, malformed func(string) *s3err.Error) error {
 	switch {
 	case c.date != amzDate[:8]:
 		return malformed("Invalid credential date. Date is not the same as X-Amz-Date.")
@@ -322,16 +320,26 @@ func (v *Verifier) checkScope(c credential, amzDate string, presigned bool) erro
 	return nil
 }
 
+// secret returns the secret of accessKeyID: InvalidAccessKeyId for an
+// unknown key, a wrapped Keyring error (InternalError) for anything else.
+func (v *Verifier) secret(ctx context.Context, accessKeyID string) (string, error) {
+	secret, err := v.keys.SecretKey(ctx, accessKeyID)
+	if errors.Is(err, ErrUnknownKey) {
+		return "", s3err.New(s3err.InvalidAccessKeyID, "").With("AWSAccessKeyId", accessKeyID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up secret of access key %s: %w", accessKeyID, err)
+	}
+	return secret, nil
+}
+
 // checkWith looks up the secret, derives (or reuses) the signing key and
 // compares signatures in constant time. On success it records the streaming
 // state in res.
 func (v *Verifier) checkWith(sc *scratch, r *http.Request, res *Result, a *authorization, amzDate string, canonQuery []byte, payload string) error {
-	secret, err := v.keys.SecretKey(r.Context(), a.cred.accessKeyID)
-	if errors.Is(err, ErrUnknownKey) {
-		return s3err.New(s3err.InvalidAccessKeyID, "").With("AWSAccessKeyId", a.cred.accessKeyID)
-	}
+	secret, err := v.secret(r.Context(), a.cred.accessKeyID)
 	if err != nil {
-		return fmt.Errorf("look up secret of access key %s: %w", a.cred.accessKeyID, err)
+		return err
 	}
 	key := v.signingKey(sc, a.cred, secret)
 	path := rawPath(r)
