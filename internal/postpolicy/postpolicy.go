@@ -261,12 +261,6 @@ func (f *Form) Set(name, value string) bool {
 // Get returns the value of the field name (lower case), "" if absent.
 func (f *Form) Get(name string) string { return f.Values[name] }
 
-// Has reports whether the form has the field name (lower case).
-func (f *Form) Has(name string) bool {
-	_, ok := f.Values[name]
-	return ok
-}
-
 // exempt reports whether a field needs no condition: the signature and
 // policy themselves, the SigV2 key, fields prefixed x-ignore-, and the
 // file's checksum (x-amz-checksum-*, which guards the upload's integrity

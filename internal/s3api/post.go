@@ -5,6 +5,7 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -265,19 +266,14 @@ func readForm(mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multi
 	}
 }
 
-// formError maps an error reading the fields of a form: S3's error as is,
-// a body that ends early IncompleteBody, a malformed one
-// MalformedPOSTRequest.
+// formError maps an error reading the fields of a form: what bodyError
+// makes of S3 errors, timeouts and a body that ends early, and
+// MalformedPOSTRequest for anything the multipart reader could not parse.
 func formError(err error) error {
-	if _, ok := errors.AsType[*s3err.Error](err); ok {
-		return err
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return s3err.Wrap(s3err.IncompleteBody, "", err)
-	}
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) && ne.Timeout() {
-		return s3err.Wrap(s3err.RequestTimeout, "", err)
+	_, s3 := errors.AsType[*s3err.Error](err)
+	ne, isNet := errors.AsType[net.Error](err)
+	if s3 || errors.Is(err, io.ErrUnexpectedEOF) || isNet && ne.Timeout() {
+		return bodyError(err)
 	}
 	return s3err.Wrap(s3err.MalformedPOSTRequest, "", err)
 }
