@@ -144,12 +144,13 @@ func s3ShouldEscape(c byte) bool {
 	return true
 }
 
-// encoder returns s3URLEncode when on, else the identity.
-func encoder(on bool) func(string) string {
+// encoder returns s3URLEncode when on, else the identity, as the XML
+// text of a key (see s3xml.Text for keys XML 1.0 cannot carry).
+func encoder(on bool) func(string) s3xml.Text {
 	if on {
-		return s3URLEncode
+		return func(s string) s3xml.Text { return s3xml.Text(s3URLEncode(s)) }
 	}
-	return func(s string) string { return s }
+	return func(s string) s3xml.Text { return s3xml.Text(s) }
 }
 
 // listObjects serves ListObjects (version 1).
@@ -223,7 +224,7 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 }
 
 // listContents converts listed objects to <Contents> entries.
-func listContents(objs []objects.ObjectInfo, enc func(string) string, owner *s3xml.Owner) []s3xml.Object {
+func listContents(objs []objects.ObjectInfo, enc func(string) s3xml.Text, owner *s3xml.Owner) []s3xml.Object {
 	if len(objs) == 0 {
 		return nil
 	}
@@ -253,7 +254,7 @@ func checksumType(c objects.ChecksumValue) string {
 }
 
 // commonPrefixes converts rolled-up prefixes to <CommonPrefixes> entries.
-func commonPrefixes(ps []string, enc func(string) string) []s3xml.CommonPrefix {
+func commonPrefixes(ps []string, enc func(string) s3xml.Text) []s3xml.CommonPrefix {
 	if len(ps) == 0 {
 		return nil
 	}

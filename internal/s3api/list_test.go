@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -204,4 +205,45 @@ func TestListObjectsHandler(t *testing.T) {
 	hs.do(call{method: "GET", path: "/list?max-keys=-1"}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
 	hs.do(call{method: "GET", path: "/list?encoding-type=xml"}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
 	goldenError(t, hs.do(call{method: "GET", path: "/nope?list-type=2"}), "ListObjectsV2_NoSuchBucket", http.StatusNotFound, s3err.NoSuchBucket)
+}
+
+// TestListControlCharacterKeys checks that keys holding characters XML 1.0
+// cannot carry are listed as S3 lists them: as character references
+// without encoding-type (naming the key exactly, where U+FFFD would name a
+// key that does not exist), percent-encoded with encoding-type=url.
+func TestListControlCharacterKeys(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("ctl")
+	key := "dir\x01/a\x1fb\uFFFF"
+	hs.put("ctl", url.PathEscape(key), []byte("x"))
+	id := hs.createUpload("ctl", url.PathEscape(key))
+	const refs, pct = "dir&#x1;/a&#x1F;b&#xFFFF;", "dir%01/a%1Fb%EF%BF%BF"
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"?list-type=2", []string{"<Key>" + refs + "</Key>"}},
+		{"?list-type=2&encoding-type=url", []string{"<Key>" + pct + "</Key>"}},
+		{"?list-type=2&delimiter=/", []string{"<Prefix>dir&#x1;/</Prefix>"}},
+		{"?marker=dir%01", []string{"<Marker>dir&#x1;</Marker>", "<Key>" + refs + "</Key>"}},
+		{"?versions&key-marker=d", []string{"<KeyMarker>d</KeyMarker>", "<Key>" + refs + "</Key>"}},
+		{"?versions&encoding-type=url", []string{"<Key>" + pct + "</Key>"}},
+		{"?uploads", []string{"<Key>" + refs + "</Key>"}},
+		{"?uploads&encoding-type=url", []string{"<Key>" + pct + "</Key>"}},
+	} {
+		body := string(hs.do(call{method: "GET", path: "/ctl" + tc.query}).mustStatus(t, http.StatusOK).body)
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("GET /ctl%s: %s not in\n%s", tc.query, w, body)
+			}
+		}
+		if strings.Contains(body, "\uFFFD") {
+			t.Errorf("GET /ctl%s: U+FFFD in\n%s", tc.query, body)
+		}
+	}
+	body := string(hs.do(call{method: "GET", path: "/ctl/" + url.PathEscape(key) + "?uploadId=" + id}).mustStatus(t, http.StatusOK).body)
+	if !strings.Contains(body, "<Key>"+refs+"</Key>") {
+		t.Errorf("ListParts: key not written as character references:\n%s", body)
+	}
 }

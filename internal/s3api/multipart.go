@@ -91,7 +91,7 @@ func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 		w.Header()["x-amz-checksum-type"] = []string{uploadChecksumType(up)}
 	}
 	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, up.Initiated)
-	return writeXML(w, http.StatusOK, s3xml.InitiateMultipartUploadResult{Bucket: rq.bucket, Key: rq.key, UploadID: up.UploadID})
+	return writeXML(w, http.StatusOK, s3xml.InitiateMultipartUploadResult{Bucket: rq.bucket, Key: s3xml.Text(rq.key), UploadID: up.UploadID})
 }
 
 // uploadPart serves UploadPart.
@@ -211,7 +211,7 @@ func (h *Handler) completeMultipartUpload(w http.ResponseWriter, r *http.Request
 	out := s3xml.CompleteMultipartUploadResult{
 		Location:     objectLocation(r, rq),
 		Bucket:       rq.bucket,
-		Key:          rq.key,
+		Key:          s3xml.Text(rq.key),
 		ETag:         quoteETag(info.ETag),
 		Checksums:    xmlChecksums(info.Checksum),
 		ChecksumType: checksumType(info.Checksum),
@@ -279,7 +279,7 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 	owner := h.owner(rq)
 	out := s3xml.ListPartsResult{
 		Bucket:            rq.bucket,
-		Key:               rq.key,
+		Key:               s3xml.Text(rq.key),
 		UploadID:          id,
 		Initiator:         owner,
 		Owner:             owner,

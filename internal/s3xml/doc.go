@@ -24,14 +24,19 @@
 // encoding/xml about five times faster and without per-entry allocations;
 // tests and a fuzz target hold the two to byte equality.
 //
-// Encode never writes ill-formed XML. Strings are escaped by encoding/xml,
-// which replaces each byte of invalid UTF-8 and each character XML 1.0
-// cannot carry (U+0000–U+0008, U+000B, U+000C, U+000E–U+001F, surrogates,
-// U+FFFE, U+FFFF) with U+FFFD. Such strings therefore do not survive the
-// trip; [NeedsURLEncoding] reports whether a key is one of them, so a
-// listing handler can tell that only encoding-type=url represents it
-// faithfully. Tab, newline and carriage return are valid and round-trip as
-// character references.
+// Strings are escaped as encoding/xml escapes them, with one exception
+// taken from S3: a character XML 1.0 cannot carry (U+0000–U+0008, U+000B,
+// U+000C, U+000E–U+001F, U+FFFE, U+FFFF) is written as a hexadecimal
+// character reference, &#x1; for U+0001, in the listings and in every
+// [Text] field (keys, and prefixes and markers that echo keys). Object keys
+// may hold such characters; S3 writes them this way, which a strict XML
+// 1.0 parser refuses (the SDKs fail the call) but which names the key
+// exactly, where encoding/xml's U+FFFD would name a key that does not
+// exist. Clients that list such keys send encoding-type=url (boto3 and the
+// aws CLI always do); [NeedsURLEncoding] tells whether a key is one of
+// them. Invalid UTF-8, which keys cannot hold (writes refuse it), is
+// written as U+FFFD. Tab, newline and carriage return are valid and
+// round-trip as character references.
 //
 // # Requests
 //

@@ -3,6 +3,7 @@ package s3xml
 import (
 	"encoding/xml"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -38,6 +39,25 @@ func Encode(w io.Writer, v any) error {
 	return enc.Close()
 }
 
+// Text is a string field that may hold an object key: a key, or a prefix
+// or marker that echoes part of one. It is written as encoding/xml writes
+// a string but for characters XML 1.0 cannot carry, which become character
+// references such as &#x1;, as in S3's responses, instead of U+FFFD
+// (see [escape]).
+type Text string
+
+// MarshalXML writes t as the element start.
+func (t Text) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
+	if !NeedsURLEncoding(string(t)) {
+		return e.EncodeElement(string(t), start)
+	}
+	var b strings.Builder
+	escape(&b, string(t), true)
+	return e.EncodeElement(struct {
+		Escaped string `xml:",innerxml"`
+	}{b.String()}, start)
+}
+
 // writeDeclaration writes `<?xml version="1.0" encoding="UTF-8"?>` and a
 // newline through enc's buffer.
 func writeDeclaration(enc *xml.Encoder) error {
@@ -48,11 +68,12 @@ func writeDeclaration(enc *xml.Encoder) error {
 	return enc.EncodeToken(xml.CharData("\n"))
 }
 
-// NeedsURLEncoding reports whether s holds bytes an XML 1.0 document cannot
-// carry: invalid UTF-8, or a character outside XML's Char production (most
-// C0 controls, surrogates, U+FFFE and U+FFFF). Encode writes such strings
-// with U+FFFD in place of the offending bytes, so a key for which this
-// returns true is listed faithfully only with encoding-type=url. See
+// NeedsURLEncoding reports whether s holds bytes a well-formed XML 1.0
+// document cannot carry: invalid UTF-8, or a character outside XML's Char
+// production (most C0 controls, surrogates, U+FFFE and U+FFFF). Encode
+// writes such characters in keys as character references, as S3 does,
+// which strict XML 1.0 parsers refuse; only encoding-type=url lists such a
+// key in a form every client reads. See
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html#object-key-xml-related-constraints
 func NeedsURLEncoding(s string) bool {
 	for i := 0; i < len(s); {

@@ -57,6 +57,10 @@ var corsConfig = s3xml.CORSConfiguration{Rules: []s3xml.CORSRule{
 
 func maxAge3000() *int { n := 3000; return &n }
 
+// xml11 names the golden documents that list keys XML 1.0 cannot carry,
+// which S3 writes as character references a strict XML 1.0 parser refuses.
+var xml11 = map[string]bool{"ListBucketResultV2-control-keys": true}
+
 // goldenCases returns every document s3xml writes, by golden file name.
 // Each renders itself to w.
 func goldenCases() []struct {
@@ -148,10 +152,16 @@ func goldenCases() []struct {
 			Contents: []s3xml.Object{
 				{Key: `<a>&"b'`, LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
 				{Key: "tab\tnl\ncr\r", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
-				{Key: "ctl\x01\x1f", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
 				{Key: "bad\xff\xfeutf8", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
-				{Key: "nonchar\uFFFE é 😀", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
+				{Key: "é 😀 \uFFFD", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"},
 			},
+		})},
+		{"ListBucketResultV2-control-keys", enc(s3xml.ListBucketResultV2{
+			Name:           "odd",
+			KeyCount:       2,
+			MaxKeys:        1000,
+			Contents:       []s3xml.Object{{Key: "ctl\x01\x1f", LastModified: s3xml.Time(t0), ETag: etag1, StorageClass: "STANDARD"}},
+			CommonPrefixes: []s3xml.CommonPrefix{{Prefix: "nonchar\uFFFE/"}},
 		})},
 		{"LocationConstraint", enc(s3xml.LocationConstraint{Region: "eu-west-1"})},
 		{"LocationConstraint-us-east-1", enc(s3xml.LocationConstraint{})},
@@ -276,7 +286,8 @@ func goldenCases() []struct {
 
 // TestGolden renders every document and compares it byte for byte with
 // testdata/golden/<name>.xml; -update rewrites the files. Every document
-// must also be well-formed for a strict parser.
+// must also be well-formed for a strict parser, but for those that list
+// keys XML 1.0 cannot carry, which S3 writes as character references.
 func TestGolden(t *testing.T) {
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -285,7 +296,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("render: %v", err)
 			}
 			got := buf.Bytes()
-			if err := wellFormed(got); err != nil {
+			if err := wellFormed(got); err != nil && !xml11[tc.name] {
 				t.Errorf("output is not well-formed XML: %v\n%s", err, got)
 			}
 			path := filepath.Join("testdata", "golden", tc.name+".xml")

@@ -13,11 +13,11 @@ import "encoding/xml"
 type ListBucketResult struct {
 	XMLName        xml.Name       `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
 	Name           string         `xml:"Name"`
-	Prefix         string         `xml:"Prefix"`
-	Marker         string         `xml:"Marker"`
-	NextMarker     string         `xml:"NextMarker,omitempty"`
+	Prefix         Text           `xml:"Prefix"`
+	Marker         Text           `xml:"Marker"`
+	NextMarker     Text           `xml:"NextMarker,omitempty"`
 	MaxKeys        int            `xml:"MaxKeys"`
-	Delimiter      string         `xml:"Delimiter,omitempty"`
+	Delimiter      Text           `xml:"Delimiter,omitempty"`
 	EncodingType   string         `xml:"EncodingType,omitempty"`
 	IsTruncated    bool           `xml:"IsTruncated"`
 	Contents       []Object       `xml:"Contents"`
@@ -34,13 +34,13 @@ type ListBucketResult struct {
 type ListBucketResultV2 struct {
 	XMLName               xml.Name       `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListBucketResult"`
 	Name                  string         `xml:"Name"`
-	Prefix                string         `xml:"Prefix"`
+	Prefix                Text           `xml:"Prefix"`
 	ContinuationToken     string         `xml:"ContinuationToken,omitempty"`
 	NextContinuationToken string         `xml:"NextContinuationToken,omitempty"`
-	StartAfter            string         `xml:"StartAfter,omitempty"`
+	StartAfter            Text           `xml:"StartAfter,omitempty"`
 	KeyCount              int            `xml:"KeyCount"`
 	MaxKeys               int            `xml:"MaxKeys"`
-	Delimiter             string         `xml:"Delimiter,omitempty"`
+	Delimiter             Text           `xml:"Delimiter,omitempty"`
 	EncodingType          string         `xml:"EncodingType,omitempty"`
 	IsTruncated           bool           `xml:"IsTruncated"`
 	Contents              []Object       `xml:"Contents"`
@@ -53,7 +53,7 @@ type ListBucketResultV2 struct {
 // ChecksumAlgorithm and ChecksumType are written only for objects stored
 // with a flexible checksum.
 type Object struct {
-	Key               string `xml:"Key"`
+	Key               Text   `xml:"Key"`
 	LastModified      string `xml:"LastModified"`
 	ETag              string `xml:"ETag"`
 	ChecksumAlgorithm string `xml:"ChecksumAlgorithm,omitempty"`
@@ -66,7 +66,7 @@ type Object struct {
 // CommonPrefix is one <CommonPrefixes> entry: a prefix rolled up at the
 // delimiter. S3 writes one <CommonPrefixes> element per prefix.
 type CommonPrefix struct {
-	Prefix string `xml:"Prefix"`
+	Prefix Text `xml:"Prefix"`
 }
 
 // ListVersionsResult is the ListObjectVersions response. Name, Prefix,
@@ -83,13 +83,13 @@ type CommonPrefix struct {
 type ListVersionsResult struct {
 	XMLName             xml.Name        `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListVersionsResult"`
 	Name                string          `xml:"Name"`
-	Prefix              string          `xml:"Prefix"`
-	KeyMarker           string          `xml:"KeyMarker"`
+	Prefix              Text            `xml:"Prefix"`
+	KeyMarker           Text            `xml:"KeyMarker"`
 	VersionIDMarker     string          `xml:"VersionIdMarker"`
-	NextKeyMarker       string          `xml:"NextKeyMarker,omitempty"`
+	NextKeyMarker       Text            `xml:"NextKeyMarker,omitempty"`
 	NextVersionIDMarker string          `xml:"NextVersionIdMarker,omitempty"`
 	MaxKeys             int             `xml:"MaxKeys"`
-	Delimiter           string          `xml:"Delimiter,omitempty"`
+	Delimiter           Text            `xml:"Delimiter,omitempty"`
 	EncodingType        string          `xml:"EncodingType,omitempty"`
 	IsTruncated         bool            `xml:"IsTruncated"`
 	Versions            []ObjectVersion `xml:"Version"`
@@ -100,7 +100,7 @@ type ListVersionsResult struct {
 // listing. A delete marker has no ETag, size, checksum or storage class.
 type ObjectVersion struct {
 	DeleteMarker      bool   `xml:"-"` // written as <DeleteMarker>, else <Version>
-	Key               string `xml:"Key"`
+	Key               Text   `xml:"Key"`
 	VersionID         string `xml:"VersionId"`
 	IsLatest          bool   `xml:"IsLatest"`
 	LastModified      string `xml:"LastModified"`
@@ -124,12 +124,12 @@ func (v ObjectVersion) MarshalXML(e *xml.Encoder, start xml.StartElement) error 
 }
 
 // NewVersion returns the <Version> entry of an object version.
-func NewVersion(key, versionID string, latest bool, modified string, etag string, size int64) ObjectVersion {
+func NewVersion(key Text, versionID string, latest bool, modified string, etag string, size int64) ObjectVersion {
 	return ObjectVersion{Key: key, VersionID: versionID, IsLatest: latest,
 		LastModified: modified, ETag: etag, Size: &size, StorageClass: "STANDARD"}
 }
 
 // NewDeleteMarker returns the <DeleteMarker> entry of a delete marker.
-func NewDeleteMarker(key, versionID string, latest bool, modified string) ObjectVersion {
+func NewDeleteMarker(key Text, versionID string, latest bool, modified string) ObjectVersion {
 	return ObjectVersion{DeleteMarker: true, Key: key, VersionID: versionID, IsLatest: latest, LastModified: modified}
 }

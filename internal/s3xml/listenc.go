@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -58,11 +59,11 @@ func defaultRoot(v any) bool {
 func (r *ListBucketResult) writeXML(x *xmlWriter) {
 	x.raw(`<ListBucketResult xmlns="` + Namespace + `">`)
 	x.elem("Name", r.Name)
-	x.elem("Prefix", r.Prefix)
-	x.elem("Marker", r.Marker)
-	x.elemOmitEmpty("NextMarker", r.NextMarker)
+	x.elemText("Prefix", r.Prefix)
+	x.elemText("Marker", r.Marker)
+	x.elemTextOmitEmpty("NextMarker", r.NextMarker)
 	x.elemInt("MaxKeys", int64(r.MaxKeys))
-	x.elemOmitEmpty("Delimiter", r.Delimiter)
+	x.elemTextOmitEmpty("Delimiter", r.Delimiter)
 	x.elemOmitEmpty("EncodingType", r.EncodingType)
 	x.elemBool("IsTruncated", r.IsTruncated)
 	x.contents(r.Contents, r.CommonPrefixes)
@@ -72,13 +73,13 @@ func (r *ListBucketResult) writeXML(x *xmlWriter) {
 func (r *ListBucketResultV2) writeXML(x *xmlWriter) {
 	x.raw(`<ListBucketResult xmlns="` + Namespace + `">`)
 	x.elem("Name", r.Name)
-	x.elem("Prefix", r.Prefix)
+	x.elemText("Prefix", r.Prefix)
 	x.elemOmitEmpty("ContinuationToken", r.ContinuationToken)
 	x.elemOmitEmpty("NextContinuationToken", r.NextContinuationToken)
-	x.elemOmitEmpty("StartAfter", r.StartAfter)
+	x.elemTextOmitEmpty("StartAfter", r.StartAfter)
 	x.elemInt("KeyCount", int64(r.KeyCount))
 	x.elemInt("MaxKeys", int64(r.MaxKeys))
-	x.elemOmitEmpty("Delimiter", r.Delimiter)
+	x.elemTextOmitEmpty("Delimiter", r.Delimiter)
 	x.elemOmitEmpty("EncodingType", r.EncodingType)
 	x.elemBool("IsTruncated", r.IsTruncated)
 	x.contents(r.Contents, r.CommonPrefixes)
@@ -97,7 +98,7 @@ func (x *xmlWriter) contents(objects []Object, prefixes []CommonPrefix) {
 	for i := range objects {
 		o := &objects[i]
 		x.raw("<Contents>")
-		x.elem("Key", o.Key)
+		x.elemText("Key", o.Key)
 		x.elem("LastModified", o.LastModified)
 		x.elem("ETag", o.ETag)
 		x.elemOmitEmpty("ChecksumAlgorithm", o.ChecksumAlgorithm)
@@ -114,7 +115,7 @@ func (x *xmlWriter) contents(objects []Object, prefixes []CommonPrefix) {
 	}
 	for _, p := range prefixes {
 		x.raw("<CommonPrefixes>")
-		x.elem("Prefix", p.Prefix)
+		x.elemText("Prefix", p.Prefix)
 		x.raw("</CommonPrefixes>")
 	}
 }
@@ -124,7 +125,14 @@ func (x *xmlWriter) raw(s string) { x.w.WriteString(s) }
 // elem writes <name>value</name> with value escaped.
 func (x *xmlWriter) elem(name, value string) {
 	x.open(name)
-	x.escape(value)
+	escape(x.w, value, false)
+	x.close(name)
+}
+
+// elemText is elem for a Text field.
+func (x *xmlWriter) elemText(name string, value Text) {
+	x.open(name)
+	escape(x.w, string(value), true)
 	x.close(name)
 }
 
@@ -132,6 +140,13 @@ func (x *xmlWriter) elem(name, value string) {
 func (x *xmlWriter) elemOmitEmpty(name, value string) {
 	if value != "" {
 		x.elem(name, value)
+	}
+}
+
+// elemTextOmitEmpty is elemText for a field tagged omitempty.
+func (x *xmlWriter) elemTextOmitEmpty(name string, value Text) {
+	if value != "" {
+		x.elemText(name, value)
 	}
 }
 
@@ -171,10 +186,14 @@ func plain(c byte) bool {
 	return plainLow>>c&1 != 0
 }
 
-// escape writes s as encoding/xml's EscapeString does: the five markup
-// characters and tab, newline and carriage return as references, and
-// U+FFFD for invalid UTF-8 and characters outside XML's Char production.
-func (x *xmlWriter) escape(s string) {
+// escape writes s to w as encoding/xml's EscapeString does: the five
+// markup characters and tab, newline and carriage return as references,
+// U+FFFD for each byte of invalid UTF-8 and for each character outside
+// XML's Char production (most C0 controls, U+FFFE, U+FFFF) — except that
+// with refs set such a character is written as a hexadecimal character
+// reference, &#x1; for U+0001, as Amazon S3 writes keys, where U+FFFD
+// would name a key that does not exist. See [Text].
+func escape(w io.StringWriter, s string, refs bool) {
 	last := 0
 	for i := 0; i < len(s); {
 		if plain(s[i]) {
@@ -201,16 +220,22 @@ func (x *xmlWriter) escape(s string) {
 		case '\r':
 			esc = "&#xD;"
 		default:
-			if isXMLChar(r) && !(r == utf8.RuneError && width == 1) {
+			switch {
+			case r == utf8.RuneError && width == 1:
+				esc = "\uFFFD"
+			case isXMLChar(r):
 				i += width
 				continue
+			case !refs:
+				esc = "\uFFFD"
+			default:
+				esc = "&#x" + strings.ToUpper(strconv.FormatInt(int64(r), 16)) + ";"
 			}
-			esc = "\uFFFD"
 		}
-		x.w.WriteString(s[last:i])
-		x.w.WriteString(esc)
+		w.WriteString(s[last:i])
+		w.WriteString(esc)
 		i += width
 		last = i
 	}
-	x.w.WriteString(s[last:])
+	w.WriteString(s[last:])
 }

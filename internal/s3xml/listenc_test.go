@@ -76,13 +76,14 @@ func TestListingEncoderMatchesEncodingXML(t *testing.T) {
 
 // listingOf returns a version 1 listing with s in every string field.
 func listingOf(s string, size int64, truncated bool) s3xml.ListBucketResult {
+	k := s3xml.Text(s)
 	return s3xml.ListBucketResult{
-		Name: s, Prefix: s, Marker: s, NextMarker: s, MaxKeys: int(size), Delimiter: s, EncodingType: s, IsTruncated: truncated,
+		Name: s, Prefix: k, Marker: k, NextMarker: k, MaxKeys: int(size), Delimiter: k, EncodingType: s, IsTruncated: truncated,
 		Contents: []s3xml.Object{{
-			Key: s, LastModified: s, ETag: s, ChecksumAlgorithm: s, ChecksumType: s, Size: size,
+			Key: k, LastModified: s, ETag: s, ChecksumAlgorithm: s, ChecksumType: s, Size: size,
 			Owner: &s3xml.Owner{ID: s, DisplayName: s}, StorageClass: s,
 		}},
-		CommonPrefixes: []s3xml.CommonPrefix{{Prefix: s}},
+		CommonPrefixes: []s3xml.CommonPrefix{{Prefix: k}},
 	}
 }
 
@@ -90,8 +91,8 @@ func listingOf(s string, size int64, truncated bool) s3xml.ListBucketResult {
 func listingV2Of(s string, size int64, truncated bool) s3xml.ListBucketResultV2 {
 	v1 := listingOf(s, size, truncated)
 	return s3xml.ListBucketResultV2{
-		Name: s, Prefix: s, ContinuationToken: s, NextContinuationToken: s, StartAfter: s, KeyCount: int(size), MaxKeys: int(size),
-		Delimiter: s, EncodingType: s, IsTruncated: truncated, Contents: v1.Contents, CommonPrefixes: v1.CommonPrefixes,
+		Name: s, Prefix: s3xml.Text(s), ContinuationToken: s, NextContinuationToken: s, StartAfter: s3xml.Text(s), KeyCount: int(size), MaxKeys: int(size),
+		Delimiter: s3xml.Text(s), EncodingType: s, IsTruncated: truncated, Contents: v1.Contents, CommonPrefixes: v1.CommonPrefixes,
 	}
 }
 

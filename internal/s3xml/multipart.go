@@ -33,7 +33,7 @@ type Checksums struct {
 type InitiateMultipartUploadResult struct {
 	XMLName  xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ InitiateMultipartUploadResult"`
 	Bucket   string   `xml:"Bucket"`
-	Key      string   `xml:"Key"`
+	Key      Text     `xml:"Key"`
 	UploadID string   `xml:"UploadId"`
 }
 
@@ -90,7 +90,7 @@ type CompleteMultipartUploadResult struct {
 	XMLName  xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ CompleteMultipartUploadResult"`
 	Location string   `xml:"Location"`
 	Bucket   string   `xml:"Bucket"`
-	Key      string   `xml:"Key"`
+	Key      Text     `xml:"Key"`
 	ETag     string   `xml:"ETag"`
 	Checksums
 	ChecksumType string `xml:"ChecksumType,omitempty"`
@@ -103,7 +103,7 @@ type CompleteMultipartUploadResult struct {
 type ListPartsResult struct {
 	XMLName              xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListPartsResult"`
 	Bucket               string   `xml:"Bucket"`
-	Key                  string   `xml:"Key"`
+	Key                  Text     `xml:"Key"`
 	UploadID             string   `xml:"UploadId"`
 	Initiator            Owner    `xml:"Initiator"`
 	Owner                Owner    `xml:"Owner"`
@@ -135,12 +135,12 @@ type Part struct {
 type ListMultipartUploadsResult struct {
 	XMLName            xml.Name       `xml:"http://s3.amazonaws.com/doc/2006-03-01/ ListMultipartUploadsResult"`
 	Bucket             string         `xml:"Bucket"`
-	KeyMarker          string         `xml:"KeyMarker"`
+	KeyMarker          Text           `xml:"KeyMarker"`
 	UploadIDMarker     string         `xml:"UploadIdMarker"`
-	NextKeyMarker      string         `xml:"NextKeyMarker"`
+	NextKeyMarker      Text           `xml:"NextKeyMarker"`
 	NextUploadIDMarker string         `xml:"NextUploadIdMarker"`
-	Delimiter          string         `xml:"Delimiter,omitempty"`
-	Prefix             string         `xml:"Prefix,omitempty"`
+	Delimiter          Text           `xml:"Delimiter,omitempty"`
+	Prefix             Text           `xml:"Prefix,omitempty"`
 	EncodingType       string         `xml:"EncodingType,omitempty"`
 	MaxUploads         int            `xml:"MaxUploads"`
 	IsTruncated        bool           `xml:"IsTruncated"`
@@ -151,7 +151,7 @@ type ListMultipartUploadsResult struct {
 // Upload is one <Upload> of ListMultipartUploadsResult. Initiated is
 // formatted with Time.
 type Upload struct {
-	Key               string `xml:"Key"`
+	Key               Text   `xml:"Key"`
 	UploadID          string `xml:"UploadId"`
 	Initiator         Owner  `xml:"Initiator"`
 	Owner             Owner  `xml:"Owner"`

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,8 @@ type sdkCase struct {
 	status int    // 0 means 200
 	call   func(context.Context, *s3.Client) (any, error)
 	want   any // the SDK's parsed output
+	// wantErr, if set, is part of the error the SDK must return instead.
+	wantErr string
 	// decode, when set, decodes the request body the SDK sent, which must
 	// equal wantRequest.
 	decode      func(io.Reader, int64) (any, error)
@@ -122,6 +125,12 @@ func TestSDKRoundTrip(t *testing.T) {
 			defer srv.Close()
 
 			got, err := tc.call(t.Context(), newClient(srv))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("SDK call: got error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("SDK call: %v", err)
 			}
@@ -256,7 +265,16 @@ func sdkCases() []sdkCase {
 				}
 				return keys, nil
 			},
-			want: []string{`<a>&"b'`, "tab\tnl\ncr\r", "ctl\uFFFD\uFFFD", "bad\uFFFD\uFFFDutf8", "nonchar\uFFFD é 😀"},
+			want: []string{`<a>&"b'`, "tab\tnl\ncr\r", "bad\uFFFD\uFFFDutf8", "é 😀 \uFFFD"},
+		},
+		{
+			// As against S3: the SDK refuses a listing of keys with
+			// control characters unless it asks for encoding-type=url.
+			name: "ListObjectsV2 control keys", golden: "ListBucketResultV2-control-keys",
+			call: func(ctx context.Context, c *s3.Client) (any, error) {
+				return c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("odd")})
+			},
+			wantErr: "illegal character code U+0001",
 		},
 		{
 			name: "GetBucketLocation", golden: "LocationConstraint",
