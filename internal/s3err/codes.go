@@ -61,6 +61,7 @@ const (
 	NotImplemented                      Code = "NotImplemented"
 	NotModified                         Code = "NotModified"
 	PreconditionFailed                  Code = "PreconditionFailed"
+	RequestHeaderSectionTooLarge        Code = "RequestHeaderSectionTooLarge"
 	RequestTimeTooSkewed                Code = "RequestTimeTooSkewed"
 	RequestTimeout                      Code = "RequestTimeout"
 	ServiceUnavailable                  Code = "ServiceUnavailable"
@@ -155,6 +156,7 @@ var table = map[Code]info{
 	NotImplemented:               {http.StatusNotImplemented, "A header or query you provided requested a function that is not implemented."},
 	NotModified:                  {http.StatusNotModified, "Not Modified."},
 	PreconditionFailed:           {http.StatusPreconditionFailed, "At least one of the pre-conditions you specified did not hold."},
+	RequestHeaderSectionTooLarge: {http.StatusBadRequest, "Your request header section exceeds the maximum allowed size."},
 	RequestTimeTooSkewed:         {http.StatusForbidden, "The difference between the request time and the server's time is too large."},
 	RequestTimeout:               {http.StatusBadRequest, "Your socket connection to the server was not read from or written to within the timeout period."},
 	ServiceUnavailable:           {http.StatusServiceUnavailable, "Please reduce your request rate."},

@@ -189,6 +189,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if s.ln, err = net.Listen("tcp", cfg.Address); err != nil {
 		return s, fmt.Errorf("listen for S3: %w", err)
 	}
+	s.ln = s3api.Listener(s.ln, maxHeaderBytes)
 	s.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
