@@ -138,3 +138,40 @@ func TestScopedUsers(t *testing.T) {
 	hs.do(call{method: http.MethodPut, path: "/alpha/home/ann/copy", cred: ann, header: http.Header{"X-Amz-Copy-Source": {"/alpha/home/bob/b"}}}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.do(call{method: http.MethodPut, path: "/alpha/home/ann/copy", cred: ann, header: http.Header{"X-Amz-Copy-Source": {"/alpha/home/ann/new"}}}).mustStatus(t, http.StatusOK)
 }
+
+// TestAnonymousDeleteObjects checks S3's answer to an anonymous
+// DeleteObjects: the request succeeds (200) and each key the caller may not
+// delete fails alone with AccessDenied, as S3's documentation shows for a
+// caller without permission and as MinIO's mint suite checks against S3;
+// keys a bucket policy opens to everyone are deleted.
+func TestAnonymousDeleteObjects(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("anon")
+	for _, k := range []string{"pub/a", "priv/b"} {
+		hs.put("anon", k, []byte(k))
+	}
+	doc := xmlBody(`<Delete><Object><Key>pub/a</Key></Object><Object><Key>priv/b</Key></Object></Delete>`)
+	send := func() string {
+		t.Helper()
+		rp := hs.do(call{method: "POST", path: "/anon?delete", body: doc, header: header("Content-MD5", contentMD5(doc)), anon: true})
+		return string(rp.mustStatus(t, http.StatusOK).body)
+	}
+	denied := func(k string) string {
+		return "<Error><Key>" + k + "</Key><Code>AccessDenied</Code><Message>" + s3err.MessageOf(s3err.AccessDenied) + "</Message></Error>"
+	}
+
+	if body := send(); !strings.Contains(body, denied("pub/a")) || !strings.Contains(body, denied("priv/b")) || strings.Contains(body, "<Deleted>") {
+		t.Fatalf("anonymous DeleteObjects without a policy:\n%s", body)
+	}
+	hs.do(call{method: http.MethodHead, path: "/anon/pub/a"}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: http.MethodHead, path: "/anon/priv/b"}).mustStatus(t, http.StatusOK)
+
+	policy := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::anon/pub/*"}]}`
+	hs.do(call{method: http.MethodPut, path: "/anon?policy", body: []byte(policy)}).mustStatus(t, http.StatusNoContent)
+	if body := send(); !strings.Contains(body, "<Deleted><Key>pub/a</Key></Deleted>") || !strings.Contains(body, denied("priv/b")) {
+		t.Fatalf("anonymous DeleteObjects with a policy opening pub/:\n%s", body)
+	}
+	hs.do(call{method: http.MethodHead, path: "/anon/pub/a"}).want(t, http.StatusNotFound, "")
+	hs.do(call{method: http.MethodHead, path: "/anon/priv/b"}).mustStatus(t, http.StatusOK)
+}
