@@ -95,6 +95,8 @@
 //	413 EntityTooLarge           a body over MaxBodySize
 //	500 InternalError            anything else; the detail is logged, not sent
 //	501 NotImplemented           garbage collection or bucket information is not available
+//	503 ServiceUnavailable       the metadata store failed (Deps.Unavailable): every change,
+//	                             and any request that would otherwise answer 500
 //
 // The Client returns every error response as an *Error.
 package adminapi

@@ -95,6 +95,12 @@ type Deps struct {
 	// NewRequestID returns a fresh request ID. Nil means a built-in
 	// generator of 16 hex digits, like S3's.
 	NewRequestID func() string
+	// Unavailable, if not nil, says why the server can take no changes
+	// (objects.Service.Err: the metadata store failed), nil while it can.
+	// Its error, an s3err ServiceUnavailable, then answers every change
+	// before its body is read, and every request that fails unexpectedly:
+	// 503, which clients retry, rather than 500.
+	Unavailable func() error
 }
 
 // Handler serves the admin API. It is an http.Handler for every request
@@ -109,6 +115,7 @@ type Handler struct {
 	observer Observer
 	log      *slog.Logger
 	newID    func() string
+	down     func() error
 	routes   []route
 }
 
@@ -129,7 +136,7 @@ func New(d Deps) (*Handler, error) {
 		return nil, errors.New("adminapi: no logger")
 	}
 	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, runLC: d.Lifecycle, buckets: d.Buckets, audit: d.Audit, observer: d.Observer,
-		log: d.Logger, newID: d.NewRequestID}
+		log: d.Logger, newID: d.NewRequestID, down: d.Unavailable}
 	if h.newID == nil {
 		h.newID = newRequestIDs()
 	}
@@ -242,6 +249,11 @@ func (h *Handler) serve(rq *request) (any, error) {
 			return nil, errorf(http.StatusForbidden, CodeAccessDenied, "%s is not allowed to perform %s", who(rq.principal), rq.ep.action)
 		}
 		if err != nil {
+			return nil, err
+		}
+	}
+	if r.Method != http.MethodGet && h.down != nil {
+		if err := h.down(); err != nil {
 			return nil, err
 		}
 	}
@@ -443,6 +455,11 @@ func (h *Handler) writeError(w http.ResponseWriter, rq *request, err error) {
 		return
 	}
 	status, code, msg := classify(err)
+	if status == http.StatusInternalServerError && h.down != nil {
+		if derr := h.down(); derr != nil {
+			status, code, msg = classify(derr)
+		}
+	}
 	rq.code = code
 	e, isAPI := err.(*apiError)
 	switch {

@@ -721,3 +721,27 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+// TestUnavailable checks that once the metadata store has failed every
+// change answers 503 ServiceUnavailable before reaching the backend,
+// reads go on, and a read that fails answers 503 too rather than 500.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	down := &s3err.Error{Code: s3err.ServiceUnavailable, Message: "The metadata store failed (disk full); the server is restarting. Please retry."}
+	f.h.down = func() error { return down }
+
+	w := f.serve(signed(t, rootCred, "DELETE", BasePath+"/users/alice", ""))
+	checkError(t, w, http.StatusServiceUnavailable, "ServiceUnavailable", "metadata store failed")
+	w = f.serve(signed(t, rootCred, "POST", BasePath+"/users", `{"name":"bob"}`))
+	checkError(t, w, http.StatusServiceUnavailable, "ServiceUnavailable", "metadata store failed")
+	if calls := f.be.Calls(); len(calls) != 0 {
+		t.Errorf("changes reached the backend of a failed store: %v", calls)
+	}
+	if w := f.serve(signed(t, rootCred, "GET", BasePath+"/users", "")); w.Code != http.StatusOK {
+		t.Errorf("GET /users on a failed store: %d %s", w.Code, w.Body)
+	}
+	f.be.err = errors.New("pebble: closed")
+	w = f.serve(signed(t, rootCred, "GET", BasePath+"/users/alice", ""))
+	checkError(t, w, http.StatusServiceUnavailable, "ServiceUnavailable", "metadata store failed")
+}

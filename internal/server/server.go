@@ -282,6 +282,8 @@ func (s *Server) handler() (http.Handler, error) {
 		Audit:     auditLog,
 		Observer:  adminAudit,
 		Logger:    s.log.With("component", "adminapi"),
+		// After a fatal metadata error changes answer 503, as S3 writes do.
+		Unavailable: s.st.objects.Err,
 	})
 	if err != nil {
 		return nil, err
