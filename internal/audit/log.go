@@ -80,6 +80,13 @@ type Config struct {
 	// at most 2*PerMinute+1 events a minute, however many there are.
 	// 0 means DefaultPerMinute.
 	PerMinute int
+	// Room, if not nil, is asked before each batch is written; an error
+	// (the disk the log shares with the metadata store is down to the last
+	// of its free-space reserve, diskspace.Guard.Keep) fails the batch
+	// unwritten, as a write error: counted in WriteErrors, logged, and
+	// writes paused with the same backoff. So the log never takes the last
+	// free bytes from the metadata store.
+	Room func() error
 	// Logger receives write errors, retention passes, evictions and
 	// dropped events (at most one line a minute, with the count). Nil
 	// discards.
@@ -138,6 +145,7 @@ type Log struct {
 	flushInterval time.Duration
 	maxBytes      int64
 	maxEvents     int64
+	room          func() error
 	hooks         hooks
 	limit         limiter // the bounds of RecordBounded
 
@@ -201,6 +209,7 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 		flushInterval: cfg.FlushInterval,
 		maxBytes:      cfg.MaxBytes,
 		maxEvents:     cfg.MaxEvents,
+		room:          cfg.Room,
 		hooks:         h,
 		flushReq:      make(chan chan error),
 		done:          make(chan struct{}),

@@ -700,3 +700,35 @@ func TestWriteFailureBackoff(t *testing.T) {
 		t.Errorf("Stats after Close = %+v, want 3 written", st)
 	}
 }
+
+// TestRoom: while Room refuses (the disk is down to the last of its
+// reserve) batches are not written but counted as write errors, with the
+// usual back-off; once it has room again, writes resume.
+func TestRoom(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock(t0)
+	var full atomic.Bool
+	full.Store(true)
+	l := openTest(t, Config{Clock: clock.Now, Room: func() error {
+		if full.Load() {
+			return errors.New("diskspace: free space below the reserve")
+		}
+		return nil
+	}}, hooks{})
+	ev := Event{Time: t0, Source: SourceS3, Op: "PutObject", Status: 507, Code: "StorageFull"}
+	for range 3 {
+		l.Record(ev)
+		if err := l.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "below the reserve") && !strings.Contains(err.Error(), "discarded") {
+			t.Fatalf("Flush with no room = %v", err)
+		}
+	}
+	if st := l.Stats(); st.Written != 0 || st.WriteErrors != 3 || st.Stored != 0 {
+		t.Fatalf("Stats with no room = %+v", st)
+	}
+	full.Store(false)
+	clock.Advance(maxBackoff)
+	recordAll(t, l, ev)
+	if st := l.Stats(); st.Written != 1 || st.Stored != 1 {
+		t.Errorf("Stats once there is room = %+v", st)
+	}
+}

@@ -212,7 +212,13 @@ func (w *writer) write() error {
 	if w.l.hooks.beforeWrite != nil {
 		w.l.hooks.beforeWrite()
 	}
-	err := w.insert()
+	var err error
+	if w.l.room != nil {
+		err = w.l.room()
+	}
+	if err == nil {
+		err = w.insert()
+	}
 	w.reset()
 	if err == nil {
 		w.l.written.Add(uint64(n))

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,54 @@ func (g *Guard) Admit(n int64) error {
 	g.recovered()
 	g.admitted += n
 	return nil
+}
+
+// Keep reports, as an error wrapping ErrFull, that free space on a
+// watched filesystem is below half its reserve. Writers that may use the
+// reserve but must not take its last bytes from the metadata engine (the
+// audit log, when it shares the filesystem) ask it before they write; data
+// writes ask Admit. It measures as Admit does and refuses nothing itself:
+// nothing is counted or logged. A nil Guard, or one that is off, keeps
+// nothing back.
+func (g *Guard) Keep() error {
+	if g == nil || g.cfg.Reserve == 0 {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now := g.cfg.Clock(); g.full || now.Sub(g.sampled) >= g.cfg.SampleEvery {
+		if err := g.sample(); err != nil {
+			return err
+		}
+	}
+	reserve := g.reserve.Load()
+	if g.free-g.admitted+reserve/2 < 0 {
+		return fmt.Errorf("%w: %d bytes free, half the reserve of %d kept for the metadata engine", ErrFull, g.freeBytes.Load(), reserve)
+	}
+	return nil
+}
+
+// Watches reports whether path, or the nearest of its parents that
+// exists, is on one of the filesystems g watches.
+func (g *Guard) Watches(path string) bool {
+	if g == nil {
+		return false
+	}
+	var st unix.Stat_t
+	for unix.Stat(path, &st) != nil {
+		parent := filepath.Dir(path)
+		if parent == path {
+			return false
+		}
+		path = parent
+	}
+	for _, p := range g.cfg.Paths {
+		var pst unix.Stat_t
+		if unix.Stat(p, &pst) == nil && pst.Dev == st.Dev {
+			return true
+		}
+	}
+	return false
 }
 
 // recovered ends a refusal, with its log line. g.mu is held.

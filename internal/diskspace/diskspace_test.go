@@ -156,3 +156,49 @@ func TestMeasureFails(t *testing.T) {
 		t.Errorf("Refresh = %v, want %v", err, boom)
 	}
 }
+
+// TestKeep: writers that may use the reserve (the audit log) stop at half
+// of it, without counting a refusal or logging one.
+func TestKeep(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{total: 1000 * mib, free: 100 * mib}
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	var logs bytes.Buffer
+	g, err := New(Config{Paths: []string{"/data"}, Reserve: 40 * mib, SampleEvery: time.Second,
+		Clock: func() time.Time { return now }, Logger: slog.New(slog.NewTextHandler(&logs, nil)), statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		free int64
+		keep bool // Keep refuses
+	}{{100 * mib, false}, {30 * mib, false}, {21 * mib, false}, {19 * mib, true}, {0, true}, {50 * mib, false}} {
+		fs.set(tc.free)
+		now = now.Add(time.Second)
+		if err := g.Keep(); errors.Is(err, ErrFull) != tc.keep {
+			t.Errorf("Keep with %d MiB free of a 40 MiB reserve = %v, want refusal %v", tc.free/mib, err, tc.keep)
+		}
+	}
+	if st := g.Stats(); st.Refused != 0 || st.Full || logs.Len() != 0 {
+		t.Errorf("Keep counted or logged: %+v %q", st, logs.String())
+	}
+	var nilGuard *Guard
+	if nilGuard.Keep() != nil || nilGuard.Watches("/") {
+		t.Error("a nil guard keeps something back or watches a path")
+	}
+}
+
+// TestWatches compares filesystems by device, for paths not yet created too.
+func TestWatches(t *testing.T) {
+	dir := t.TempDir()
+	g, err := New(Config{Paths: []string{dir}, Reserve: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.Watches(dir) || !g.Watches(dir+"/not/yet/audit") {
+		t.Errorf("Watches(%s) is false", dir)
+	}
+	if g.Watches("/proc/self") {
+		t.Error("Watches(/proc/self) is true")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
 )
@@ -17,8 +18,9 @@ import (
 const auditFile = "audit.db"
 
 // openAudit opens the audit log cfg asks for, or returns nil when it is
-// off.
-func openAudit(cfg config.Config, log *slog.Logger) (*audit.Log, error) {
+// off. On a filesystem that space watches, the log writes only while
+// more than half the free-space reserve is left (diskspace.Guard.Keep).
+func openAudit(cfg config.Config, space *diskspace.Guard, log *slog.Logger) (*audit.Log, error) {
 	if !cfg.Audit.Enabled {
 		return nil, nil
 	}
@@ -26,8 +28,13 @@ func openAudit(cfg config.Config, log *slog.Logger) (*audit.Log, error) {
 	if path == "" {
 		path = filepath.Join(cfg.StoragePath, auditFile)
 	}
+	var room func() error
+	if space != nil && space.Watches(filepath.Dir(path)) {
+		room = space.Keep
+	}
 	return audit.Open(audit.Config{
 		Path:      path,
+		Room:      room,
 		Retention: cfg.Audit.Retention,
 		MaxBytes:  cfg.Audit.MaxBytes,
 		MaxEvents: int64(cfg.Audit.MaxEvents),

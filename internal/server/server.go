@@ -149,7 +149,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
 	s.ready.space = st.space
 	s.ready.storageErr = st.db.Err
-	if s.audit, err = openAudit(cfg, log.With("component", "audit")); err != nil {
+	if s.audit, err = openAudit(cfg, st.space, log.With("component", "audit")); err != nil {
 		return s, err
 	}
 	var lcObs lifecycle.Observer
