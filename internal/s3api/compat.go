@@ -157,6 +157,22 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   asserted ` + "`x-amz-checksum-<algorithm>`" + ` and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if
   they differ) and returns both, as do HEAD, GET (whole object),
   GetObjectAttributes, ListParts and CopyObject.
+- Error responses carry S3's codes, statuses and messages to the letter
+  (the table and its sources are in ` + "`internal/s3err/codes.go`" + `; where the
+  error-code documentation and what S3 sends differ, Coffer sends what S3
+  sends, e.g. ` + "`The specified bucket does not exist`" + ` without a period).
+  Request details go in extra elements (` + "`BucketName`" + `, ` + "`Key`" + `, ` + "`UploadId`" + `,
+  ` + "`ArgumentName`" + `/` + "`ArgumentValue`" + `, ` + "`NumberBytesExpected`" + `…), not in the
+  message. An aws-chunked body with broken framing is ` + "`IncompleteBody`" + `
+  ("The request body terminated unexpectedly"), chunks that do not add up to
+  ` + "`x-amz-decoded-content-length`" + ` are ` + "`IncompleteBody`" + ` with both counts, and
+  a short signed chunk that is not the last is ` + "`403 InvalidChunkSizeError`" + `,
+  as on S3. Deliberate differences: messages for what S3 has and Coffer
+  does not (NotImplemented for lifecycle transitions, MFA delete and
+  conditional deletes in DeleteObjects, which say what is missing),
+  ` + "`StorageFull`" + ` and the ` + "`ServiceUnavailable`" + ` of a failed metadata store
+  (Coffer's own), and x-amz-content-sha256 and X-Amz-Algorithm messages that
+  leave out the ECDSA (SigV4a) values Coffer does not accept.
 - A request body that sends nothing for 20 seconds fails with
   ` + "`400 RequestTimeout`" + `, as S3's does; nothing of it is stored. The body of a
   refused request is read for at most 2 seconds (and 256 KiB unless the caller
