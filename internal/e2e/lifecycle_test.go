@@ -72,7 +72,7 @@ func TestLifecycleConfiguration(t *testing.T) {
 	_, err := c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(b)})
 	check(t, "GetBucketLifecycleConfiguration without one", err, "NoSuchLifecycleConfiguration")
 	var re *smithy.GenericAPIError
-	if errors.As(err, &re) && re.ErrorMessage() != "The lifecycle configuration does not exist." {
+	if errors.As(err, &re) && re.ErrorMessage() != "The lifecycle configuration does not exist" {
 		t.Errorf("message %q", re.ErrorMessage())
 	}
 

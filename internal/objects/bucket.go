@@ -117,7 +117,7 @@ func (s *Service) PutBucketVersioning(ctx context.Context, bucket, status, mfaDe
 	case "Suspended":
 		v = meta.VersioningSuspended
 	default:
-		return s3err.Newf(s3err.MalformedXML, bucket, "The XML you provided was not well-formed or did not validate against our published schema: Status must be Enabled or Suspended.")
+		return s3err.New(s3err.MalformedXML, bucket)
 	}
 	switch mfaDelete {
 	case "", "Disabled":

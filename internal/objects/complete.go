@@ -32,7 +32,7 @@ func (s *Service) CompleteMultipartUpload(ctx context.Context, bucket, key, uplo
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
 	if len(in.Parts) == 0 {
-		return ObjectInfo{}, s3err.Newf(s3err.MalformedXML, res, "You must specify at least one part.")
+		return ObjectInfo{}, s3err.New(s3err.MalformedXML, res)
 	}
 	now := s.clock()
 	var rec *meta.Object

@@ -35,7 +35,7 @@ func (s *Service) DeleteObject(ctx context.Context, bucket, key, versionID strin
 func (s *Service) DeleteObjects(ctx context.Context, bucket string, refs []ObjectRef) ([]DeleteResult, error) {
 	ctx = writeContext(ctx)
 	if len(refs) > maxDeleteKeys {
-		return nil, s3err.Newf(s3err.MalformedXML, bucket, "The request must contain at most 1000 keys.")
+		return nil, s3err.New(s3err.MalformedXML, bucket)
 	}
 	out := make([]DeleteResult, len(refs))
 	todo := make([]meta.VersionRef, 0, len(refs))

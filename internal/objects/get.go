@@ -52,7 +52,7 @@ func (s *Service) open(ctx context.Context, bucket, key string, o openOptions) (
 			return obj, err
 		}
 	}
-	return nil, s3err.Newf(s3err.SlowDown, res, "The object is being overwritten too fast to be read; please retry.")
+	return nil, s3err.New(s3err.SlowDown, res)
 }
 
 // openOnce is one attempt of open; retry reports that the object changed

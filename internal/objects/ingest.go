@@ -310,8 +310,7 @@ func (b *bodyReader) finish() error {
 		n, err := b.r.Read(one[:])
 		switch {
 		case n > 0:
-			return s3err.Newf(s3err.IncompleteBody, b.res,
-				"The request body is longer than the number of bytes specified by the Content-Length HTTP header.")
+			return s3err.New(s3err.IncompleteBody, b.res)
 		case err == io.EOF:
 			b.eof = true
 			return nil

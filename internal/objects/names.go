@@ -1,6 +1,7 @@
 package objects
 
 import (
+	"errors"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -13,8 +14,9 @@ import (
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
 func checkBucketName(name string) error {
 	bad := func(why string) error {
-		return s3err.Newf(s3err.InvalidBucketName, name, "The specified bucket is not valid: "+why+".").
-			With("BucketName", name)
+		// S3 names the bucket but not the rule it breaks; the rule goes
+		// to the log.
+		return s3err.Wrap(s3err.InvalidBucketName, name, errors.New(why)).With("BucketName", name)
 	}
 	if len(name) < 3 || len(name) > 63 {
 		return bad("bucket names must be between 3 and 63 characters long")

@@ -345,12 +345,12 @@ func (l *lengthReader) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	l.n += int64(n)
 	if int64(n) > l.left {
-		return 0, s3err.Newf(s3err.EntityTooLarge, "", "Your proposed upload exceeds the maximum allowed size").
+		return 0, s3err.New(s3err.EntityTooLarge, "").
 			With("MaxSizeAllowed", strconv.FormatInt(l.n-int64(n)+l.left, 10))
 	}
 	l.left -= int64(n)
 	if err == io.EOF && l.n < l.min {
-		return n, s3err.Newf(s3err.EntityTooSmall, "", "Your proposed upload is smaller than the minimum allowed size").
+		return n, s3err.New(s3err.EntityTooSmall, "").
 			With("ProposedSize", strconv.FormatInt(l.n, 10)).
 			With("MinSizeAllowed", strconv.FormatInt(l.min, 10))
 	}

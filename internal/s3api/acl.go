@@ -232,12 +232,12 @@ func (h *Handler) parsePutACL(r *http.Request, rq *request, owner, bucketOwner s
 	}
 	if ra.set {
 		if len(b) > 0 {
-			return acl.ACL{}, s3err.Newf(s3err.UnexpectedContent, "", "This request does not support content with the x-amz-acl header.")
+			return acl.ACL{}, s3err.New(s3err.UnexpectedContent, "")
 		}
 		return ra.build(owner, bucketOwner)
 	}
 	if len(b) == 0 {
-		return acl.ACL{}, s3err.Newf(s3err.MissingSecurityHeader, "", "Your request was missing a required header: x-amz-acl, or an AccessControlPolicy body.").With("MissingHeaderName", "x-amz-acl")
+		return acl.ACL{}, s3err.New(s3err.MissingSecurityHeader, "").With("MissingHeaderName", "x-amz-acl")
 	}
 	p, err := s3xml.DecodeAccessControlPolicy(bytes.NewReader(b), rq.op.limit)
 	if err != nil {

@@ -157,7 +157,7 @@ func (h *Handler) prepareBody(r *http.Request, rq *request) error {
 	}
 	if res.Payload.Streaming() {
 		if size >= 0 && res.DecodedLength > size {
-			return s3err.Newf(s3err.IncompleteBody, "", "x-amz-decoded-content-length is larger than Content-Length.")
+			return s3err.New(s3err.IncompleteBody, "")
 		}
 		size = res.DecodedLength
 	}
@@ -233,7 +233,7 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	}
 	switch {
 	case err == io.EOF && e.n > 0:
-		e.err = s3err.Newf(s3err.IncompleteBody, "", "You did not provide the number of bytes specified by the Content-Length HTTP header.")
+		e.err = s3err.New(s3err.IncompleteBody, "")
 		return 0, e.err
 	case err == io.EOF:
 		e.err = io.EOF
@@ -259,7 +259,7 @@ func (e *exactReader) finish() error {
 		k, err := e.r.Read(e.probe[:])
 		switch {
 		case k > 0:
-			return s3err.Newf(s3err.IncompleteBody, "", "The request body is longer than its declared length.")
+			return s3err.New(s3err.IncompleteBody, "")
 		case err == io.EOF:
 			return io.EOF
 		case err != nil:

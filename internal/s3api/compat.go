@@ -157,6 +157,22 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   asserted ` + "`x-amz-checksum-<algorithm>`" + ` and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if
   they differ) and returns both, as do HEAD, GET (whole object),
   GetObjectAttributes, ListParts and CopyObject.
+- Error responses carry S3's codes, statuses and messages to the letter
+  (the table and its sources are in ` + "`internal/s3err/codes.go`" + `; where the
+  error-code documentation and what S3 sends differ, Coffer sends what S3
+  sends, e.g. ` + "`The specified bucket does not exist`" + ` without a period).
+  Request details go in extra elements (` + "`BucketName`" + `, ` + "`Key`" + `, ` + "`UploadId`" + `,
+  ` + "`ArgumentName`" + `/` + "`ArgumentValue`" + `, ` + "`NumberBytesExpected`" + `…), not in the
+  message. An aws-chunked body with broken framing is ` + "`IncompleteBody`" + `
+  ("The request body terminated unexpectedly"), chunks that do not add up to
+  ` + "`x-amz-decoded-content-length`" + ` are ` + "`IncompleteBody`" + ` with both counts, and
+  a short signed chunk that is not the last is ` + "`403 InvalidChunkSizeError`" + `,
+  as on S3. Deliberate differences: messages for what S3 has and Coffer
+  does not (NotImplemented for lifecycle transitions, MFA delete and
+  conditional deletes in DeleteObjects, which say what is missing),
+  ` + "`StorageFull`" + ` and the ` + "`ServiceUnavailable`" + ` of a failed metadata store
+  (Coffer's own), and x-amz-content-sha256 and X-Amz-Algorithm messages that
+  leave out the ECDSA (SigV4a) values Coffer does not accept.
 - A request body that sends nothing for 20 seconds fails with
   ` + "`400 RequestTimeout`" + `, as S3's does; nothing of it is stored. The body of a
   refused request is read for at most 2 seconds (and 256 KiB unless the caller
@@ -204,7 +220,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   in its query, or ` + "`success_action_status`" + ` 200, 201 (a PostResponse document)
   or, by default, 204.
 - DeleteObjects requires ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header and
-  verifies it; each key is authorized on its own.
+  verifies it; each key is authorized on its own (` + "`s3:DeleteObject`" + `, or
+  ` + "`s3:DeleteObjectVersion`" + ` with a version ID) and fails alone: a caller,
+  anonymous or not, allowed to delete none of them gets ` + "`200`" + ` with an
+  ` + "`AccessDenied`" + ` entry per key, as S3 answers.
 - CORS: PutBucketCors (up to 100 rules; ` + "`Content-MD5`" + ` or an
   ` + "`x-amz-checksum-*`" + ` header is required and verified), GetBucketCors
   (` + "`404 NoSuchCORSConfiguration`" + ` without one) and DeleteBucketCors, which S3
@@ -222,6 +241,14 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   Access-Control-Allow-Origin (the origin, or ` + "`*`" + ` for a rule allowing any),
   -Allow-Credentials (not with ` + "`*`" + `), -Allow-Methods, -Expose-Headers,
   -Max-Age and ` + "`Vary`" + `, on error responses too.
+- The request line and headers may take 64 KiB (net/http allows a few KiB
+  more). A larger header section is answered
+  ` + "`400 RequestHeaderSectionTooLarge`" + ` with S3's XML error document (and
+  ` + "`MaxSizeAllowed`" + `), then the connection is closed: net/http refuses such a
+  request before any handler runs, and the S3 listener replaces its
+  plain-text ` + "`431`" + ` with S3's answer on the wire (` + "`s3api.Listener`" + `). S3's
+  own limit is 8 KiB for a PUT's headers; Coffer's is larger for long
+  presigned URLs.
 - Bucket policies use the AWS IAM policy language (see
   docs/design/0003-iam.md for the supported elements, condition operators
   and keys); a policy Coffer cannot enforce exactly is refused with
@@ -229,7 +256,16 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   the buckets it may list or read something in.
 - Listings cap ` + "`max-keys`" + `, ` + "`max-uploads`" + ` and ` + "`max-parts`" + ` at 1000.
   ` + "`encoding-type=url`" + ` encodes keys, prefixes, delimiters and markers; the
-  continuation token is opaque.
+  continuation token is opaque. A key may hold characters XML 1.0 cannot
+  carry (C0 controls other than tab, newline and carriage return; U+FFFE,
+  U+FFFF). Without ` + "`encoding-type=url`" + `, listings (ListObjects, V2,
+  ListObjectVersions, ListMultipartUploads, ListParts) and the multipart
+  responses write them as character references (` + "`&#x1;`" + `), as S3 does: the
+  document names the key exactly, and strict XML 1.0 parsers, the AWS SDKs
+  among them, refuse it. boto3 and the aws CLI always ask for
+  ` + "`encoding-type=url`" + `; other clients should for such keys (see S3's
+  [XML-related object key constraints](https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html#object-key-xml-related-constraints)).
+  Coffer never substitutes U+FFFD, which would name a key that does not exist.
 `)
 	_, err := io.WriteString(w, b.String())
 	return err

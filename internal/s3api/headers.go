@@ -299,8 +299,7 @@ func checkUnsupported(h http.Header) error {
 // notImplementedHeader is S3's NotImplemented for a request header that
 // implies a missing feature.
 func notImplementedHeader(name string) error {
-	return s3err.Newf(s3err.NotImplemented, "",
-		"A header you provided implies functionality that is not implemented.").With("Header", strings.ToLower(name))
+	return s3err.New(s3err.NotImplemented, "").With("Header", strings.ToLower(name))
 }
 
 // invalidArgument is InvalidArgument naming the argument and its value, as

@@ -209,5 +209,7 @@ func (o *op) actionFor(q url.Values) iam.Action {
 
 // notImplemented is the handler of opNotImplemented.
 func (h *Handler) notImplemented(_ http.ResponseWriter, _ *http.Request, _ *request) error {
-	return s3err.New(s3err.NotImplemented, "")
+	// S3's wording for a request it does not implement, as opposed to the
+	// table's, which is about a header.
+	return s3err.Newf(s3err.NotImplemented, "", "A header or query you provided requested a function that is not implemented.")
 }

@@ -222,8 +222,8 @@ func objectURL(r *http.Request, domain, bucket, key string) string {
 func formReader(contentType string, body io.Reader) (*multipart.Reader, *preDataReader, error) {
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil || !strings.EqualFold(mt, "multipart/form-data") || params["boundary"] == "" {
-		return nil, nil, s3err.Newf(s3err.MalformedPOSTRequest, "",
-			"The body of your POST request is not well-formed multipart/form-data: the Content-Type must be multipart/form-data with a boundary.")
+		return nil, nil, s3err.Wrap(s3err.MalformedPOSTRequest, "",
+			errors.New("the Content-Type must be multipart/form-data with a boundary"))
 	}
 	pre := &preDataReader{r: body, left: maxPostPreData}
 	return multipart.NewReader(pre, params["boundary"]), pre, nil
@@ -247,8 +247,7 @@ func readForm(mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multi
 		name := p.FormName()
 		if name == "" {
 			p.Close()
-			return form, nil, s3err.Newf(s3err.MalformedPOSTRequest, "",
-				"The body of your POST request is not well-formed multipart/form-data: a part has no form-data name.")
+			return form, nil, s3err.Wrap(s3err.MalformedPOSTRequest, "", errors.New("a part has no form-data name"))
 		}
 		if strings.EqualFold(name, "file") {
 			pre.file = true

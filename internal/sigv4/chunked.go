@@ -5,8 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -50,10 +52,13 @@ type chunkedReader struct {
 
 	mode      PayloadMode
 	declared  []string // trailer names from x-amz-trailer
+	decoded   int64    // x-amz-decoded-content-length
 	remaining int64    // decoded bytes not yet announced by chunk headers
 	left      int64    // data bytes left in the current chunk
 	minChunk  int64    // least size of a data chunk followed by another
 	short     bool     // the previous data chunk was below minChunk
+	prevSize  int64    // size of the previous data chunk
+	chunks    int      // data chunk headers read so far
 	state     int
 	trailers  []Trailer
 
@@ -77,6 +82,7 @@ func (cr *chunkedReader) init(r io.Reader, res *Result) {
 		buf:       make([]byte, maxChunkLine),
 		mode:      res.Payload,
 		declared:  res.Trailers,
+		decoded:   res.DecodedLength,
 		remaining: res.DecodedLength,
 		minChunk:  int64(res.minChunk),
 		signed:    res.Payload != PayloadStreamingUnsignedTrailer,
@@ -147,8 +153,8 @@ func (cr *chunkedReader) readData(p []byte) (int, error) {
 		return n, nil
 	}
 	if err := cr.readHeader(); err != io.EOF {
-		if err == nil { // a data chunk beyond the declared length
-			err = errChunkSize("The chunk size exceeds x-amz-decoded-content-length.")
+		if err == nil { // unreachable: parseHeader refuses a chunk past the declared length
+			err = cr.errLength(cr.decoded + cr.left)
 		}
 		return 0, err
 	}
@@ -238,17 +244,23 @@ func (cr *chunkedReader) readHeader() error {
 	}
 	if size == 0 {
 		if cr.remaining > 0 {
-			return s3err.Newf(s3err.IncompleteBody, "", "You did not provide the number of bytes specified by the x-amz-decoded-content-length HTTP header.")
+			return cr.errLength(cr.decoded - cr.remaining)
 		}
 		if err := cr.verifyChunk(); err != nil {
 			return err
 		}
 		return cr.finish()
 	}
+	cr.chunks++
 	if cr.short {
-		return errChunkSize("Only the last chunk is allowed to have a size less than 8192 bytes.")
+		// S3 notices a short chunk when the next one begins, and names that
+		// one: Chunk is its 1-based number, BadChunkSize the short size.
+		return s3err.New(s3err.InvalidChunkSizeError, "").
+			With("Chunk", strconv.Itoa(cr.chunks)).
+			With("BadChunkSize", strconv.FormatInt(cr.prevSize, 10))
 	}
 	cr.short = size < cr.minChunk
+	cr.prevSize = size
 	cr.left = size
 	cr.remaining -= size
 	cr.state = stData
@@ -264,18 +276,18 @@ func (cr *chunkedReader) parseHeader(line []byte) (int64, error) {
 	}
 	digits, ext := line[:i], line[i:]
 	if len(digits) == 0 || len(digits) > 16 {
-		return 0, errChunkSize("The chunk size is not a hexadecimal number.")
+		return 0, errMalformed("a chunk size is not a hexadecimal number")
 	}
 	var size uint64
 	for _, c := range digits {
 		d, ok := unhex(c)
 		if !ok {
-			return 0, errChunkSize("The chunk size is not a hexadecimal number.")
+			return 0, errMalformed("a chunk size is not a hexadecimal number")
 		}
 		size = size<<4 | uint64(d)
 	}
 	if size > uint64(cr.remaining) {
-		return 0, errChunkSize("The chunk size exceeds x-amz-decoded-content-length.")
+		return 0, cr.errLength(cr.decoded - cr.remaining + int64(min(size, math.MaxInt64/2)))
 	}
 	if cr.signed {
 		sig, ok := bytes.CutPrefix(ext, []byte(chunkSigExt))
@@ -405,7 +417,7 @@ func (cr *chunkedReader) readTrailers() error {
 		}
 	}
 	if len(trailers) != len(cr.declared) {
-		return s3err.Newf(s3err.IncompleteBody, "", "The request body lacks a trailer declared in x-amz-trailer.")
+		return errMalformed("a trailer declared in x-amz-trailer is missing")
 	}
 	cr.trailers = trailers
 	return nil
@@ -452,14 +464,29 @@ func quoteShort(b []byte) string {
 	return strconv.Quote(string(b))
 }
 
+// msgTerminated is S3's IncompleteBody message for an aws-chunked body that
+// ends early or breaks the encoding in any way: S3 gives every framing error
+// this one answer.
+const msgTerminated = "The request body terminated unexpectedly"
+
 func errTruncated() *s3err.Error {
-	return s3err.Newf(s3err.IncompleteBody, "", "The request body terminated unexpectedly")
+	return s3err.Newf(s3err.IncompleteBody, "", msgTerminated)
 }
 
+// errMalformed is S3's answer to a body that breaks the aws-chunked framing.
+// detail is for the server's log only.
 func errMalformed(detail string) *s3err.Error {
-	return s3err.Newf(s3err.InvalidArgument, "", "The aws-chunked request body is malformed: "+detail+".")
+	e := s3err.Newf(s3err.IncompleteBody, "", msgTerminated)
+	e.Err = errors.New("malformed aws-chunked body: " + detail)
+	return e
 }
 
-func errChunkSize(msg string) *s3err.Error {
-	return s3err.Newf(s3err.InvalidChunkSizeError, "", msg)
+// errLength is S3's answer to chunks that add up to other than
+// x-amz-decoded-content-length: IncompleteBody with its standard (Content-
+// Length) message and the two counts. provided counts the bytes the chunk
+// headers announced up to the point the mismatch showed.
+func (cr *chunkedReader) errLength(provided int64) *s3err.Error {
+	return s3err.New(s3err.IncompleteBody, "").
+		With("NumberBytesExpected", strconv.FormatInt(cr.decoded, 10)).
+		With("NumberBytesProvided", strconv.FormatInt(provided, 10))
 }

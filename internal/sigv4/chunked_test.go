@@ -160,12 +160,17 @@ func rawChunked(t testing.TB, decoded int, trailers ...string) *http.Request {
 
 func TestChunkedMalformed(t *testing.T) {
 	long := strings.Repeat("x", maxChunkLine)
+	// S3 answers every framing error with IncompleteBody and this message;
+	// chunks that add up wrong get the standard message and both counts.
+	const term = "The request body terminated unexpectedly"
 	for _, tc := range []struct {
 		name     string
 		decoded  int
 		trailers []string
 		body     string
 		want     s3err.Code
+		msg      string   // "" for the table's message
+		extras   []string // name, value pairs of extra elements
 	}{
 		{name: "ok", decoded: 5, body: "5\r\nhello\r\n0\r\n\r\n"},
 		{name: "ok uppercase hex and zeros", decoded: 10, body: "00A\r\nhelloworld\r\n0\r\n\r\n"},
@@ -174,33 +179,37 @@ func TestChunkedMalformed(t *testing.T) {
 		{name: "ok sha512 and xxhash128 trailers", decoded: 5, trailers: []string{"x-amz-checksum-sha512", "x-amz-checksum-xxhash128"},
 			body: "5\r\nhello\r\n0\r\nx-amz-checksum-sha512:m3HSJL1i83hdltRq0+o9czGb+8KJDKra4t/3JRlnPKcjI8PZm6XBHXx6zG4UuMXaDEZjR1wuXDre9G9zvN7AQw==\r\n" +
 				"x-amz-checksum-xxhash128:MxGUd+3l3NXpcWQnaB1YYA==\r\n\r\n"},
-		{name: "line too long", decoded: 5, body: "5;" + long[:maxChunkLine-3] + "\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "bare LF header", decoded: 5, body: "5\nhello\r\n0\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "bare LF final", decoded: 5, body: "5\r\nhello\r\n0\n\r\n", want: s3err.InvalidArgument},
+		{name: "line too long", decoded: 5, body: "5;" + long[:maxChunkLine-3] + "\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "bare LF header", decoded: 5, body: "5\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "bare LF final", decoded: 5, body: "5\r\nhello\r\n0\n\r\n", want: s3err.IncompleteBody, msg: term},
 		// Trailer lines may contain LF (see readLine), so the body ends inside one.
-		{name: "bare LF end", decoded: 5, body: "5\r\nhello\r\n0\r\n\n", want: s3err.IncompleteBody},
-		{name: "LF after data", decoded: 5, body: "5\r\nhello\n0\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "data too long", decoded: 5, body: "5\r\nhelloX\r\n0\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "not hex", decoded: 5, body: "g\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "empty size", decoded: 5, body: "\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "space in size", decoded: 5, body: "5 \r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "negative size", decoded: 5, body: "-5\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "17 digits", decoded: 5, body: "00000000000000005\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "overflow", decoded: 5, body: "ffffffffffffffff\r\nhello\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "beyond declared", decoded: 5, body: "6\r\nhello!\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "extra chunk", decoded: 5, body: "5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n", want: s3err.InvalidChunkSizeError},
-		{name: "short of declared", decoded: 6, body: "5\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody},
-		{name: "no final chunk", decoded: 5, body: "5\r\nhello\r\n", want: s3err.IncompleteBody},
-		{name: "no final CRLF", decoded: 5, body: "5\r\nhello\r\n0\r\n", want: s3err.IncompleteBody},
-		{name: "trailing garbage", decoded: 5, body: "5\r\nhello\r\n0\r\n\r\nX", want: s3err.InvalidArgument},
-		{name: "trailing CRLF", decoded: 5, body: "5\r\nhello\r\n0\r\n\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "undeclared trailer", decoded: 5, body: "5\r\nhello\r\n0\r\nx-amz-meta-a:1\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "other undeclared trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\nx-amz-meta-a:1\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "missing trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody},
-		{name: "repeated trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n" + crcName + ":a\r\n" + crcName + ":a\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "trailer without colon", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n" + crcName + "\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "signature in unsigned", decoded: 5, body: "5\r\nhello\r\n0\r\n" + trailerSignatureName + ":" + emptySHA256 + "\r\n\r\n", want: s3err.InvalidArgument},
-		{name: "endless trailers", decoded: 0, trailers: []string{crcName}, body: "0\r\n" + strings.Repeat("a:b\r\n", 100), want: s3err.InvalidArgument},
+		{name: "bare LF end", decoded: 5, body: "5\r\nhello\r\n0\r\n\n", want: s3err.IncompleteBody, msg: term},
+		{name: "LF after data", decoded: 5, body: "5\r\nhello\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "data too long", decoded: 5, body: "5\r\nhelloX\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "not hex", decoded: 5, body: "g\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "empty size", decoded: 5, body: "\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "space in size", decoded: 5, body: "5 \r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "negative size", decoded: 5, body: "-5\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "17 digits", decoded: 5, body: "00000000000000005\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "overflow", decoded: 5, body: "ffffffffffffffff\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody,
+			extras: []string{"NumberBytesExpected", "5", "NumberBytesProvided", "4611686018427387903"}},
+		{name: "beyond declared", decoded: 5, body: "6\r\nhello!\r\n0\r\n\r\n", want: s3err.IncompleteBody,
+			extras: []string{"NumberBytesExpected", "5", "NumberBytesProvided", "6"}},
+		{name: "extra chunk", decoded: 5, body: "5\r\nhello\r\n1\r\n!\r\n0\r\n\r\n", want: s3err.IncompleteBody,
+			extras: []string{"NumberBytesExpected", "5", "NumberBytesProvided", "6"}},
+		{name: "short of declared", decoded: 6, body: "5\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody,
+			extras: []string{"NumberBytesExpected", "6", "NumberBytesProvided", "5"}},
+		{name: "no final chunk", decoded: 5, body: "5\r\nhello\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "no final CRLF", decoded: 5, body: "5\r\nhello\r\n0\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "trailing garbage", decoded: 5, body: "5\r\nhello\r\n0\r\n\r\nX", want: s3err.IncompleteBody, msg: term},
+		{name: "trailing CRLF", decoded: 5, body: "5\r\nhello\r\n0\r\n\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "undeclared trailer", decoded: 5, body: "5\r\nhello\r\n0\r\nx-amz-meta-a:1\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "other undeclared trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\nx-amz-meta-a:1\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "missing trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "repeated trailer", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n" + crcName + ":a\r\n" + crcName + ":a\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "trailer without colon", decoded: 5, trailers: []string{crcName}, body: "5\r\nhello\r\n0\r\n" + crcName + "\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "signature in unsigned", decoded: 5, body: "5\r\nhello\r\n0\r\n" + trailerSignatureName + ":" + emptySHA256 + "\r\n\r\n", want: s3err.IncompleteBody, msg: term},
+		{name: "endless trailers", decoded: 0, trailers: []string{crcName}, body: "0\r\n" + strings.Repeat("a:b\r\n", 100), want: s3err.IncompleteBody, msg: term},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := rawChunked(t, tc.decoded, tc.trailers...)
@@ -210,7 +219,11 @@ func TestChunkedMalformed(t *testing.T) {
 					body = iotest.OneByteReader(body)
 				}
 				data, _, err := decodeChunked(t, r, body)
-				wantCode(t, err, tc.want)
+				if tc.want == "" {
+					wantCode(t, err, "")
+				} else {
+					wantError(t, err, tc.want, tc.msg, tc.extras...)
+				}
 				if err == nil && len(data) != tc.decoded {
 					t.Errorf("decoded %d bytes, want %d", len(data), tc.decoded)
 				}
@@ -248,11 +261,11 @@ func TestChunkedSignatures(t *testing.T) {
 			edit: func(b []byte) []byte { return flip(b, bytes.Index(b, []byte(crcName))+len(crcName)+1) },
 		},
 		{
-			name: "trailer signature missing", mode: PayloadStreamingSignedTrailer, want: s3err.InvalidArgument, max: 200,
+			name: "trailer signature missing", mode: PayloadStreamingSignedTrailer, want: s3err.IncompleteBody, max: 200,
 			edit: func(b []byte) []byte { return append(b[:bytes.Index(b, []byte(trailerSignatureName))], "\r\n"...) },
 		},
 		{
-			name: "trailer signature short", mode: PayloadStreamingSignedTrailer, want: s3err.InvalidArgument, max: 200,
+			name: "trailer signature short", mode: PayloadStreamingSignedTrailer, want: s3err.IncompleteBody, max: 200,
 			edit: func(b []byte) []byte { return append(b[:len(b)-5], "\r\n\r\n"...) },
 		},
 		{
@@ -262,13 +275,13 @@ func TestChunkedSignatures(t *testing.T) {
 			},
 		},
 		{
-			name: "no chunk signature", mode: PayloadStreamingSigned, want: s3err.InvalidArgument,
+			name: "no chunk signature", mode: PayloadStreamingSigned, want: s3err.IncompleteBody,
 			edit: func(b []byte) []byte {
 				return bytes.Replace(b, []byte(";chunk-signature="), []byte(";chunk-signaturX="), 1)
 			},
 		},
 		{
-			name: "short chunk signature", mode: PayloadStreamingSigned, want: s3err.InvalidArgument,
+			name: "short chunk signature", mode: PayloadStreamingSigned, want: s3err.IncompleteBody,
 			edit: func(b []byte) []byte { i := sig(b, 0); return append(b[:i:i], b[i+1:]...) },
 		},
 	} {
@@ -278,7 +291,14 @@ func TestChunkedSignatures(t *testing.T) {
 				encoded = tc.edit(bytes.Clone(encoded))
 			}
 			data, b, err := decodeChunked(t, r, bytes.NewReader(encoded))
-			wantCode(t, err, tc.want)
+			switch tc.want {
+			case "":
+				wantCode(t, err, "")
+			case s3err.IncompleteBody: // framing broken
+				wantError(t, err, tc.want, msgTerminated)
+			default:
+				wantError(t, err, tc.want, "")
+			}
 			if len(data) > tc.max {
 				t.Errorf("%d bytes delivered before the error, want at most %d", len(data), tc.max)
 			}
@@ -355,6 +375,8 @@ func TestChunkedMinimumSize(t *testing.T) {
 		want  s3err.Code
 	}{
 		{PayloadStreamingSigned, 8192, ""},
+		// S3 sees the short first chunk when the second begins, and
+		// answers 403 with <Chunk>2</Chunk><BadChunkSize>4096</BadChunkSize>.
 		{PayloadStreamingSigned, 4096, s3err.InvalidChunkSizeError},
 		{PayloadStreamingSignedTrailer, 8191, s3err.InvalidChunkSizeError},
 		{PayloadStreamingSigned, 19999, ""},
@@ -364,7 +386,11 @@ func TestChunkedMinimumSize(t *testing.T) {
 		t.Run(fmt.Sprintf("%v/chunk=%d", tc.mode, tc.chunk), func(t *testing.T) {
 			r, encoded := chunkedUpload(t, payload, tc.mode, tc.chunk)
 			_, data, _, err := readBody(newTestVerifier(testTime, testCred), withBody(r, encoded))
-			wantCode(t, err, tc.want)
+			if tc.want == "" {
+				wantCode(t, err, "")
+			} else {
+				wantError(t, err, tc.want, "", "Chunk", "2", "BadChunkSize", fmt.Sprint(tc.chunk))
+			}
 			if err == nil && !bytes.Equal(data, payload) {
 				t.Errorf("decoded %d bytes", len(data))
 			}

@@ -68,11 +68,14 @@
 // of the body (XAmzContentSHA256Mismatch); UNSIGNED-PAYLOAD passes through;
 // the three STREAMING-* modes are decoded from aws-chunked encoding with
 // every chunk signature and the trailer signature checked in chain
-// (SignatureDoesNotMatch). Framing errors are InvalidArgument; chunk sizes
-// that are not hexadecimal or exceed x-amz-decoded-content-length, and signed
-// chunks under 8 KiB that are not the last (S3's rule, which also bounds the
-// HMACs a body costs), are InvalidChunkSizeError; a body that ends early or
-// decodes to fewer bytes than declared is IncompleteBody. Only trailers named in x-amz-trailer
+// (SignatureDoesNotMatch). As S3 does, every framing error (a chunk size
+// that is not hexadecimal, a missing CRLF or chunk signature, a body that
+// ends early, an undeclared or missing trailer) is IncompleteBody "The
+// request body terminated unexpectedly"; chunks that add up to more or less
+// than x-amz-decoded-content-length are IncompleteBody with S3's standard
+// message and NumberBytesExpected and NumberBytesProvided; signed chunks
+// under 8 KiB that are not the last (S3's rule, which also bounds the HMACs
+// a body costs) are InvalidChunkSizeError, 403, with Chunk and BadChunkSize. Only trailers named in x-amz-trailer
 // are accepted; their values are available from [Body.Trailer] after
 // io.EOF. The decoder reads chunk data straight into the caller's buffer,
 // allocates nothing per chunk, and reports every error before releasing the

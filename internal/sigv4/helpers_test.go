@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -125,6 +126,28 @@ func wantCode(t testing.TB, err error, code s3err.Code) {
 	t.Helper()
 	if got := s3err.CodeOf(err); got != code {
 		t.Fatalf("error = %v, want code %q", err, code)
+	}
+}
+
+// wantError checks that err is an *s3err.Error with code, the HTTP status
+// of code, the message S3 sends (msg, or the table's when msg is "") and
+// the extra elements named in extras, as name, value pairs.
+func wantError(t testing.TB, err error, code s3err.Code, msg string, extras ...string) {
+	t.Helper()
+	var e *s3err.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v, want an *s3err.Error with code %q", err, code)
+	}
+	if msg == "" {
+		msg = s3err.MessageOf(code)
+	}
+	if e.Code != code || e.Status() != s3err.StatusOf(code) || e.Msg() != msg {
+		t.Fatalf("error = %s %d %q\nwant     %s %d %q", e.Code, e.Status(), e.Msg(), code, s3err.StatusOf(code), msg)
+	}
+	for i := 0; i+1 < len(extras); i += 2 {
+		if got := extra(e, extras[i]); got != extras[i+1] {
+			t.Errorf("%s = %q, want %q (%+v)", extras[i], got, extras[i+1], e.Extra)
+		}
 	}
 }
 

@@ -111,7 +111,7 @@ func parsePresigned(raw string, q *canonQuery) (presigned, error) {
 	case secs < 0:
 		return p, errQuery("X-Amz-Expires must be non-negative")
 	case err != nil || secs > int64(maxExpires/time.Second):
-		return p, errQuery("X-Amz-Expires must be less than a week (in seconds) that is 604800")
+		return p, errQuery("X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds")
 	}
 	p.expires = time.Duration(secs) * time.Second
 	if !validSignedHeaders(vals[qSignedHeaders]) {

@@ -265,6 +265,11 @@ func (v *Verifier) verifyPresigned(r *http.Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// S3 words a presigned URL's date mismatch on its own, without the
+	// "Error parsing the X-Amz-Credential parameter" of the other scope errors.
+	if p.cred.date != p.amzDate[:8] {
+		return nil, errQuery(fmt.Sprintf("Invalid credential date %q. This date is not the same as X-Amz-Date: %q.", p.cred.date, p.amzDate[:8]))
+	}
 	if err := v.checkScope(p.cred, p.amzDate, errCredentialMalformed); err != nil {
 		return nil, err
 	}
