@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
 )
@@ -92,6 +93,22 @@ func (c Config) Validate() error {
 	}{{"audit.refused.per-source", c.Audit.PerSource}, {"audit.refused.per-minute", c.Audit.PerMinute}} {
 		if s.v < 1 || s.v > maxAuditPerMinute {
 			add(s.name, fmt.Errorf("%d is out of range: want 1 to %d", s.v, maxAuditPerMinute))
+		}
+	}
+	for _, s := range []struct {
+		name string
+		v    int
+	}{{"limits.connections", c.MaxConnections}, {"limits.requests", c.S3.MaxRequests}, {"limits.queue", c.S3.MaxQueued}} {
+		if s.v < 1 {
+			add(s.name, fmt.Errorf("%d is out of range: want at least 1", s.v))
+		}
+	}
+	for _, s := range []struct {
+		name string
+		v    time.Duration
+	}{{"limits.queue-wait", c.S3.QueueWait}, {"limits.body-idle", c.S3.BodyIdleTimeout}} {
+		if s.v <= 0 {
+			add(s.name, errors.New("must be positive"))
 		}
 	}
 	if c.Lifecycle.Interval == 0 {

@@ -115,7 +115,7 @@ func statfs(path string) (total, free int64, err error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, 0, fmt.Errorf("diskspace: statfs %s: %w", path, err)
 	}
-	return int64(st.Blocks) * st.Bsize, int64(st.Bavail) * st.Bsize, nil
+	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
 }
 
 // sample measures every path. g.mu is held.

@@ -45,6 +45,14 @@ type Config struct {
 	// the request fails with 400 RequestTimeout (default
 	// DefaultBodyIdleTimeout; negative: no limit).
 	BodyIdleTimeout time.Duration
+	// MaxRequests is how many S3 requests are served at once (default
+	// DefaultMaxRequests; negative: no limit). Past it requests wait, at
+	// most MaxQueued of them (default DefaultMaxQueued; negative: none)
+	// for at most QueueWait (default DefaultQueueWait), then are answered
+	// 503 SlowDown with Retry-After.
+	MaxRequests int
+	MaxQueued   int
+	QueueWait   time.Duration
 }
 
 // withDefaults returns c with zero fields set to their defaults.
@@ -57,6 +65,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyIdleTimeout == 0 {
 		c.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if c.MaxRequests == 0 {
+		c.MaxRequests = DefaultMaxRequests
+	}
+	if c.MaxQueued == 0 {
+		c.MaxQueued = DefaultMaxQueued
+	}
+	if c.QueueWait <= 0 {
+		c.QueueWait = DefaultQueueWait
 	}
 	return c
 }
@@ -97,7 +114,8 @@ type Handler struct {
 	log      *slog.Logger
 	clock    func() time.Time
 	newID    func() string
-	observer Observer // nil when none
+	observer Observer   // nil when none
+	admit    *admission // nil without a request limit
 	// storageErr is the object service's Err: nil while the metadata
 	// store can commit writes, else the ServiceUnavailable error writes
 	// answer. One atomic load.
@@ -148,6 +166,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if h.newID == nil {
 		h.newID = newRequestIDs()
 	}
+	h.admit = newAdmission(h.cfg.MaxRequests, max(h.cfg.MaxQueued, 0), h.cfg.QueueWait)
 	h.bufs.New = func() any {
 		b := make([]byte, copyBufSize)
 		return &b
@@ -284,6 +303,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.writeError(rw, r, rq, s3err.New(s3err.InternalError, ""))
 		}
 	}()
+	if err := h.admit.acquire(r.Context()); err != nil {
+		if s3err.Is(err, s3err.SlowDown) {
+			rw.Header().Set("Retry-After", retryAfter)
+		}
+		h.writeError(rw, r, rq, err)
+		return
+	}
+	defer h.admit.release()
 	if err := h.serve(rw, r, rq); err != nil {
 		h.writeError(rw, r, rq, err)
 	}

@@ -83,9 +83,10 @@ func writeXML(w http.ResponseWriter, status int, v any) error {
 
 // keptOnError are the response headers an error response keeps; whatever
 // else a handler set before failing is dropped. The CORS headers are kept
-// so that a browser lets the page read the error. A read-only lookup
+// so that a browser lets the page read the error, Retry-After for a
+// SlowDown. A read-only lookup
 // table.
-var keptOnError = append([]string{"x-amz-request-id", "x-amz-id-2", "Server"}, cors.ResponseHeaders[:]...)
+var keptOnError = append([]string{"x-amz-request-id", "x-amz-id-2", "Server", "Retry-After"}, cors.ResponseHeaders[:]...)
 
 // keptOnNotModified are the headers a 304 keeps besides keptOnError: RFC
 // 9110 §15.4.5 wants the validators a 200 would have sent. A read-only

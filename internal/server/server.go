@@ -93,6 +93,9 @@ type Server struct {
 
 	lifecycle *lifecycle.Worker // applies buckets' lifecycle rules
 
+	s3    *s3api.Handler // the S3 API, behind its request limit
+	conns *connLimit     // the S3 listener's connection limit
+
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
 
@@ -189,13 +192,20 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if s.ln, err = net.Listen("tcp", cfg.Address); err != nil {
 		return s, fmt.Errorf("listen for S3: %w", err)
 	}
-	s.ln = s3api.Listener(s.ln, maxHeaderBytes)
+	s.conns = newConnLimit(s3api.Listener(s.ln, maxHeaderBytes), cfg.MaxConnections)
+	s.ln = s.conns
 	s.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnState:         s.conns.track,
+	}
+	if s.metrics != nil {
+		if err = registerLoadMetrics(s.metrics, s.conns, s.s3); err != nil {
+			return s, err
+		}
 	}
 	if cfg.Pprof.Enabled {
 		addr := net.JoinHostPort(cfg.Pprof.Host, strconv.Itoa(cfg.Pprof.Port))
@@ -268,6 +278,7 @@ func (s *Server) handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.s3 = h
 	var s3h http.Handler = h
 	if s.metrics != nil {
 		s3h = s.metrics.TrackInFlight(h)

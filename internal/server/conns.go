@@ -1,0 +1,156 @@
+package server
+
+import (
+	"container/list"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coffer-s3/coffer/internal/metrics"
+	"github.com/coffer-s3/coffer/internal/s3api"
+)
+
+// connLimit is a listener that keeps at most max connections open. At the
+// limit, a new connection closes one without a request in progress: the
+// oldest of those that have not yet sent a whole request (idle sockets,
+// slowloris clients still trickling headers), else the one idle longest
+// between keep-alive requests — so clients that send nothing cannot lock
+// out those that do, and the pools of clients that already did are the
+// last to go. If every connection has a request in progress the new one
+// is closed at once (the requests themselves are bounded by s3api's
+// request limit). Connections beyond those net/http accepts wait in the
+// kernel's listen backlog, where they cost the process nothing.
+//
+// Its track method must be the http.Server's ConnState hook.
+type connLimit struct {
+	net.Listener
+	max int
+
+	mu    sync.Mutex
+	conns map[net.Conn]*list.Element // every open connection → its place in fresh or idle, nil while it has a request in progress
+	fresh *list.List                 // of net.Conn that have not sent a whole request yet, oldest first
+	idle  *list.List                 // of net.Conn idle between keep-alive requests, longest idle first
+
+	evicted atomic.Int64 // waiting connections closed to make room
+	refused atomic.Int64 // new connections closed because none could be
+}
+
+// maxSkipPending bounds how many fresh connections with unread bytes an
+// eviction passes over (see pending).
+const maxSkipPending = 16
+
+func newConnLimit(ln net.Listener, max int) *connLimit {
+	return &connLimit{Listener: ln, max: max, conns: make(map[net.Conn]*list.Element), fresh: list.New(), idle: list.New()}
+}
+
+// Accept returns the next connection, making room for it first.
+func (l *connLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		var victim net.Conn
+		if len(l.conns) >= l.max {
+			e := l.fresh.Front()
+			// A connection whose bytes wait unread is a client that sent
+			// its request while the server was busy, not one that sends
+			// nothing: look a little further for a victim.
+			for i := 0; e != nil && i < maxSkipPending && pending(e.Value.(net.Conn)); i++ {
+				e = e.Next()
+			}
+			if e == nil {
+				e = l.fresh.Front()
+			}
+			if e == nil {
+				e = l.idle.Front()
+			}
+			if e == nil {
+				l.mu.Unlock()
+				l.refused.Add(1)
+				c.Close()
+				continue
+			}
+			victim = e.Value.(net.Conn)
+			l.remove(e)
+			delete(l.conns, victim)
+		}
+		l.conns[c] = l.fresh.PushBack(c)
+		l.mu.Unlock()
+		if victim != nil {
+			l.evicted.Add(1)
+			victim.Close()
+		}
+		return c, nil
+	}
+}
+
+// track follows a connection's state (http.Server.ConnState).
+func (l *connLimit) track(c net.Conn, state http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.conns[c]
+	if !ok { // evicted, or not accepted here
+		return
+	}
+	switch state {
+	case http.StateActive:
+		if e != nil {
+			l.remove(e)
+			l.conns[c] = nil
+		}
+	case http.StateIdle:
+		if e == nil {
+			l.conns[c] = l.idle.PushBack(c)
+		}
+	case http.StateClosed, http.StateHijacked:
+		if e != nil {
+			l.remove(e)
+		}
+		delete(l.conns, c)
+	}
+}
+
+// remove takes e out of whichever list holds it. l.mu is held.
+func (l *connLimit) remove(e *list.Element) {
+	l.fresh.Remove(e) // a no-op unless e is in fresh
+	l.idle.Remove(e)
+}
+
+// open returns how many connections are open.
+func (l *connLimit) open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// registerLoadMetrics exports the S3 listener's connection and request
+// limits: connections open and closed to make room or refused, requests
+// waiting and refused with SlowDown (requests in flight are
+// coffer_s3_requests_in_flight, from metrics.TrackInFlight).
+func registerLoadMetrics(m *metrics.Registry, l *connLimit, h *s3api.Handler) error {
+	for _, g := range []struct {
+		name, help string
+		f          func() float64
+		counter    bool
+	}{
+		{"coffer_s3_connections_open", "Connections open on the S3 listener.", func() float64 { return float64(l.open()) }, false},
+		{"coffer_s3_connections_evicted_total", "Connections without a request in progress closed to make room for new ones (limits.connections reached).", func() float64 { return float64(l.evicted.Load()) }, true},
+		{"coffer_s3_connections_refused_total", "New connections closed at once because every open one had a request in progress (limits.connections reached).", func() float64 { return float64(l.refused.Load()) }, true},
+		{"coffer_s3_requests_queued", "S3 requests waiting for one of limits.requests (at most limits.queue).", func() float64 { return float64(h.Load().Queued) }, false},
+		{"coffer_s3_requests_slowdown_total", "S3 requests answered 503 SlowDown: the queue was full or they waited limits.queue-wait.", func() float64 { return float64(h.Load().Refused) }, true},
+	} {
+		var err error
+		if g.counter {
+			err = m.CounterFunc(g.name, g.help, g.f)
+		} else {
+			err = m.GaugeFunc(g.name, g.help, g.f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

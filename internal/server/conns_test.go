@@ -1,0 +1,117 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestConnLimit checks the S3 listener's connection limit: at the limit a
+// new connection closes the oldest that has not sent a request, else the
+// longest idle, and is itself closed when every connection has a request
+// in progress.
+func TestConnLimit(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newConnLimit(ln, 2)
+	release := make(chan struct{})
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/block" {
+				<-release
+			}
+			io.WriteString(w, "ok")
+		}),
+		ConnState: l.track,
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().String()
+
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	closed := func(c net.Conn) bool { // by the server, within a second
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		_, err := c.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	waitOpen := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); l.open() != n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d connections open, want %d", l.open(), n)
+			}
+		}
+	}
+
+	// Two connections that send nothing, then a third: the oldest goes.
+	first := dial()
+	first.Write([]byte("GET / HT")) // a slowloris: half a request line
+	waitOpen(1)
+	second := dial()
+	waitOpen(2)
+	third := dial()
+	if !closed(first) {
+		t.Error("the longest-waiting connection was not closed for a new one")
+	}
+	waitOpen(2)
+	if l.evicted.Load() != 1 {
+		t.Errorf("evicted = %d, want 1", l.evicted.Load())
+	}
+
+	// With a request in progress on both, a new connection is closed.
+	for _, c := range []net.Conn{second, third} {
+		if _, err := c.Write([]byte("GET /block HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		busy := l.fresh.Len()+l.idle.Len() == 0
+		l.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("requests did not become active")
+		}
+	}
+	if fourth := dial(); !closed(fourth) {
+		t.Error("a connection beyond the limit was kept while every one had a request in progress")
+	}
+	if l.refused.Load() != 1 {
+		t.Errorf("refused = %d, want 1", l.refused.Load())
+	}
+	// The requests in progress are answered; their connections go idle and
+	// a new connection takes the place of the one idle longer.
+	close(release)
+	for _, c := range []net.Conn{second, third} {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("blocked request: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	fifth := dial()
+	fifth.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if resp, err := http.ReadResponse(bufio.NewReader(fifth), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("new connection after the requests ended: %v %v", resp, err)
+	}
+	// Both were idle; the one idle longer made room.
+	if closedSecond, closedThird := closed(second), closed(third); closedSecond == closedThird {
+		t.Errorf("closed: second %v, third %v; want exactly one idle keep-alive connection closed", closedSecond, closedThird)
+	}
+}
