@@ -115,3 +115,50 @@ func TestConnLimit(t *testing.T) {
 		t.Errorf("closed: second %v, third %v; want exactly one idle keep-alive connection closed", closedSecond, closedThird)
 	}
 }
+
+// chanListener accepts the connections sent on it.
+type chanListener struct {
+	net.Listener
+	c chan net.Conn
+}
+
+func (l chanListener) Accept() (net.Conn, error) { return <-l.c, nil }
+
+// TestConnLimitOrder: connections that never sent a request go before
+// idle keep-alive ones, even younger ones; with neither, the longest idle.
+func TestConnLimitOrder(t *testing.T) {
+	t.Parallel()
+	in := chanListener{c: make(chan net.Conn, 1)}
+	l := newConnLimit(in, 2)
+	accept := func() (server, client net.Conn) {
+		t.Helper()
+		server, client = net.Pipe()
+		t.Cleanup(func() { server.Close(); client.Close() })
+		in.c <- server
+		if c, err := l.Accept(); err != nil || c != server {
+			t.Fatalf("Accept = %v, %v", c, err)
+		}
+		return server, client
+	}
+	isClosed := func(client net.Conn) bool {
+		client.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err := client.Read(make([]byte, 1))
+		return err == io.EOF
+	}
+	a, aClient := accept()
+	l.track(a, http.StateActive)
+	l.track(a, http.StateIdle) // a served a request and waits, idle
+	_, bClient := accept()     // b has sent nothing yet
+	c, _ := accept()           // at the limit: b goes, not the older idle a
+	if !isClosed(bClient) || isClosed(aClient) {
+		t.Fatal("a fresh connection was not closed before an idle one")
+	}
+	l.track(c, http.StateActive)
+	_, _ = accept() // no fresh one left but d itself: a, idle longest, goes
+	if !isClosed(aClient) {
+		t.Fatal("the idle connection was not closed when no fresh one was left")
+	}
+	if l.evicted.Load() != 2 || l.open() != 2 {
+		t.Errorf("evicted %d, open %d; want 2 and 2", l.evicted.Load(), l.open())
+	}
+}
