@@ -38,8 +38,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		log.Info("config file read", "path", cfg.File)
 	}
 	// In a container with a memory limit, let the Go runtime collect
-	// harder near it rather than be OOM-killed (GOMEMLIMIT overrides).
-	if d, err := memlimit.ApplyFromSystem(debug.SetMemoryLimit); err != nil {
+	// harder near it rather than be OOM-killed (GOMEMLIMIT overrides);
+	// memory-limit overrides both.
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+		log.Info("Go memory limit set", "limit_bytes", cfg.MemoryLimit, "reason", "memory-limit")
+	} else if d, err := memlimit.ApplyFromSystem(debug.SetMemoryLimit); err != nil {
 		log.Warn("cannot read the cgroup memory limit", "err", err)
 	} else if d.Set {
 		log.Info("Go memory limit set from the cgroup", "limit_bytes", d.Limit, "reason", d.Reason)

@@ -91,6 +91,11 @@ type Config struct {
 	// (DefaultMaxConnections).
 	MaxConnections int
 
+	// MemoryLimit is the Go runtime's soft memory limit in bytes; 0 means
+	// automatic: GOMEMLIMIT if set, else 90 % of the cgroup's limit, else
+	// none.
+	MemoryLimit int64
+
 	// Lifecycle configures the worker that applies buckets' lifecycle
 	// rules.
 	Lifecycle lifecycle.Config

@@ -83,6 +83,8 @@ func settings(c *Config) []setting {
 			usage: "longest an S3 request waits to be served before it is answered 503 SlowDown"},
 		{name: "limits.body-idle", value: &durationValue{p: &c.S3.BodyIdleTimeout},
 			usage: "a request body that sends nothing for this long fails with 400 RequestTimeout and nothing of it is stored (S3 waits about 20s)"},
+		{name: "memory-limit", value: &sizeValue{&c.MemoryLimit},
+			usage: "soft memory limit of the Go runtime: it collects garbage harder as the heap nears it (0: GOMEMLIMIT if set, else 90 % of the cgroup's memory limit, else none)"},
 		{name: "shutdown-timeout", value: &durationValue{p: &c.ShutdownTimeout},
 			usage: "on SIGINT/SIGTERM, how long to wait for requests in flight before closing their connections"},
 		{name: "log-level", value: &levelValue{&c.Log.Level},

@@ -199,3 +199,14 @@ func TestMemoryBound(t *testing.T) {
 		t.Errorf("coffer serve peak RSS (VmHWM) %d KiB after streaming %d MiB up and down, want under %d MiB", end["VmHWM"], size/mib, memoryBoundMiB)
 	}
 }
+
+// TestMemoryLimitSetting: --memory-limit sets the Go runtime's soft limit,
+// over GOMEMLIMIT and the cgroup's.
+func TestMemoryLimitSetting(t *testing.T) {
+	t.Parallel()
+	srv := startChild(t, t.TempDir(), "--memory-limit", "96MiB")
+	srv.stop()
+	if out := srv.out.String(); !strings.Contains(out, `msg="Go memory limit set" limit_bytes=100663296 reason=memory-limit`) {
+		t.Errorf("no log line for the memory limit:\n%s", tail(out, 4*kib))
+	}
+}
