@@ -91,6 +91,10 @@ type Config struct {
 	// (DefaultMaxConnections).
 	MaxConnections int
 
+	// TLS, when both files are set, serves HTTPS on the S3 and ops
+	// listeners.
+	TLS TLS
+
 	// MemoryLimit is the Go runtime's soft memory limit in bytes; 0 means
 	// automatic: GOMEMLIMIT if set, else 90 % of the cgroup's limit, else
 	// none.
@@ -106,6 +110,14 @@ type Config struct {
 	// are empty the server generates them on first start. Root.MasterKey
 	// comes from COFFER_MASTER_KEY, likewise only from the environment.
 	Root iam.Config
+}
+
+// TLS names the certificate and key files of the S3 and ops listeners (PEM;
+// the certificate file may hold the chain). They are reloaded on SIGHUP and
+// when they change.
+type TLS struct {
+	CertFile string
+	KeyFile  string
 }
 
 // Disk configures the free-space reserve: below it, new data is refused
@@ -218,6 +230,6 @@ func Default() Config {
 		S3: s3api.Config{Region: "us-east-1", MaxRequests: s3api.DefaultMaxRequests, MaxQueued: s3api.DefaultMaxQueued,
 			QueueWait: s3api.DefaultQueueWait, BodyIdleTimeout: s3api.DefaultBodyIdleTimeout},
 		MaxConnections: DefaultMaxConnections,
-		Lifecycle: lifecycle.Config{Interval: time.Hour, Day: 24 * time.Hour},
+		Lifecycle:      lifecycle.Config{Interval: time.Hour, Day: 24 * time.Hour},
 	}
 }

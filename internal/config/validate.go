@@ -50,6 +50,9 @@ func (c Config) Validate() error {
 	default:
 		add("blob.kind", fmt.Errorf("invalid value %q: want fs, s3 or memory", c.Blob.Kind))
 	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		add("tls-cert-file", errors.New("tls-cert-file and tls-key-file go together: set both or neither"))
+	}
 	add("pprof-port", checkPort(c.Pprof.Port))
 	if c.Pprof.Enabled && c.Pprof.Port != 0 {
 		if _, port, err := net.SplitHostPort(c.Address); err == nil && port == strconv.Itoa(c.Pprof.Port) && sameHost(c.Address, c.Pprof.Host) {

@@ -8,8 +8,11 @@ import (
 )
 
 // pending reports whether bytes the client sent wait unread in c's
-// receive queue (SIOCINQ).
+// receive queue (SIOCINQ; under TLS, those of the TCP connection).
 func pending(c net.Conn) bool {
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = u.NetConn()
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false

@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/certs"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
@@ -93,8 +95,9 @@ type Server struct {
 
 	lifecycle *lifecycle.Worker // applies buckets' lifecycle rules
 
-	s3    *s3api.Handler // the S3 API, behind its request limit
-	conns *connLimit     // the S3 listener's connection limit
+	s3    *s3api.Handler  // the S3 API, behind its request limit
+	conns *connLimit      // the S3 listener's connection limit
+	certs *certs.Reloader // the TLS certificate; nil without TLS
 
 	inflight atomic.Int64 // handlers running on srv
 	ran      atomic.Bool  // Run may be called once
@@ -192,7 +195,19 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if s.ln, err = net.Listen("tcp", cfg.Address); err != nil {
 		return s, fmt.Errorf("listen for S3: %w", err)
 	}
-	s.conns = newConnLimit(s3api.Listener(s.ln, maxHeaderBytes), cfg.MaxConnections)
+	// Outermost the connection limit, so that it sees the connections
+	// net/http serves (under TLS, the *tls.Conn, which gives requests
+	// their TLS state); innermost the TCP connections, whose net/http
+	// 431 answer s3api.Listener rewrites (without TLS: under it, that
+	// answer is encrypted and passes unchanged).
+	inner := s3api.Listener(s.ln, maxHeaderBytes)
+	if cfg.TLS.CertFile != "" {
+		if s.certs, err = certs.New(cfg.TLS.CertFile, cfg.TLS.KeyFile, log.With("component", "tls")); err != nil {
+			return s, err
+		}
+		inner = tls.NewListener(inner, s.certs.Config())
+	}
+	s.conns = newConnLimit(inner, cfg.MaxConnections)
 	s.ln = s.conns
 	s.srv = &http.Server{
 		Handler:           handler,
@@ -225,6 +240,9 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if cfg.ConsoleAddress != "" {
 		if s.consoleLn, err = net.Listen("tcp", cfg.ConsoleAddress); err != nil {
 			return s, fmt.Errorf("listen for the console (console-address): %w", err)
+		}
+		if s.certs != nil {
+			s.consoleLn = tls.NewListener(s.consoleLn, s.certs.Config())
 		}
 		s.console = &http.Server{
 			Handler:           s.opsHandler(),
@@ -385,6 +403,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.console != nil {
 		g.Go(func() error { return serve(s.console, s.consoleLn, "console") })
+	}
+	if s.certs != nil {
+		g.Go(func() error { s.watchCerts(gctx); return nil })
 	}
 	stopAccess := make(chan struct{})
 	if s.access != nil {

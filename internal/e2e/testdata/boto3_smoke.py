@@ -4,7 +4,7 @@
 Environment: AWS_ENDPOINT_URL (http:// or https://), AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, COFFER_BUCKET (a fresh bucket
 name), COFFER_WORKDIR (a scratch directory), COFFER_INSECURE=1 to accept a
-self-signed certificate.
+self-signed certificate, or AWS_CA_BUNDLE to trust a test CA.
 
 boto3 keeps its default checksum settings (request_checksum_calculation
 "when_supported"): every upload carries a CRC32, sent as an aws-chunked
@@ -59,6 +59,8 @@ def main():
     verify = os.environ.get("COFFER_INSECURE") != "1"
     if not verify:
         warnings.filterwarnings("ignore")
+    elif os.environ.get("AWS_CA_BUNDLE"):
+        verify = os.environ["AWS_CA_BUNDLE"]  # a path: boto3 and the helpers trust it
     print("boto3", boto3.__version__, "botocore", botocore.__version__, "endpoint", endpoint, flush=True)
 
     s3 = boto3.client(
@@ -319,7 +321,8 @@ def post_form(url, fields, file, verify):
     """POSTs a multipart/form-data form (fields, then the file as a
     (name, bytes) pair) and returns (status, body)."""
     import urllib3
-    http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE")
+    http = urllib3.PoolManager(cert_reqs="CERT_REQUIRED" if verify else "CERT_NONE",
+                               ca_certs=verify if isinstance(verify, str) else None)
     r = http.request("POST", url, fields=list(fields.items()) + [("file", file)], redirect=False)
     return r.status, r.data
 
@@ -329,7 +332,10 @@ def fetch(url, verify):
     import ssl
     import urllib.error
     import urllib.request
-    ctx = None if verify else ssl._create_unverified_context()
+    if isinstance(verify, str):
+        ctx = ssl.create_default_context(cafile=verify)
+    else:
+        ctx = None if verify else ssl._create_unverified_context()
     try:
         with urllib.request.urlopen(url, context=ctx) as resp:
             return resp.status, resp.read()
