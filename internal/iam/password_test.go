@@ -185,7 +185,7 @@ func TestSignInUnknownUserHashes(t *testing.T) {
 	if userParams != dummyParams || dummyParams != testPasswordParams {
 		t.Errorf("user hash parameters %+v, dummy %+v: want both %+v", userParams, dummyParams, testPasswordParams)
 	}
-	if f.m.dummyHash() != f.m.dummyHash() {
+	if first, again := f.m.dummyHash(), f.m.dummyHash(); first != again {
 		t.Errorf("the dummy hash is made more than once")
 	}
 }
