@@ -56,17 +56,26 @@ const (
 	DefaultLoginQueueTimeout = 5 * time.Second
 )
 
-// Bounds on memory, whatever the load: sessions held, and keys each
-// table of the sign-in limiter keeps (addresses, user names).
+// Bounds on memory, whatever the load: sessions held, keys each table of
+// the sign-in limiter keeps (addresses, user names), sign-ins waiting per
+// hashing slot, and the size of a posted form.
 const (
-	maxSessions    = 10_000
-	limiterKeys    = 10_000
-	maxFormBytes   = 64 << 10
-	sessionCookie  = "coffer_session"
-	secureCookie   = "__Host-coffer_session" // over TLS: Secure, host-only, Path=/
-	queuePerSlot   = 64                      // waiting sign-ins per hashing slot
-	staticMaxAge   = "max-age=3600"
-	retryAfterBusy = "1"
+	maxSessions  = 10_000
+	limiterKeys  = 10_000
+	queuePerSlot = 64
+	maxFormBytes = 64 << 10
+)
+
+// The session cookie's names: over TLS with the __Host- prefix, which
+// browsers accept only Secure, host-only and for Path=/.
+const (
+	sessionCookie = "coffer_session"
+	secureCookie  = "__Host-coffer_session"
+)
+
+const (
+	staticMaxAge   = "max-age=3600" // Cache-Control of the static assets
+	retryAfterBusy = "1"            // Retry-After of a sign-in refused by the gate, in seconds
 )
 
 func (c Config) withDefaults() Config {
