@@ -109,6 +109,11 @@ func (c *Client) EnableUser(ctx context.Context, name string) error {
 	return c.call(ctx, http.MethodPost, apiPath("users", name, "enable"), nil, nil, nil)
 }
 
+// SetPassword sets user name's console password.
+func (c *Client) SetPassword(ctx context.Context, name, password string) error {
+	return c.call(ctx, http.MethodPost, apiPath("users", name, "password"), nil, SetPasswordRequest{Password: password}, nil)
+}
+
 // Keys lists the access keys of user, or of all users if user is "".
 func (c *Client) Keys(ctx context.Context, user string) ([]KeyInfo, error) {
 	var q url.Values

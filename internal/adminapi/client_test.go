@@ -54,6 +54,10 @@ func TestClientRoundTrip(t *testing.T) {
 		{"DeleteUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteUser(ctx, "alice") }, "DeleteUser(alice)", nil},
 		{"DisableUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.DisableUser(ctx, "alice") }, "SetUserDisabled(alice, true)", nil},
 		{"EnableUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.EnableUser(ctx, "alice") }, "SetUserDisabled(alice, false)", nil},
+		{"SetPassword", func(ctx context.Context, c *Client) (any, error) {
+			return nil, c.SetPassword(ctx, "a b", "s3cret-pass")
+		},
+			"SetPassword(a b, 11 bytes)", nil},
 		{"Keys", func(ctx context.Context, c *Client) (any, error) { return c.Keys(ctx, "al ice") }, "Keys(al ice)",
 			[]KeyInfo{{AccessKey: "AK1", User: "alice", Description: "ci", Created: testTime}}},
 		{"Keys of all", func(ctx context.Context, c *Client) (any, error) { return c.Keys(ctx, "") }, "Keys()",

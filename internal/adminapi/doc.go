@@ -36,6 +36,7 @@
 //	DELETE /users/{name}                admin:DeleteUser        → 204
 //	POST   /users/{name}/disable        admin:DisableUser       → 204
 //	POST   /users/{name}/enable         admin:EnableUser        → 204
+//	POST   /users/{name}/password       admin:SetUserPassword   SetPasswordRequest → 204
 //	GET    /keys[?user=NAME]            admin:ListAccessKeys    → KeyList
 //	POST   /keys                        admin:CreateAccessKey   CreateKeyRequest → NewKey
 //	GET    /keys/{accessKey}            admin:ListAccessKeys    → KeyInfo

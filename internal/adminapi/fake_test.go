@@ -189,6 +189,11 @@ func (f *fakeBackend) SetUserDisabled(_ context.Context, name string, disabled b
 	return f.record("SetUserDisabled(%s, %t)", name, disabled)
 }
 
+// SetPassword records the password's length, never the password.
+func (f *fakeBackend) SetPassword(_ context.Context, name, password string) error {
+	return f.record("SetPassword(%s, %d bytes)", name, len(password))
+}
+
 func (f *fakeBackend) CreateKey(_ context.Context, user string, opt iam.KeyOptions) (iam.NewKey, error) {
 	exp := ""
 	if !opt.Expires.IsZero() {

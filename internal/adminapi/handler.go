@@ -42,6 +42,7 @@ type Backend interface {
 	User(ctx context.Context, name string) (iam.UserInfo, error)
 	DeleteUser(ctx context.Context, name string) error
 	SetUserDisabled(ctx context.Context, name string, disabled bool) error
+	SetPassword(ctx context.Context, name, password string) error
 
 	CreateKey(ctx context.Context, user string, opt iam.KeyOptions) (iam.NewKey, error)
 	Keys(ctx context.Context, user string) ([]iam.KeyInfo, error)

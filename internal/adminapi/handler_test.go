@@ -32,14 +32,16 @@ var endpointCases = []struct {
 	wantJSON     string // the response body, compared as JSON; "" for none
 }{
 	{endpoint: "ListUsers", method: "GET", path: "/users", wantStatus: 200, wantCall: "Users()",
-		wantJSON: `{"users":[{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z"}]}`},
+		wantJSON: `{"users":[{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false}]}`},
 	{endpoint: "CreateUser", method: "POST", path: "/users", body: `{"name":"alice"}`, wantStatus: 200, wantCall: "CreateUser(alice)",
 		wantJSON: `{"user":"alice","accessKey":"NEWKEY","secretKey":"new-secret"}`},
 	{endpoint: "GetUser", method: "GET", path: "/users/alice", wantStatus: 200, wantCall: "User(alice)",
-		wantJSON: `{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z"}`},
+		wantJSON: `{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false}`},
 	{endpoint: "DeleteUser", method: "DELETE", path: "/users/alice", wantStatus: 204, wantCall: "DeleteUser(alice)"},
 	{endpoint: "DisableUser", method: "POST", path: "/users/alice/disable", wantStatus: 204, wantCall: "SetUserDisabled(alice, true)"},
 	{endpoint: "EnableUser", method: "POST", path: "/users/alice/enable", wantStatus: 204, wantCall: "SetUserDisabled(alice, false)"},
+	{endpoint: "SetUserPassword", method: "POST", path: "/users/alice/password", body: `{"password":"s3cret-pass"}`, wantStatus: 204,
+		wantCall: "SetPassword(alice, 11 bytes)"},
 	{endpoint: "ListAccessKeys", method: "GET", path: "/keys?user=alice", wantStatus: 200, wantCall: "Keys(alice)",
 		wantJSON: `{"keys":[{"accessKey":"AK1","user":"alice","disabled":false,"description":"ci","created":"2025-01-02T03:04:05Z"}]}`},
 	{endpoint: "CreateAccessKey", method: "POST", path: "/keys",
@@ -186,7 +188,8 @@ func TestEndpoints(t *testing.T) {
 var wantActions = map[string]iam.Action{
 	"ListUsers": "admin:ListUsers", "CreateUser": "admin:CreateUser", "GetUser": "admin:GetUser",
 	"DeleteUser": "admin:DeleteUser", "DisableUser": "admin:DisableUser", "EnableUser": "admin:EnableUser",
-	"ListAccessKeys": "admin:ListAccessKeys", "CreateAccessKey": "admin:CreateAccessKey", "GetAccessKey": "admin:ListAccessKeys",
+	"SetUserPassword": "admin:SetUserPassword",
+	"ListAccessKeys":  "admin:ListAccessKeys", "CreateAccessKey": "admin:CreateAccessKey", "GetAccessKey": "admin:ListAccessKeys",
 	"DeleteAccessKey": "admin:DeleteAccessKey", "DisableAccessKey": "admin:UpdateAccessKey", "EnableAccessKey": "admin:UpdateAccessKey",
 	"RotateAccessKey": "admin:UpdateAccessKey",
 	"ListGroups":      "admin:ListGroups", "CreateGroup": "admin:CreateGroup", "GetGroup": "admin:GetGroup",

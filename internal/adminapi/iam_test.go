@@ -187,6 +187,15 @@ func TestWithIAMUsersAndPolicies(t *testing.T) {
 		t.Errorf("Groups = %#v, want an empty list", gs)
 	}
 
+	// Console passwords: set by an admin, checked by iam, never shown.
+	wantCode(t, "short password", s.root.SetPassword(ctx, "alice", "short"), CodeInvalidInput)
+	wantCode(t, "password of a missing user", s.root.SetPassword(ctx, "nobody", "long enough"), CodeNoSuchEntity)
+	mustDo(t, "set alice's password", s.root.SetPassword(ctx, "alice", "long enough"))
+	if u := must[UserInfo](t, "get alice")(s.root.User(ctx, "alice")); !u.Password {
+		t.Errorf("alice after SetPassword = %+v, want Password true", u)
+	}
+	wantCode(t, "alice sets a password", ac.SetPassword(ctx, "alice", "long enough"), CodeAccessDenied)
+
 	// Disabling and deleting a user stops its keys.
 	mustDo(t, "disable alice", s.root.DisableUser(ctx, "alice"))
 	_, err = ac.WhoAmI(ctx)

@@ -40,6 +40,7 @@ var endpoints = []endpoint{
 	{"DeleteUser", http.MethodDelete, "users/{}", "admin:DeleteUser", bodyNone, (*Handler).deleteUser},
 	{"DisableUser", http.MethodPost, "users/{}/disable", "admin:DisableUser", bodyNone, (*Handler).disableUser},
 	{"EnableUser", http.MethodPost, "users/{}/enable", "admin:EnableUser", bodyNone, (*Handler).enableUser},
+	{"SetUserPassword", http.MethodPost, "users/{}/password", "admin:SetUserPassword", bodyJSON, (*Handler).setUserPassword},
 
 	{"ListAccessKeys", http.MethodGet, "keys", "admin:ListAccessKeys", bodyNone, (*Handler).listKeys},
 	{"CreateAccessKey", http.MethodPost, "keys", "admin:CreateAccessKey", bodyJSON, (*Handler).createKey},
@@ -120,6 +121,17 @@ func (h *Handler) disableUser(ctx context.Context, rq *request) (any, error) {
 
 func (h *Handler) enableUser(ctx context.Context, rq *request) (any, error) {
 	return nil, h.iam.SetUserDisabled(ctx, rq.vars[0], false)
+}
+
+// setUserPassword sets a user's console password. The password is
+// neither logged nor recorded: the audit record has the path, not the
+// body.
+func (h *Handler) setUserPassword(ctx context.Context, rq *request) (any, error) {
+	var in SetPasswordRequest
+	if err := decodeJSON(rq.body, &in); err != nil {
+		return nil, err
+	}
+	return nil, h.iam.SetPassword(ctx, rq.vars[0], in.Password)
 }
 
 func (h *Handler) listKeys(ctx context.Context, rq *request) (any, error) {

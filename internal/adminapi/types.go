@@ -72,6 +72,12 @@ type CreateUserRequest struct {
 	Name string `json:"name"`
 }
 
+// SetPasswordRequest is the body of POST /users/{name}/password: the
+// user's new console password (8 to 1024 bytes).
+type SetPasswordRequest struct {
+	Password string `json:"password"`
+}
+
 // CreateUserResponse is the response of POST /users: the user's first
 // access key with its secret, which is never shown again.
 type CreateUserResponse struct {

@@ -109,6 +109,12 @@ var rules = []rule{
 			"github.com/cockroachdb/pebble"},
 	},
 	{
+		name: "the web console acts only through iam and the object service, never storage, S3 handlers or the wiring",
+		from: []string{"internal/console"},
+		forbid: []string{mod + "internal/meta", mod + "internal/blob", mod + "internal/s3api", mod + "internal/adminapi",
+			mod + "internal/metrics", mod + "internal/lifecycle", "github.com/cockroachdb/pebble", "net/http/pprof"},
+	},
+	{
 		name:   "SQLite stays inside audit",
 		from:   []string{""},
 		forbid: []string{"modernc.org/sqlite", "database/sql"},

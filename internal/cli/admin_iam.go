@@ -35,6 +35,9 @@ func adminIAMCommands() []adminCmd {
 			setup: noFlags(adminUserSetDisabled(true))},
 		{name: "user enable", args: "NAME", min: 1, max: 1, summary: "enable a disabled user",
 			about: "Enables user NAME again.", setup: noFlags(adminUserSetDisabled(false))},
+		{name: "user passwd", args: "NAME", flagHint: "--password-stdin", min: 1, max: 1, summary: "set a user's web console password",
+			about: "Sets or changes the password user NAME signs in to the web console with,\nread from standard input (one line; a final newline is dropped), so that it\nshows in no process list or shell history. 8 to 1024 bytes. The user's\nconsole sessions from before the change end.",
+			setup: adminUserPasswd},
 
 		{name: "key add", flagHint: "--user NAME", summary: "create an access key for a user",
 			about: "Creates an access key for the user named by --user and prints it with its\nsecret, which is shown only this once. --policy scopes the key: a request\nmust be allowed by the key's policy as well as by the user's.",
@@ -169,8 +172,50 @@ func adminUserShow(ctx context.Context, s *adminSession, args []string) error {
 	fmt.Fprintf(tw, "Status:\t%s\n", userStatus(u.Disabled))
 	fmt.Fprintf(tw, "Groups:\t%s\n", list(u.Groups))
 	fmt.Fprintf(tw, "Policies:\t%s\n", list(u.Policies))
+	fmt.Fprintf(tw, "Console password:\t%s\n", map[bool]string{true: "set", false: "none"}[u.Password])
 	fmt.Fprintf(tw, "Created:\t%s\n", timestamp(u.Created))
 	return tw.Flush()
+}
+
+// adminUserPasswd sets a user's console password from standard input.
+func adminUserPasswd(fs *flag.FlagSet) adminRun {
+	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input (required)")
+	return func(ctx context.Context, s *adminSession, args []string) error {
+		if !*fromStdin {
+			return usagef("give --password-stdin and the password on standard input: a password on the command line would show in process lists")
+		}
+		pw, err := readPassword(s.stdin)
+		if err != nil {
+			return err
+		}
+		c, err := s.client()
+		if err != nil {
+			return err
+		}
+		if err := c.SetPassword(ctx, args[0], pw); err != nil {
+			return err
+		}
+		return s.done("Set the console password of user %s.", args[0])
+	}
+}
+
+// readPassword reads a password from r: its one line, without the final
+// newline (LF or CRLF).
+func readPassword(r io.Reader) (string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, iam.MaxPasswordLen+3))
+	if err != nil {
+		return "", usagef("cannot read the password from standard input: %v", err)
+	}
+	pw := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	switch {
+	case pw == "":
+		return "", usagef("no password on standard input")
+	case strings.ContainsAny(pw, "\r\n"):
+		return "", usagef("the password on standard input must be one line")
+	case len(pw) > iam.MaxPasswordLen:
+		return "", usagef("the password is longer than %d bytes", iam.MaxPasswordLen)
+	}
+	return pw, nil
 }
 
 func adminUserRm(ctx context.Context, s *adminSession, args []string) error {

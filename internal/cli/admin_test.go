@@ -108,6 +108,7 @@ type adminServer struct {
 	env      map[string]string // root credentials and the endpoint
 	graces   chan time.Duration
 	objects  *objects.Service // the buckets the admin API describes
+	iam      *iam.IAM
 }
 
 func newAdminServer(t *testing.T) *adminServer {
@@ -126,7 +127,7 @@ func newAdminServer(t *testing.T) *adminServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &adminServer{verifier: v, graces: make(chan time.Duration, 10), objects: svc}
+	s := &adminServer{verifier: v, graces: make(chan time.Duration, 10), objects: svc, iam: m}
 	h, err := adminapi.New(adminapi.Deps{
 		IAM:      m,
 		Verifier: v,
@@ -436,6 +437,47 @@ func TestAdminStdinPolicy(t *testing.T) {
 	code = runAdmin(t.Context(), []string{"policy", "add", "x", "-"}, strings.NewReader("{oops"), &out, &errb, func(k string) string { return s.env[k] })
 	if code != 2 || !strings.Contains(errb.String(), "policy on standard input is not valid JSON") {
 		t.Errorf("invalid policy on stdin: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestAdminUserPasswd(t *testing.T) {
+	t.Parallel()
+	s := newAdminServer(t)
+	s.ok(t, "user", "add", "alice")
+	passwd := func(stdin string, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := runAdmin(t.Context(), append([]string{"user", "passwd"}, args...), strings.NewReader(stdin), &out, &errb,
+			func(k string) string { return s.env[k] })
+		return code, out.String(), errb.String()
+	}
+	for _, tc := range []struct {
+		name, stdin string
+		args        []string
+		wantCode    int
+		wantErr     string
+	}{
+		{"no flag", "s3cret-pass\n", []string{"alice"}, 2, "give --password-stdin"},
+		{"empty", "", []string{"alice", "--password-stdin"}, 2, "no password on standard input"},
+		{"two lines", "s3cret-pass\nmore\n", []string{"alice", "--password-stdin"}, 2, "must be one line"},
+		{"too short", "short\n", []string{"alice", "--password-stdin"}, 1, "InvalidInput: a password must be 8 to 1024 bytes"},
+		{"no such user", "s3cret-pass\n", []string{"bob", "--password-stdin"}, 1, `NoSuchEntity: user "bob"`},
+		{"ok", "s3cret-pass\r\n", []string{"alice", "--password-stdin"}, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := passwd(tc.stdin, tc.args...)
+			if code != tc.wantCode || !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("user passwd %q: exit %d, stderr %q; want exit %d and %q", tc.args, code, errOut, tc.wantCode, tc.wantErr)
+			}
+			if strings.Contains(out+errOut, "s3cret") {
+				t.Errorf("the output shows the password: %q %q", out, errOut)
+			}
+		})
+	}
+	if _, err := s.iam.SignIn(t.Context(), "alice", "s3cret-pass"); err != nil {
+		t.Errorf("SignIn with the password set from stdin: %v", err)
+	}
+	if out := s.ok(t, "user", "show", "alice"); !regexpMatch(`(?m)^Console password:\s+set$`, out) {
+		t.Errorf("user show = %q, want Console password: set", out)
 	}
 }
 

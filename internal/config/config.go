@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
@@ -52,9 +53,17 @@ type Config struct {
 	Address string
 
 	// ConsoleAddress is the host:port of the ops listener, which serves
-	// /metrics, /healthz and /readyz (and, later, the web console). ""
-	// disables it, and with it the collection of metrics.
+	// /metrics, /healthz, /readyz and the web console. "" disables it,
+	// and with it the collection of metrics.
 	ConsoleAddress string
+
+	// Console configures the web console: sessions, sign-in limits, the
+	// origin of its forms.
+	Console console.Config
+
+	// PasswordHash holds the argon2id parameters of new console
+	// passwords.
+	PasswordHash PasswordHash
 
 	// ShutdownTimeout bounds how long a stopping server waits for requests
 	// in flight before it closes their connections.
@@ -118,6 +127,20 @@ type Config struct {
 type TLS struct {
 	CertFile string
 	KeyFile  string
+}
+
+// PasswordHash holds the argon2id parameters of console password hashes.
+// Every hash records its own, so changing them applies to passwords set
+// from then on and leaves the others valid.
+type PasswordHash struct {
+	Memory  int64 // bytes, a multiple of 1KiB
+	Time    int   // passes over the memory
+	Threads int   // lanes
+}
+
+// Params returns h as iam takes them.
+func (h PasswordHash) Params() iam.PasswordParams {
+	return iam.PasswordParams{Memory: uint32(h.Memory >> 10), Time: uint32(h.Time), Threads: uint8(h.Threads)}
 }
 
 // Disk configures the free-space reserve: below it, new data is refused
@@ -203,9 +226,21 @@ const DefaultMaxConnections = 2048
 // Default returns the built-in settings.
 func Default() Config {
 	return Config{
-		StoragePath:     "./data",
-		Address:         "127.0.0.1:6789",
-		ConsoleAddress:  "127.0.0.1:6790",
+		StoragePath:    "./data",
+		Address:        "127.0.0.1:6789",
+		ConsoleAddress: "127.0.0.1:6790",
+		Console: console.Config{
+			SessionIdle:       console.DefaultSessionIdle,
+			SessionLifetime:   console.DefaultSessionLifetime,
+			LoginFailures:     console.DefaultLoginFailures,
+			LoginWindow:       console.DefaultLoginWindow,
+			LoginQueueTimeout: console.DefaultLoginQueueTimeout,
+		},
+		PasswordHash: PasswordHash{
+			Memory:  int64(iam.DefaultPasswordParams.Memory) << 10,
+			Time:    int(iam.DefaultPasswordParams.Time),
+			Threads: int(iam.DefaultPasswordParams.Threads),
+		},
 		ShutdownTimeout: 30 * time.Second,
 		Fsync:           true,
 		Disk:            Disk{Reserve: 256 << 20, ReserveFraction: 0.03},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
+	"github.com/coffer-s3/coffer/internal/iam"
 )
 
 // Limits checked by Validate.
@@ -25,6 +26,7 @@ const (
 	accessKeyForbiddenSet = "/=,"
 	minAuditMaxBytes      = 1 << 20 // audit.MinMaxBytes: the schema and WAL alone need about this
 	maxAuditPerMinute     = 100_000 // each source counted costs memory for a minute
+	maxLoginFailures      = 1000
 )
 
 // Validate checks every setting and the rules between them, returning all
@@ -122,6 +124,7 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateS3()...)
+	errs = append(errs, c.validateConsole()...)
 	if err := checkRoot(c.Root.RootAccessKey, c.Root.RootSecretKey); err != nil {
 		errs = append(errs, err)
 	}
@@ -303,4 +306,50 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// validateConsole checks the web console's settings.
+func (c Config) validateConsole() []error {
+	var errs []error
+	add := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, &settingError{name: name, err: err})
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"console.session-idle", c.Console.SessionIdle},
+		{"console.session-lifetime", c.Console.SessionLifetime},
+		{"console.login-window", c.Console.LoginWindow},
+		{"console.login-queue-timeout", c.Console.LoginQueueTimeout},
+	} {
+		if d.v <= 0 {
+			add(d.name, errors.New("must be positive"))
+		}
+	}
+	if n := c.Console.LoginFailures; n < 1 || n > maxLoginFailures {
+		add("console.login-failures", fmt.Errorf("%d is out of range: want 1 to %d", n, maxLoginFailures))
+	}
+	if o := c.Console.Origin; o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			add("console.origin", fmt.Errorf("%q is not an origin: want scheme://host[:port], e.g. https://coffer.example.com", o))
+		}
+	}
+	h := c.PasswordHash
+	switch {
+	case h.Memory%1024 != 0 || h.Memory < 0 || h.Memory > int64(iam.MaxPasswordMemory)<<10:
+		add("console.argon2.memory", fmt.Errorf("%s is not a whole number of KiB up to %s", bytesize.Format(h.Memory), bytesize.Format(int64(iam.MaxPasswordMemory)<<10)))
+	case h.Time < 1 || h.Time > iam.MaxPasswordTime:
+		add("console.argon2.time", fmt.Errorf("%d is out of range: want 1 to %d", h.Time, iam.MaxPasswordTime))
+	case h.Threads < 1 || h.Threads > 255:
+		add("console.argon2.threads", fmt.Errorf("%d is out of range: want 1 to 255", h.Threads))
+	default:
+		if err := h.Params().Validate(); err != nil {
+			add("console.argon2.memory", err)
+		}
+	}
+	return errs
 }

@@ -66,7 +66,7 @@ func resizeTmpfs(t *testing.T, dir, size string) {
 }
 
 // consoleAddrRE finds the ops listener's address in a server's log.
-var consoleAddrRE = regexp.MustCompile(`msg="serving metrics and health checks" address=(\S+)`)
+var consoleAddrRE = regexp.MustCompile(`msg="serving the web console, metrics and health checks" address=(\S+)`)
 
 // consoleAddr returns the address of c's ops listener, from its log.
 func (c *child) consoleAddr(t *testing.T) string {

@@ -97,6 +97,10 @@ type Principal struct {
 	User        string // the key's user; "" for root and anonymous
 	Root        bool
 	Anonymous   bool
+	// Session marks a principal signed in to the web console (SignIn)
+	// rather than one that signed a request with an access key: a user's
+	// own identity policies apply, with no key's scope.
+	Session bool
 }
 
 // Request is what Authorize judges: an action on a resource by a principal,
@@ -162,6 +166,9 @@ type Config struct {
 	Store Store
 	// Clock returns the current time. Default time.Now.
 	Clock func() time.Time
+	// Password holds the argon2id parameters of new console password
+	// hashes; the zero value means DefaultPasswordParams.
+	Password PasswordParams
 }
 
 // IAM resolves access keys and authorizes requests. Safe for concurrent use.
@@ -170,6 +177,10 @@ type IAM struct {
 	store          Store
 	seal           *sealer
 	clock          func() time.Time
+	pwParams       PasswordParams
+	// dummyHash returns a hash of a random password under pwParams, made
+	// once, against which SignIn checks unknown names.
+	dummyHash func() string
 
 	snap atomic.Pointer[snapshot]
 	mu   sync.Mutex // serializes changes of the state
@@ -184,10 +195,21 @@ func New(cfg Config) (*IAM, error) {
 	if cfg.RootAccessKey == "" || cfg.RootSecretKey == "" {
 		return nil, errors.New("iam: root credentials are required")
 	}
-	m := &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey), store: cfg.Store, clock: cfg.Clock}
+	m := &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey), store: cfg.Store, clock: cfg.Clock, pwParams: cfg.Password}
 	if m.clock == nil {
 		m.clock = time.Now
 	}
+	if m.pwParams == (PasswordParams{}) {
+		m.pwParams = DefaultPasswordParams
+	}
+	if err := m.pwParams.Validate(); err != nil {
+		return nil, fmt.Errorf("iam: %w", err)
+	}
+	m.dummyHash = sync.OnceValue(func() string {
+		pw := make([]byte, 32)
+		_, _ = randRead(pw)
+		return hashPassword(m.pwParams, string(pw))
+	})
 	key := cfg.MasterKey
 	if key == nil && cfg.Store == nil {
 		// Nothing is stored, so nothing needs to open later.
@@ -349,12 +371,12 @@ func (m *IAM) decide(rq *Request) bool {
 		}
 		return rq.ACL != nil && rq.ACL()
 	}
-	k, ok := m.snap.Load().keys[rq.Principal.AccessKeyID]
-	if !ok || !k.usable(c.CurrentTime) {
+	user, scope, ok := m.identity(rq.Principal, c.CurrentTime)
+	if !ok {
 		return false
 	}
 	allowed := false
-	for _, ip := range k.user.policies {
+	for _, ip := range user.policies {
 		switch ip.Evaluate(&c) {
 		case policy.Deny:
 			return false
@@ -370,7 +392,7 @@ func (m *IAM) decide(rq *Request) bool {
 			allowed = true
 		}
 	}
-	if k.scope != nil && k.scope.Evaluate(&c) != policy.Allow {
+	if scope != nil && scope.Evaluate(&c) != policy.Allow {
 		return false
 	}
 	if rq.Action == ListAllMyBuckets {
@@ -442,21 +464,42 @@ func (m *IAM) CanSeeBucket(p Principal, bucket string) bool {
 	if p.Anonymous {
 		return false
 	}
-	k, ok := m.snap.Load().keys[p.AccessKeyID]
-	if !ok || !k.usable(m.clock()) {
+	user, scope, ok := m.identity(p, m.clock())
+	if !ok {
 		return false
 	}
-	pp := policy.Principal{User: k.user.name}
-	if k.scope != nil && !k.scope.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...) {
+	pp := policy.Principal{User: user.name}
+	if scope != nil && !scope.CouldAllowInBucket(pp, user.name, bucket, visibleActions...) {
 		return false
 	}
-	for _, ip := range k.user.policies {
-		if ip.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...) {
+	for _, ip := range user.policies {
+		if ip.CouldAllowInBucket(pp, user.name, bucket, visibleActions...) {
 			return true
 		}
 	}
 	bp := (*m.bp.Load())[bucket]
-	return bp != nil && bp.CouldAllowInBucket(pp, k.user.name, bucket, visibleActions...)
+	return bp != nil && bp.CouldAllowInBucket(pp, user.name, bucket, visibleActions...)
+}
+
+// identity returns the user a principal that is neither root nor
+// anonymous acts as, with its access key's scope (nil for none), or false
+// if it may not act at now: its key is unknown, disabled or expired, or
+// its user disabled. A console session (Principal.Session) acts as its
+// user with no scope.
+func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, bool) {
+	snap := m.snap.Load()
+	if p.Session {
+		u, ok := snap.users[p.User]
+		if !ok || u.disabled {
+			return nil, nil, false
+		}
+		return u, nil, true
+	}
+	k, ok := snap.keys[p.AccessKeyID]
+	if !ok || !k.usable(now) {
+		return nil, nil, false
+	}
+	return k.user, k.scope, true
 }
 
 // ParseBucketPolicy checks doc as bucket's policy and reports whether it

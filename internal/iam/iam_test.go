@@ -85,7 +85,8 @@ func newFixture(t testing.TB) *fixture {
 // open (re)creates the IAM over the fixture's store.
 func (f *fixture) open() {
 	f.t.Helper()
-	m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: f.store, Clock: func() time.Time { return f.now }})
+	m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: f.store, Clock: func() time.Time { return f.now },
+		Password: testPasswordParams})
 	if err != nil {
 		f.t.Fatalf("New: %v", err)
 	}

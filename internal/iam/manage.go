@@ -33,6 +33,9 @@ type UserInfo struct {
 	Policies []string  `json:"policies"` // attached directly, sorted
 	Groups   []string  `json:"groups"`   // sorted
 	Created  time.Time `json:"created"`
+	// Password says whether the user has a console password (never the
+	// password or its hash).
+	Password bool `json:"password"`
 }
 
 // KeyInfo describes an access key; never its secret.
@@ -183,7 +186,7 @@ func (m *IAM) User(ctx context.Context, name string) (UserInfo, error) {
 
 func userInfo(d *stateDoc, name string) UserInfo {
 	u := d.Users[name]
-	ui := UserInfo{Name: name, Disabled: u.Disabled, Policies: sortedCopy(u.Policies), Groups: []string{}, Created: u.Created}
+	ui := UserInfo{Name: name, Disabled: u.Disabled, Policies: sortedCopy(u.Policies), Groups: []string{}, Created: u.Created, Password: u.Password != ""}
 	for _, gn := range sortedKeys(d.Groups) {
 		if slices.Contains(d.Groups[gn].Members, name) {
 			ui.Groups = append(ui.Groups, gn)

@@ -50,6 +50,11 @@ type userRec struct {
 	Disabled bool      `json:"disabled,omitempty"`
 	Policies []string  `json:"policies,omitempty"`
 	Created  time.Time `json:"created"`
+	// Password is the console password's argon2id hash in PHC form
+	// (password.go), "" if none is set; PasswordChanged is when it was
+	// last set.
+	Password        string    `json:"password,omitempty"`
+	PasswordChanged time.Time `json:"passwordChanged,omitzero"`
 }
 
 type groupRec struct {

@@ -13,6 +13,7 @@ const (
 	AdminGetUser            = "admin:GetUser"
 	AdminEnableUser         = "admin:EnableUser"
 	AdminDisableUser        = "admin:DisableUser"
+	AdminSetUserPassword    = "admin:SetUserPassword"
 	AdminCreateAccessKey    = "admin:CreateAccessKey"
 	AdminDeleteAccessKey    = "admin:DeleteAccessKey"
 	AdminListAccessKeys     = "admin:ListAccessKeys"
@@ -236,6 +237,7 @@ var knownActions = [...]string{
 	AdminServerInfo,
 	AdminCheckUsage,
 	AdminGetAuditLog,
+	AdminSetUserPassword,
 }
 
 const numActions = len(knownActions)

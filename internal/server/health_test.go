@@ -90,10 +90,11 @@ func TestHealthEndpoints(t *testing.T) {
 			t.Errorf("%s %s: Allow %q, want GET, HEAD", tc.method, tc.url, hdr.Get("Allow"))
 		}
 	}
-	// The ops listener answers nothing else, and the S3 listener serves no
-	// metrics: /metrics there is a bucket, and anonymous access is denied.
-	if status, _, _ := do(t, "GET", ops+"/"); status != http.StatusNotFound {
-		t.Errorf("GET / on the ops listener = %d, want 404", status)
+	// Every other path of the ops listener is the web console, and the S3
+	// listener serves no metrics: /metrics there is a bucket, and
+	// anonymous access is denied.
+	if status, _, body := do(t, "GET", ops+"/"); status != http.StatusOK || !strings.Contains(body, `action="/login"`) {
+		t.Errorf("GET / on the ops listener = %d, want the console's sign-in page", status)
 	}
 	if status, _, _ := do(t, "POST", ops+"/readyz"); status != http.StatusMethodNotAllowed {
 		t.Errorf("POST /readyz = %d, want 405", status)

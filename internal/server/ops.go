@@ -8,15 +8,27 @@ import (
 )
 
 // opsHandler serves the ops listener (console-address): the Prometheus
-// metrics and the health endpoints, on a mux of its own. The web console
-// will be mounted here too. Metrics are served nowhere else: the S3
-// listener faces clients, this one operators and their scrapers.
+// metrics and the health endpoints, on a mux of its own, and the web
+// console under every other path. Metrics are served nowhere else: the
+// S3 listener faces clients, this one operators and their scrapers.
 func (s *Server) opsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.metrics.Handler()) // GET patterns match HEAD too
 	mux.HandleFunc("GET /healthz", serveLive)
 	mux.HandleFunc("GET /readyz", s.ready.serveReady)
+	// Other methods on the ops endpoints are 405, not console pages.
+	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
+		mux.HandleFunc(p, opsMethodNotAllowed)
+	}
+	mux.Handle("/", s.webUI)
 	return mux
+}
+
+// opsMethodNotAllowed answers a method other than GET or HEAD on an ops
+// endpoint.
+func opsMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 }
 
 // storageTotals sums the buckets' usage for the coffer_storage_* gauges.

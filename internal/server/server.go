@@ -26,6 +26,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/certs"
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/meta"
@@ -89,7 +90,8 @@ type Server struct {
 	consoleLn net.Listener
 	console   *http.Server
 	metrics   *metrics.Registry
-	ready     *readiness // also behind the S3 listener's health endpoints
+	ready     *readiness       // also behind the S3 listener's health endpoints
+	webUI     *console.Handler // the web console, under / of the ops listener
 
 	audit *audit.Log // nil when audit.enabled is false
 
@@ -260,9 +262,20 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 func (s *Server) handler() (http.Handler, error) {
 	ic := s.root
 	ic.Store = iamStore{s.st.db}
+	ic.Password = s.cfg.PasswordHash.Params()
 	m, err := iam.New(ic)
 	if err != nil {
 		return nil, err
+	}
+	if s.cfg.ConsoleAddress != "" {
+		s.webUI, err = console.New(s.cfg.Console, console.Deps{
+			IAM:     m,
+			Buckets: s.st.objects,
+			Logger:  s.log.With("component", "console"),
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	v := sigv4.NewVerifier(sigv4.Config{Region: s.cfg.S3.Region, Service: "s3", Domain: s.cfg.S3.Domain, Clock: time.Now}, keyring{m})
 	var obs observers
@@ -353,8 +366,8 @@ const reservedPrefix = "/_coffer/"
 // Addr returns the address the S3 API listens on, e.g. "127.0.0.1:6789".
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// ConsoleAddr returns the address of the ops listener (/metrics,
-// /healthz, /readyz), or "" when console-address is "".
+// ConsoleAddr returns the address of the ops listener (the web console,
+// /metrics, /healthz, /readyz), or "" when console-address is "".
 func (s *Server) ConsoleAddr() string {
 	if s.consoleLn == nil {
 		return ""
@@ -433,7 +446,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("serving pprof", "address", s.PprofAddr())
 	}
 	if s.console != nil {
-		s.log.Info("serving metrics and health checks", "address", s.ConsoleAddr())
+		s.log.Info("serving the web console, metrics and health checks", "address", s.ConsoleAddr(), "console_url", "http://"+s.ConsoleAddr()+"/")
 	}
 	g.Go(func() error {
 		select {

@@ -1,0 +1,411 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
+)
+
+// web holds the templates and static assets, embedded so that go build
+// alone makes the binary.
+//
+//go:embed web
+var web embed.FS
+
+// Config configures the console. Zero fields take the defaults below.
+type Config struct {
+	// SessionIdle ends a session after this long without a request.
+	SessionIdle time.Duration
+	// SessionLifetime ends a session this long after sign-in, however
+	// active.
+	SessionLifetime time.Duration
+	// LoginFailures failed sign-ins per client address or per user name
+	// within LoginWindow lock further attempts out (429) until the oldest
+	// leaves the window.
+	LoginFailures int
+	LoginWindow   time.Duration
+	// LoginQueueTimeout is how long a sign-in waits for a password check
+	// to run, when as many run as there are CPUs, before it is refused
+	// (503).
+	LoginQueueTimeout time.Duration
+	// Origin is the console's public origin (scheme://host[:port]) that
+	// state-changing requests must come from; "" means the origin the
+	// request reached (its scheme and Host header).
+	Origin string
+}
+
+// Defaults of Config.
+const (
+	DefaultSessionIdle       = 30 * time.Minute
+	DefaultSessionLifetime   = 12 * time.Hour
+	DefaultLoginFailures     = 10
+	DefaultLoginWindow       = 15 * time.Minute
+	DefaultLoginQueueTimeout = 5 * time.Second
+)
+
+// Bounds on memory, whatever the load: sessions held, keys each table of
+// the sign-in limiter keeps (addresses, user names), sign-ins waiting per
+// hashing slot, and the size of a posted form.
+const (
+	maxSessions  = 10_000
+	limiterKeys  = 10_000
+	queuePerSlot = 64
+	maxFormBytes = 64 << 10
+)
+
+// The session cookie's names: over TLS with the __Host- prefix, which
+// browsers accept only Secure, host-only and for Path=/.
+const (
+	sessionCookie = "coffer_session"
+	secureCookie  = "__Host-coffer_session"
+)
+
+const (
+	staticMaxAge   = "max-age=3600" // Cache-Control of the static assets
+	retryAfterBusy = "1"            // Retry-After of a sign-in refused by the gate, in seconds
+)
+
+func (c Config) withDefaults() Config {
+	if c.SessionIdle == 0 {
+		c.SessionIdle = DefaultSessionIdle
+	}
+	if c.SessionLifetime == 0 {
+		c.SessionLifetime = DefaultSessionLifetime
+	}
+	if c.LoginFailures == 0 {
+		c.LoginFailures = DefaultLoginFailures
+	}
+	if c.LoginWindow == 0 {
+		c.LoginWindow = DefaultLoginWindow
+	}
+	if c.LoginQueueTimeout == 0 {
+		c.LoginQueueTimeout = DefaultLoginQueueTimeout
+	}
+	return c
+}
+
+// IAM is what the console needs of package iam: checking sign-ins,
+// keeping sessions valid, and the same allow/deny decision S3 and the
+// admin API use. *iam.IAM implements it.
+type IAM interface {
+	SignIn(ctx context.Context, name, password string) (iam.Principal, error)
+	SessionValid(p iam.Principal, start time.Time) bool
+	Authorize(ctx context.Context, rq iam.Request) error
+	CanSeeBucket(p iam.Principal, bucket string) bool
+	RefreshBucketPolicy(ctx context.Context, bucket string) error
+}
+
+var _ IAM = (*iam.IAM)(nil)
+
+// Buckets is what the console needs of the object service.
+// *objects.Service implements it.
+type Buckets interface {
+	BucketsUsage(ctx context.Context) ([]objects.BucketUsage, error)
+	CreateBucket(ctx context.Context, name string, in objects.CreateBucketInput) error
+	DeleteBucket(ctx context.Context, name string) error
+}
+
+var _ Buckets = (*objects.Service)(nil)
+
+// Deps are the console's collaborators.
+type Deps struct {
+	IAM     IAM     // required
+	Buckets Buckets // required
+	Logger  *slog.Logger
+	// Clock returns the current time; nil means time.Now.
+	Clock func() time.Time
+	// HashSlots is how many password checks may run at once; 0 means
+	// one per CPU (GOMAXPROCS).
+	HashSlots int
+}
+
+// Handler serves the console. It is an http.Handler for every path of
+// the ops listener that no other endpoint there claims, and is safe for
+// concurrent use.
+type Handler struct {
+	cfg      Config
+	iam      IAM
+	buckets  Buckets
+	log      *slog.Logger
+	clock    func() time.Time
+	sessions *sessionStore
+	limiter  *limiter
+	gate     *gate
+	pages    []page
+	tmpl     map[string]*template.Template // by template file name
+	mux      *http.ServeMux
+}
+
+// New returns the console over d.
+func New(cfg Config, d Deps) (*Handler, error) {
+	if d.IAM == nil || d.Buckets == nil {
+		return nil, errors.New("console: iam and buckets are required")
+	}
+	cfg = cfg.withDefaults()
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.clock == nil {
+		h.clock = time.Now
+	}
+	slots := d.HashSlots
+	if slots <= 0 {
+		slots = runtime.GOMAXPROCS(0)
+	}
+	h.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionLifetime, maxSessions, h.clock)
+	h.limiter = newLimiter(cfg.LoginFailures, cfg.LoginWindow, limiterKeys, h.clock)
+	h.gate = newGate(slots, slots*queuePerSlot, cfg.LoginQueueTimeout)
+	h.pages = pages()
+	if err := h.parseTemplates(); err != nil {
+		return nil, err
+	}
+	h.routes()
+	return h, nil
+}
+
+// parseTemplates parses every page's template with the layout, and the
+// sign-in and error pages.
+func (h *Handler) parseTemplates() error {
+	h.tmpl = map[string]*template.Template{}
+	names := []string{"login.html", "error.html"}
+	for _, p := range h.pages {
+		names = append(names, p.templates...)
+	}
+	for _, n := range names {
+		if _, ok := h.tmpl[n]; ok {
+			continue
+		}
+		t, err := template.New(n).Funcs(funcs).ParseFS(web, "web/templates/layout.html", "web/templates/"+n)
+		if err != nil {
+			return fmt.Errorf("console: template %s: %w", n, err)
+		}
+		h.tmpl[n] = t
+	}
+	return nil
+}
+
+// routes registers the sign-in endpoints, the static assets and every
+// page's routes.
+func (h *Handler) routes() {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(web, "web/static") // web/static exists: it is embedded
+	files := http.FileServerFS(static)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", staticMaxAge)
+		files.ServeHTTP(w, r)
+	})))
+	mux.HandleFunc("GET /login", h.loginForm)
+	mux.HandleFunc("POST /login", h.login)
+	mux.HandleFunc("POST /logout", h.signedIn(h.logout))
+	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
+	for _, p := range h.pages {
+		for _, rt := range p.routes {
+			mux.HandleFunc(rt.pattern, h.signedIn(rt.handle(h)))
+		}
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.writeError(w, r, nil, pageError(http.StatusNotFound, "There is no page at %s.", r.URL.Path))
+	})
+	h.mux = mux
+}
+
+// ServeHTTP implements http.Handler: every response carries the security
+// headers, and no page is cached.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	setSecurityHeaders(w.Header())
+	w.Header().Set("Cache-Control", "no-store")
+	h.mux.ServeHTTP(w, r)
+}
+
+// home sends a signed-in browser to the first page.
+func (h *Handler) home(w http.ResponseWriter, r *http.Request, _ *session) error {
+	http.Redirect(w, r, h.pages[0].path, http.StatusSeeOther)
+	return nil
+}
+
+// sessionHandler is a handler for a signed-in browser. It returns an
+// error for writeError to show.
+type sessionHandler func(w http.ResponseWriter, r *http.Request, s *session) error
+
+// signedIn wraps fn: the request must carry a live session cookie whose
+// principal may still act (a disabled or deleted user's sessions end
+// here), and a state-changing request must come from the console's own
+// origin with the session's CSRF token. A GET without a session is sent
+// to the sign-in page.
+func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, ok := h.session(r)
+		if ok && !h.iam.SessionValid(s.principal, s.start) {
+			h.sessions.remove(s.key)
+			ok = false
+		}
+		if !ok {
+			if !stateChanging(r.Method) {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			h.writeError(w, r, nil, pageError(http.StatusForbidden, "Your session has ended. Sign in again."))
+			return
+		}
+		if stateChanging(r.Method) {
+			if !sameOrigin(r, h.cfg.Origin) {
+				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed)."))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				h.writeError(w, r, &s, pageError(http.StatusBadRequest, "The form could not be read."))
+				return
+			}
+			if !validCSRF(r, &s) {
+				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again."))
+				return
+			}
+		}
+		if err := fn(w, r, &s); err != nil {
+			h.writeError(w, r, &s, err)
+		}
+	}
+}
+
+// session returns the session of the request's cookie.
+func (h *Handler) session(r *http.Request) (session, bool) {
+	c, err := r.Cookie(cookieName(r))
+	if err != nil {
+		return session{}, false
+	}
+	return h.sessions.get(c.Value)
+}
+
+// cookieName is the session cookie's name: over TLS with the __Host-
+// prefix, which browsers accept only Secure, host-only and for Path=/.
+func cookieName(r *http.Request) string {
+	if r.TLS != nil {
+		return secureCookie
+	}
+	return sessionCookie
+}
+
+// clientAddr returns the address of the client (the TCP peer; a proxy in
+// front of the console is the client).
+func clientAddr(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.IPv4Unspecified()
+	}
+	return ap.Addr().Unmap()
+}
+
+// conditions are the policy condition keys of a console request, as S3
+// computes them for its own.
+func conditions(r *http.Request) iam.Conditions {
+	return iam.Conditions{
+		SourceIP:        clientAddr(r),
+		SecureTransport: r.TLS != nil,
+		UserAgent:       r.UserAgent(),
+		Referer:         r.Referer(),
+	}
+}
+
+// authorize asks iam whether the session may do action on bucket, with
+// the same decision S3 makes for a request of its principal.
+func (h *Handler) authorize(r *http.Request, s *session, action iam.Action, bucket string) error {
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: s.principal, Action: action, Bucket: bucket, Cond: conditions(r)})
+}
+
+// An errorPage is an error shown to the user as a page with a status.
+type errorPage struct {
+	status int
+	msg    string
+}
+
+func (e *errorPage) Error() string { return e.msg }
+
+func pageError(status int, format string, a ...any) *errorPage {
+	return &errorPage{status: status, msg: fmt.Sprintf(format, a...)}
+}
+
+// describe returns the status and message to show for err: an
+// errorPage's own, an S3 error's (AccessDenied, BucketNotEmpty, …), or
+// 500 with a generic message for anything else, which is logged.
+func (h *Handler) describe(r *http.Request, err error) (int, string) {
+	var pe *errorPage
+	if errors.As(err, &pe) {
+		return pe.status, pe.msg
+	}
+	var se *s3err.Error
+	if errors.As(err, &se) && se.Code != s3err.InternalError && s3err.Known(se.Code) {
+		msg := se.Msg()
+		if se.Code == s3err.AccessDenied {
+			msg = "Your policies do not allow this."
+		}
+		return se.Status(), msg
+	}
+	h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	return http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
+}
+
+// writeError shows err as the error page; s is the session, if any.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	status, msg := h.describe(r, err)
+	h.render(w, r, status, "error.html", s, "Error", msg)
+}
+
+// view is what every template sees: the layout's data and the page's.
+type view struct {
+	Title   string
+	Nav     []navItem
+	Current string // path of the page shown, for the navigation
+	User    string // who is signed in; "" on the sign-in page
+	CSRF    string
+	Flash   string
+	Page    any
+}
+
+type navItem struct{ Title, Path string }
+
+// render executes template name with the layout and writes it with
+// status. Rendering into a buffer first means a template error becomes
+// a clean 500, not half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, s *session, title string, data any) {
+	v := view{Title: title, Current: r.URL.Path, Page: data}
+	if s != nil {
+		v.User = displayName(s.principal)
+		v.CSRF = s.csrf
+		v.Flash = h.sessions.takeFlash(s.key)
+		for _, p := range h.pages {
+			v.Nav = append(v.Nav, navItem{Title: p.title, Path: p.path})
+		}
+	}
+	var b bytes.Buffer
+	if err := h.tmpl[name].ExecuteTemplate(&b, "layout", v); err != nil {
+		h.log.ErrorContext(r.Context(), "console template failed", "template", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// displayName names a principal in the page header.
+func displayName(p iam.Principal) string {
+	if p.Root {
+		return "root"
+	}
+	return p.User
+}

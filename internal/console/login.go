@@ -1,0 +1,114 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// loginView is the sign-in form's data.
+type loginView struct {
+	Username string
+	Error    string
+}
+
+// loginForm serves GET /login: the sign-in form, or the home page for a
+// browser already signed in.
+func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
+	if s, ok := h.session(r); ok && h.iam.SessionValid(s.principal, s.start) {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, "login.html", nil, "Sign in", loginView{})
+}
+
+// login serves POST /login: it checks the name and password (a user's
+// console password, or root's access key ID and secret key) and starts a
+// session.
+//
+// Order matters. The origin check comes first: no other site may make a
+// browser sign in. The limiter counts the attempt before the hash runs,
+// so a burst cannot overshoot it, and refuses an address or name over the
+// limit even with the right password. The gate bounds how many hashes
+// run at once. A wrong name and a wrong password take the same path and
+// the same time (iam.SignIn hashes once either way) and get the same
+// answer.
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r, h.cfg.Origin) {
+		h.writeError(w, r, nil, pageError(http.StatusForbidden, "The sign-in did not come from the console's own page (Origin check failed)."))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		h.writeError(w, r, nil, pageError(http.StatusBadRequest, "The form could not be read."))
+		return
+	}
+	name, password := r.PostFormValue("username"), r.PostFormValue("password")
+	form := loginView{Username: name}
+	if name == "" || password == "" {
+		form.Error = "Enter a user name and a password."
+		h.render(w, r, http.StatusUnauthorized, "login.html", nil, "Sign in", form)
+		return
+	}
+	addr := clientAddr(r)
+	at, wait, ok := h.limiter.begin(addr, name)
+	if !ok {
+		h.log.DebugContext(r.Context(), "console sign-in locked out", "user", name, "client", addr)
+		w.Header().Set("Retry-After", retryAfter(wait))
+		form.Error = "Too many failed sign-ins. Try again in " + wait.Round(time.Second).String() + "."
+		h.render(w, r, http.StatusTooManyRequests, "login.html", nil, "Sign in", form)
+		return
+	}
+	if err := h.gate.acquire(r.Context()); err != nil {
+		h.limiter.forgive(at) // not checked, so not a failure
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		h.log.WarnContext(r.Context(), "console sign-in refused: password checks saturated", "client", addr)
+		w.Header().Set("Retry-After", retryAfterBusy)
+		form.Error = "The server is busy checking other sign-ins. Try again in a moment."
+		h.render(w, r, http.StatusServiceUnavailable, "login.html", nil, "Sign in", form)
+		return
+	}
+	p, err := h.iam.SignIn(r.Context(), name, password)
+	h.gate.release()
+	if err != nil {
+		h.log.DebugContext(r.Context(), "console sign-in failed", "user", name, "client", addr)
+		form.Error = "Wrong user name or password."
+		h.render(w, r, http.StatusUnauthorized, "login.html", nil, "Sign in", form)
+		return
+	}
+	h.limiter.forgive(at)
+	if old, ok := h.session(r); ok {
+		h.sessions.remove(old.key) // a new sign-in never reuses a session
+	}
+	id, _ := h.sessions.create(p)
+	http.SetCookie(w, &http.Cookie{
+		Name:     cookieName(r),
+		Value:    id,
+		Path:     "/",
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+		MaxAge:   int(h.cfg.SessionLifetime / time.Second),
+	})
+	h.log.InfoContext(r.Context(), "console sign-in", "user", displayName(p), "client", addr)
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// logout serves POST /logout: it ends the session and clears the cookie.
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) error {
+	h.sessions.remove(s.key)
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	h.log.InfoContext(r.Context(), "console sign-out", "user", displayName(s.principal), "client", clientAddr(r))
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}
+
+// retryAfter formats a wait as Retry-After seconds, rounded up.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}

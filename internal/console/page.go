@@ -1,0 +1,48 @@
+package console
+
+import (
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/bytesize"
+)
+
+// A page is one screen of the console: its entry in the navigation, its
+// templates (each rendered inside web/templates/layout.html) and its
+// routes. A new page is one more entry in pages and a file of handlers;
+// the layout, sessions, CSRF and security headers come with it.
+type page struct {
+	title     string // in the navigation
+	path      string // the navigation's link
+	templates []string
+	routes    []pageRoute
+}
+
+// pageRoute is one route of a page: a ServeMux pattern with its method
+// ("GET /buckets", "POST /buckets/{name}/delete") and the handler, which
+// runs only for a signed-in session and, for state-changing methods, only
+// after the origin and CSRF checks.
+type pageRoute struct {
+	pattern string
+	handle  func(h *Handler) sessionHandler
+}
+
+// pages is the console's navigation, in order; the first is the home
+// page.
+func pages() []page {
+	return []page{bucketsPage()}
+}
+
+// funcs are the template functions of every page.
+var funcs = template.FuncMap{
+	"bytes": func(n int64) string { return bytesize.Format(n) },
+	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+}
+
+// redirectWithFlash sends the browser to path with a message for the
+// next page it shows.
+func (h *Handler) redirectWithFlash(w http.ResponseWriter, r *http.Request, s *session, path, msg string) {
+	h.sessions.setFlash(s.key, msg)
+	http.Redirect(w, r, path, http.StatusSeeOther)
+}
