@@ -246,7 +246,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`400 RequestHeaderSectionTooLarge`" + ` with S3's XML error document (and
   ` + "`MaxSizeAllowed`" + `), then the connection is closed: net/http refuses such a
   request before any handler runs, and the S3 listener replaces its
-  plain-text ` + "`431`" + ` with S3's answer on the wire (` + "`s3api.Listener`" + `). S3's
+  plain-text ` + "`431`" + ` with S3's answer on the wire (` + "`s3api.Listener`" + `; over
+  TLS, where that answer is encrypted below it, the plain 431 remains). S3's
   own limit is 8 KiB for a PUT's headers; Coffer's is larger for long
   presigned URLs.
 - Bucket policies use the AWS IAM policy language (see
