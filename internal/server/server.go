@@ -229,6 +229,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 		if s.pprofLn, err = net.Listen("tcp", addr); err != nil {
 			return s, fmt.Errorf("listen for pprof: %w", err)
 		}
+		enableContentionProfiles()
 		// No WriteTimeout here either: /debug/pprof/profile?seconds=60
 		// answers after a minute.
 		s.pprof = &http.Server{
