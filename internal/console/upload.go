@@ -2,6 +2,8 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -48,13 +50,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// jsonErrors makes fn's errors JSON answers with the status and message
-// the console would show on a page.
+// jsonErrors answers an upload endpoint's error as JSON, with the status
+// and message the console would show on a page. A body cut short is a
+// browser that went away (Cancel, a closed tab): logged at Debug, and
+// nobody reads the answer.
 func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, err error) error {
-	if err != nil {
-		status, msg := h.describe(r, err)
-		writeJSON(w, status, map[string]string{"error": msg})
+	if err == nil {
+		return nil
 	}
+	if r.Context().Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		h.log.DebugContext(r.Context(), "console upload cut short", "path", r.URL.Path, "err", err)
+		return nil
+	}
+	status, msg := h.describe(r, err)
+	writeJSON(w, status, map[string]string{"error": msg})
 	return nil
 }
 
