@@ -397,7 +397,7 @@ func TestMultipartUploadEndpoints(t *testing.T) {
 
 	// Errors keep S3's status: a part too small to be anything but the
 	// last, an unknown upload, a bad body.
-	resp, a = post("/objects/bkt/uploads?key=small.bin", nil)
+	_, a = post("/objects/bkt/uploads?key=small.bin", nil)
 	uid2 := a["uploadId"]
 	for i := 1; i <= 2; i++ {
 		post(fmt.Sprintf("/objects/bkt/uploads/part?key=small.bin&uploadId=%s&partNumber=%d", url.QueryEscape(uid2), i), []byte("tiny"))
