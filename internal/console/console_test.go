@@ -59,7 +59,7 @@ type fixture struct {
 	clock   *fakeClock
 }
 
-func newFixture(t *testing.T, cfg Config, slots int) *fixture {
+func newFixture(t testing.TB, cfg Config, slots int) *fixture {
 	t.Helper()
 	c := newFakeClock()
 	m, err := iam.New(iam.Config{RootAccessKey: testRootKey, RootSecretKey: testRootSecret, Clock: c.now,
@@ -112,7 +112,7 @@ type request struct {
 	header       map[string]string
 }
 
-func (f *fixture) do(t *testing.T, rq request) *http.Response {
+func (f *fixture) do(t testing.TB, rq request) *http.Response {
 	t.Helper()
 	var body io.Reader
 	if rq.form != nil {
@@ -144,7 +144,7 @@ func (f *fixture) do(t *testing.T, rq request) *http.Response {
 	return w.Result()
 }
 
-func body(t *testing.T, resp *http.Response) string {
+func body(t testing.TB, resp *http.Response) string {
 	t.Helper()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -154,7 +154,7 @@ func body(t *testing.T, resp *http.Response) string {
 }
 
 // signIn signs in and returns the session ID and the page's CSRF token.
-func (f *fixture) signIn(t *testing.T, name, password string) (id, csrf string) {
+func (f *fixture) signIn(t testing.TB, name, password string) (id, csrf string) {
 	t.Helper()
 	resp := f.do(t, request{method: "POST", path: "/login", form: url.Values{"username": {name}, "password": {password}}})
 	if resp.StatusCode != http.StatusSeeOther {
