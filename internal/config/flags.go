@@ -49,6 +49,8 @@ func settings(c *Config) []setting {
 			usage: "password checks run one per CPU at a time; a sign-in waits this long for its turn, then gets 503 with Retry-After"},
 		{name: "console.origin", value: &stringValue{&c.Console.Origin},
 			usage: "public origin of the console (scheme://host[:port]) that its forms must come from, when a proxy serves it under another; \"\" means the origin each request reached"},
+		{name: "console.s3-url", value: &stringValue{&c.Console.S3URL},
+			usage: "public base URL of the S3 endpoint (scheme://host[:port]) that the console's share links point at; \"\" means the S3 listener's address"},
 		{name: "console.argon2.memory", value: &sizeValue{&c.PasswordHash.Memory},
 			usage: "argon2id memory per console password hash (OWASP: at least 19MiB); also what each concurrent sign-in costs"},
 		{name: "console.argon2.time", value: &intValue{&c.PasswordHash.Time},

@@ -338,6 +338,12 @@ func (c Config) validateConsole() []error {
 			add("console.origin", fmt.Errorf("%q is not an origin: want scheme://host[:port], e.g. https://coffer.example.com", o))
 		}
 	}
+	if o := c.Console.S3URL; o != "" {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
+			add("console.s3-url", fmt.Errorf("%q is not a base URL: want scheme://host[:port][/path], e.g. https://s3.example.com", o))
+		}
+	}
 	h := c.PasswordHash
 	switch {
 	case h.Memory%1024 != 0 || h.Memory < 0 || h.Memory > int64(iam.MaxPasswordMemory)<<10:

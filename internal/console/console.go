@@ -45,6 +45,10 @@ type Config struct {
 	// state-changing requests must come from; "" means the origin the
 	// request reached (its scheme and Host header).
 	Origin string
+	// S3URL is the public base URL of the S3 endpoint that share links
+	// point at (scheme://host[:port][/path]); "" means the S3 listener's
+	// own address.
+	S3URL string
 }
 
 // Defaults of Config.
@@ -130,6 +134,9 @@ type Deps struct {
 	// HashSlots is how many password checks may run at once; 0 means
 	// one per CPU (GOMAXPROCS).
 	HashSlots int
+	// Browser is what the object browser needs; without Objects its
+	// pages answer 404.
+	Browser BrowserDeps
 }
 
 // Handler serves the console. It is an http.Handler for every path of
@@ -145,6 +152,7 @@ type Handler struct {
 	limiter  *limiter
 	gate     *gate
 	pages    []page
+	browser  BrowserDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
 }
@@ -155,7 +163,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("console: iam and buckets are required")
 	}
 	cfg = cfg.withDefaults()
-	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock}
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -216,6 +224,9 @@ func (h *Handler) routes() {
 		for _, rt := range p.routes {
 			mux.HandleFunc(rt.pattern, h.signedIn(rt.handle(h)))
 		}
+		for _, rt := range p.streams {
+			mux.HandleFunc(rt.pattern, h.guard(rt.handle(h), true))
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, nil, pageError(http.StatusNotFound, "There is no page at %s.", r.URL.Path))
@@ -246,7 +257,13 @@ type sessionHandler func(w http.ResponseWriter, r *http.Request, s *session) err
 // here), and a state-changing request must come from the console's own
 // origin with the session's CSRF token. A GET without a session is sent
 // to the sign-in page.
-func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc {
+func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc { return h.guard(fn, false) }
+
+// guard implements signedIn. With stream, the handler reads the raw
+// request body itself (an upload): the body is neither parsed as a form
+// nor limited to maxFormBytes, and the CSRF token must come in the
+// X-CSRF-Token header.
+func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, ok := h.session(r)
 		if ok && !h.iam.SessionValid(s.principal, s.start) {
@@ -266,12 +283,14 @@ func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc {
 				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed)."))
 				return
 			}
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-			if err := r.ParseForm(); err != nil {
-				h.writeError(w, r, &s, pageError(http.StatusBadRequest, "The form could not be read."))
-				return
+			if !stream {
+				r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+				if err := r.ParseForm(); err != nil {
+					h.writeError(w, r, &s, pageError(http.StatusBadRequest, "The form could not be read."))
+					return
+				}
 			}
-			if !validCSRF(r, &s) {
+			if !validCSRF(r, &s, stream) {
 				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again."))
 				return
 			}

@@ -39,5 +39,7 @@
 //
 // The navigation is the page registry (pages in page.go): each page has
 // a title, a path, templates rendered inside the shared layout and its
-// routes; adding one adds it to the navigation. Today: Buckets.
+// routes; adding one adds it to the navigation. Today: Buckets and
+// Objects (the object browser: browse.go, object_actions.go, upload.go,
+// access.go; uploads run web/static/browser.js).
 package console

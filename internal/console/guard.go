@@ -72,9 +72,13 @@ const (
 )
 
 // validCSRF reports whether the request carries the session's token, in
-// constant time. The form must be parsed.
-func validCSRF(r *http.Request, s *session) bool {
-	got := r.PostFormValue(csrfField)
+// constant time. The form must be parsed, unless headerOnly: then only
+// the header counts (the body is an upload, not a form).
+func validCSRF(r *http.Request, s *session, headerOnly bool) bool {
+	var got string
+	if !headerOnly {
+		got = r.PostFormValue(csrfField)
+	}
 	if got == "" {
 		got = r.Header.Get(csrfHeader)
 	}

@@ -17,6 +17,11 @@ type page struct {
 	path      string // the navigation's link
 	templates []string
 	routes    []pageRoute
+	// streams are routes whose handler reads the raw request body (an
+	// upload): origin-checked like the others, but the CSRF token comes
+	// only in the X-CSRF-Token header and the body is not parsed as a
+	// form or limited to maxFormBytes.
+	streams []pageRoute
 }
 
 // pageRoute is one route of a page: a ServeMux pattern with its method
@@ -31,7 +36,7 @@ type pageRoute struct {
 // pages is the console's navigation, in order; the first is the home
 // page.
 func pages() []page {
-	return []page{bucketsPage()}
+	return []page{bucketsPage(), objectsPage()}
 }
 
 // funcs are the template functions of every page.

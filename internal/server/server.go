@@ -273,6 +273,7 @@ func (s *Server) handler() (http.Handler, error) {
 			IAM:     m,
 			Buckets: s.st.objects,
 			Logger:  s.log.With("component", "console"),
+			Browser: console.BrowserDeps{Objects: s.st.objects, Region: s.cfg.S3.Region, S3Endpoint: s.s3Endpoint},
 		})
 		if err != nil {
 			return nil, err
@@ -366,6 +367,18 @@ const reservedPrefix = "/_coffer/"
 
 // Addr returns the address the S3 API listens on, e.g. "127.0.0.1:6789".
 func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// s3Endpoint returns the base URL of the S3 listener, for the console's
+// share links.
+func (s *Server) s3Endpoint() string {
+	if s.ln == nil {
+		return ""
+	}
+	if s.certs != nil {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
 
 // ConsoleAddr returns the address of the ops listener (the web console,
 // /metrics, /healthz, /readyz), or "" when console-address is "".
