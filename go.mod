@@ -13,7 +13,6 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/google/go-cmp v0.7.0
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
-	github.com/minio/md5-simd v1.1.2
 	github.com/prometheus/client_golang v1.16.0
 	github.com/prometheus/common v0.42.0
 	github.com/zeebo/xxh3 v1.1.0

@@ -43,8 +43,7 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 	if err := s.admit(size, res); err != nil {
 		return nil, err
 	}
-	br := &bodyReader{r: body, left: size, md5: s.md5.get(size), res: res}
-	defer s.md5.release(br.md5)
+	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res}
 	if size == SizeUnknown {
 		br.left, br.unknown = s.cfg.MaxObjectSize, true
 	}

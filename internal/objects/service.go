@@ -129,7 +129,6 @@ type Service struct {
 	inlineBufs sync.Pool // *[]byte of capacity cfg.InlineThreshold+dataSlack
 	copyBufs   sync.Pool // *[]byte of length copyBufSize
 
-	md5      md5Hashers  // the ETag hashers of bodies being written
 	inflight inflightSet // blob keys being written, not yet committed
 	readers  readerTable // object versions being streamed
 
@@ -168,10 +167,6 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 	}
 	return s, nil
 }
-
-// Close releases what the service holds beyond its store and metadata
-// (the MD5 servers of large uploads), once no request is in progress.
-func (s *Service) Close() { s.md5.close() }
 
 // writeContext detaches a mutation from the cancellation of its request.
 // Once a write's input has been received it is carried out whole, as S3

@@ -106,9 +106,6 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 // writes blobs once requests and GC have stopped) and then the metadata.
 func (st *storage) close() error {
 	var errs []error
-	if st.objects != nil {
-		st.objects.Close()
-	}
 	if c, ok := st.blobs.(io.Closer); ok { // memblob has nothing to close
 		if err := c.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close blob store: %w", err))
