@@ -79,10 +79,12 @@
 // writes it from aligned 1 MiB buffers, each filled from the reader first:
 // the device reads the buffer itself, and the kernel neither copies the
 // bytes into the page cache nor has them to write back later. On the
-// reference machine (a 2-core VM) that copy cost more CPU than the MD5 and
-// SHA-256 of the bytes together, because the page cache kept growing into
-// memory the host had not backed yet; with direct I/O the server's CPU
-// per byte of a large PUT fell by about half (bench/2026-11-26-large-put).
+// reference machine (a 2-core VM) that copy was 44 % of the server's CPU
+// under large PUTs while the page cache grew into memory the host had not
+// backed yet (as much as the MD5 and SHA-256 of the bytes together), and
+// 17 % later; with direct I/O it is ~4 %, and the server's CPU per byte of
+// a 10 MiB PUT fell by 11–16 % on the warm machine
+// (bench/2026-11-26-large-put).
 // The tail of a blob that is not a multiple of 4 KiB, and every write of a
 // filesystem that refuses direct I/O (found once, then remembered), go
 // through the page cache. Nothing about durability changes: step 2's fsync
@@ -93,11 +95,12 @@
 // again soon, and they no longer push small hot objects out of the cache.
 // Smaller blobs (the mixed workload's) keep the page cache. Without Sync,
 // writes go through the page cache as before, and the copy loop writes
-// each read as it arrives, while the reader's digests have left it in the
-// CPU cache. Two other ways to the same end were measured and lost:
-// sync_file_range(2) to start writeback after every 1 MiB (0.6–0.7× the
-// throughput: ext4 then allocates and submits in small pieces) and
-// dropping written ranges from the page cache (up to 1.1×).
+// each read as it arrives, while it is still in the CPU cache from the
+// reader's digests. Two other ways to the same end were measured and lost:
+// sync_file_range(2) to start writeback after every 1 MiB (0.81× the
+// throughput of the same code without it: ext4 then allocates and submits
+// in small pieces) and dropping written blobs from the page cache after
+// the fsync (up to 1.12× the old code, against direct I/O's 1.12–1.16×).
 //
 // # Crashes
 //
