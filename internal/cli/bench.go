@@ -22,7 +22,8 @@ Benchmarks S3 endpoints side by side; see docs/performance.md.
 
 Workloads:
   mixed     warp-style mixed load: GET, PUT, DELETE and STAT of prepared objects
-  cases     one case at a time: PUT/GET of 1 KiB, 1 MiB and 64 MiB, HEAD, LIST
+  cases     one case at a time: PUT of 1 KiB, 1, 10 and 64 MiB, GET of 1 KiB,
+            1 MiB and 64 MiB, HEAD, LIST
             of 1000 keys, DELETE, multipart 256 MiB, presigned GET, rejected
             bad signature
   get       GET of prepared objects only
@@ -132,6 +133,8 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		fs.IntVar(&cfg.Stat, "stat", cfg.Stat, "weight of STAT (HEAD)")
 		fs.IntVar(&cfg.List, "list", cfg.List, "weight of LIST (ListObjectsV2 of up to 1000 keys)")
 	}
+	payload := string(loadgen.DefaultPayload)
+	fs.StringVar(&payload, "payload", payload, "how uploads are signed: signed (SHA-256 in the header, aws-sdk-go-v2 over HTTP), unsigned (UNSIGNED-PAYLOAD), streaming (aws-chunked with chunk signatures, minio-go/mc/warp over HTTP) or streaming-trailer (unsigned aws-chunked with a CRC32 trailer, boto3/Go SDK over HTTPS)")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the benchmark buckets and objects")
 	fs.StringVar(&out, "out", "", "write results.json, report.md and SVG charts into this directory")
 	fs.StringVar(&baseline, "baseline", "", "target that ratios are relative to (default: the best)")
@@ -160,6 +163,10 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	var err error
+	if cfg.Payload, err = loadgen.ParsePayload(payload); err != nil {
+		return usageErr("--payload: %v", err)
 	}
 	if targetsFile != "" {
 		ts, err := loadgen.LoadTargets(targetsFile)
@@ -216,17 +223,14 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 			cfg.TTY = true
 		}
 	}
-	var (
-		res *loadgen.Results
-		err error
-	)
+	var res *loadgen.Results
 	switch workload {
 	case "mixed":
 		res, err = loadgen.RunMixed(ctx, cfg, targets)
 	case "cases":
 		cc := loadgen.CasesConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds, Keep: cfg.Keep,
-			Progress: cfg, Cases: caseNames, Profile: cfg.Profile,
+			Progress: cfg, Cases: caseNames, Profile: cfg.Profile, Payload: cfg.Payload,
 		}
 		res, err = loadgen.RunCases(ctx, cc, targets)
 	default:

@@ -278,7 +278,7 @@ func testBenchCases(t *testing.T, cases, workers string) {
 	proxy, proxyURL := newCountingProxy(t, endpoint)
 	code, _, stderr = runCLI(t, nil, "bench", "cases", "--target", "coffer="+proxyURL,
 		"--access-key", benchAK, "--secret-key", benchSK, "--cases", "head,put-2KiB")
-	if code != 2 || !strings.Contains(stderr, `unknown case "put-2KiB"; cases are: put-1KiB, put-1MiB, put-64MiB, get-1KiB,`) {
+	if code != 2 || !strings.Contains(stderr, `unknown case "put-2KiB"; cases are: put-1KiB, put-1MiB, put-10MiB, put-64MiB, get-1KiB,`) {
 		t.Errorf("unknown case: exit %d, stderr %q; want exit 2 and the list of cases", code, stderr)
 	}
 	proxy.mu.Lock()

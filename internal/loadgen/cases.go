@@ -23,6 +23,7 @@ type benchCase struct {
 var allCases = []benchCase{
 	{Name: "put-1KiB", Op: "put", Size: 1 << 10, Objects: 1},
 	{Name: "put-1MiB", Op: "put", Size: 1 << 20, Objects: 1},
+	{Name: "put-10MiB", Op: "put", Size: 10 << 20, Objects: 1},
 	{Name: "put-64MiB", Op: "put", Size: 64 << 20, Objects: 1},
 	{Name: "get-1KiB", Op: "get", Size: 1 << 10, Objects: 1000},
 	{Name: "get-1MiB", Op: "get", Size: 1 << 20, Objects: 100},
@@ -41,6 +42,7 @@ type CasesConfig struct {
 	Duration time.Duration // per case and target; default 15 s
 	Rounds   int           // interleaved rounds per case; default 1
 	Cases    []string      // names from CaseNames; empty means all
+	Payload  Payload       // how uploads are signed; default DefaultPayload
 	Keep     bool
 	Progress MixedConfig // only its Progress and TTY are used
 
@@ -80,6 +82,9 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 	if cfg.Rounds == 0 {
 		cfg.Rounds = 1
 	}
+	if cfg.Payload == "" {
+		cfg.Payload = DefaultPayload
+	}
 	selected := allCases
 	if len(cfg.Cases) > 0 {
 		selected = nil
@@ -98,7 +103,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 	}
 	out := &Results{
 		Version: ResultsVersion, Workload: "cases", Started: time.Now().UTC(),
-		Config: RunConfig{Workers: cfg.Workers, DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds},
+		Config: RunConfig{Workers: cfg.Workers, DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Payload: string(cfg.Payload)},
 	}
 	var errs []error
 	fail := func(name string, err error) {
@@ -109,7 +114,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 	for _, c := range selected {
 		mc := MixedConfig{
 			Size: c.Size, Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds,
-			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep, Label: c.Name,
+			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep, Label: c.Name, Payload: cfg.Payload,
 			Progress: cfg.Progress.Progress, TTY: cfg.Progress.TTY,
 		}
 		if cfg.Profile != nil {

@@ -40,8 +40,7 @@ func ParseTarget(s string) (Target, error) {
 	return Target{Name: name, URL: strings.TrimSuffix(raw, "/")}, nil
 }
 
-// unsignedPayload is sent as x-amz-content-sha256 so that payloads are
-// never hashed on the generator's hot path.
+// unsignedPayload is x-amz-content-sha256 for PayloadUnsigned.
 const unsignedPayload = "UNSIGNED-PAYLOAD"
 
 // client sends signed path-style requests to one target over a transport
@@ -54,9 +53,14 @@ type client struct {
 	badSigner *sigv4.Signer
 	hc        *http.Client
 	tr        *http.Transport
+	payload   Payload      // how uploads are signed
+	sums      *payloadSums // of the run's payload; nil if none
 }
 
-func newClient(t Target, conns int) *client {
+// newClient returns a client for t that keeps up to conns idle
+// connections and signs uploads as sums.mode says (PayloadUnsigned if sums
+// is nil).
+func newClient(t Target, conns int, sums *payloadSums) *client {
 	if t.Region == "" {
 		t.Region = "us-east-1"
 	}
@@ -68,13 +72,19 @@ func newClient(t Target, conns int) *client {
 	cred := sigv4.Credentials{AccessKeyID: t.AccessKey, SecretKey: t.SecretKey}
 	bad := cred
 	bad.SecretKey += "-wrong"
-	return &client{
+	c := &client{
 		t:         t,
 		signer:    sigv4.NewSigner(cred, t.Region, "s3"),
 		badSigner: sigv4.NewSigner(bad, t.Region, "s3"),
 		hc:        &http.Client{Transport: tr},
 		tr:        tr,
+		payload:   PayloadUnsigned,
+		sums:      sums,
 	}
+	if sums != nil {
+		c.payload = sums.mode
+	}
+	return c
 }
 
 func (c *client) close() { c.tr.CloseIdleConnections() }
@@ -131,7 +141,7 @@ func (c *client) doAs(ctx context.Context, s *sigv4.Signer, method, path, query 
 	if err != nil {
 		return 0, err
 	}
-	if err := s.Sign(req, unsignedPayload, time.Now()); err != nil {
+	if err := s.Sign(req, c.bodyHash(body), time.Now()); err != nil {
 		return 0, err
 	}
 	return c.send(ctx, req, buf)
@@ -223,7 +233,7 @@ func (c *client) list(ctx context.Context, bucket, token string) (listPage, erro
 	if err != nil {
 		return listPage{}, err
 	}
-	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+	if err := c.signer.Sign(req, c.bodyHash(nil), time.Now()); err != nil {
 		return listPage{}, err
 	}
 	resp, err := c.hc.Do(req)
@@ -265,7 +275,7 @@ func (c *client) multipart(ctx context.Context, path string, size int64, part []
 	for num, off := 1, int64(0); off < size || num == 1; num++ {
 		n := min(int64(len(part)), size-off)
 		q := "partNumber=" + strconv.Itoa(num) + "&uploadId=" + uid
-		etag, err := c.putPart(ctx, path, q, part[:n], buf)
+		etag, err := c.upload(ctx, path, q, part[:n], buf)
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			_, _ = c.do(cctx, http.MethodDelete, path, "uploadId="+uid, nil, buf) // abort
@@ -291,17 +301,25 @@ func (c *client) multipart(ctx context.Context, path string, size int64, part []
 	return nil
 }
 
-// putPart uploads one part and returns its ETag.
-func (c *client) putPart(ctx context.Context, path, query string, body, buf []byte) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.t.URL+path+"?"+query, bytes.NewReader(body))
+// upload PUTs body (an object, or a part with query set) to path, signed
+// as the client's payload mode says, and returns its ETag.
+func (c *client) upload(ctx context.Context, path, query string, body, buf []byte) (string, error) {
+	u := c.t.URL + path
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
-	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+	if err := c.signUpload(req, body); err != nil {
 		return "", err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
 		return "", &opError{Code: "ConnectionError", Message: connMessage(err)}
 	}
 	defer resp.Body.Close()
@@ -326,7 +344,7 @@ func (c *client) doXML(ctx context.Context, method, path, query string, body []b
 	if err != nil {
 		return err
 	}
-	if err := c.signer.Sign(req, unsignedPayload, time.Now()); err != nil {
+	if err := c.signer.Sign(req, c.bodyHash(body), time.Now()); err != nil {
 		return err
 	}
 	resp, err := c.hc.Do(req)

@@ -44,7 +44,7 @@ func TestReadError(t *testing.T) {
 // sigv4.SignRequest, which derives the key per call.
 func BenchmarkSignRequest(b *testing.B) {
 	const u = "http://127.0.0.1:9000/coffer-bench-0123456789ab/obj-3-1234"
-	c := newClient(Target{Name: "b", URL: "http://127.0.0.1:9000", AccessKey: "AK", SecretKey: "SK"}, 1)
+	c := newClient(Target{Name: "b", URL: "http://127.0.0.1:9000", AccessKey: "AK", SecretKey: "SK"}, 1, nil)
 	defer c.close()
 	b.Run("signer=client", func(b *testing.B) {
 		b.ReportAllocs()
@@ -78,7 +78,7 @@ func BenchmarkClientPut(b *testing.B) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	defer srv.Close()
-	c := newClient(Target{Name: "b", URL: srv.URL, AccessKey: "AK", SecretKey: "SK"}, 1)
+	c := newClient(Target{Name: "b", URL: srv.URL, AccessKey: "AK", SecretKey: "SK"}, 1, nil)
 	defer c.close()
 	payload := make([]byte, 100<<10)
 	buf := make([]byte, 64<<10)
@@ -99,7 +99,7 @@ func BenchmarkClientGet(b *testing.B) {
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	c := newClient(Target{Name: "b", URL: srv.URL, AccessKey: "AK", SecretKey: "SK"}, 1)
+	c := newClient(Target{Name: "b", URL: srv.URL, AccessKey: "AK", SecretKey: "SK"}, 1, nil)
 	defer c.close()
 	buf := make([]byte, 64<<10)
 	b.SetBytes(int64(len(body)))

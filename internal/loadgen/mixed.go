@@ -40,6 +40,7 @@ type MixedConfig struct {
 	Duration time.Duration // measured time per target, split over Rounds; default 60 s
 	Objects  int           // objects prepared before measuring; default 1000
 	Rounds   int           // interleaved rounds (A B A B …); default 1
+	Payload  Payload       // how uploads are signed; default DefaultPayload
 
 	// Weights of the operations (percentages by convention). LIST is a
 	// ListObjectsV2 of up to 1000 keys of the benchmark bucket.
@@ -72,7 +73,8 @@ type MixedConfig struct {
 func DefaultMixed() MixedConfig {
 	return MixedConfig{
 		Size: 100 << 10, Workers: 16, Duration: 60 * time.Second, Objects: 1000, Rounds: 1,
-		Get: 45, Put: 15, Delete: 10, Stat: 30,
+		Payload: DefaultPayload,
+		Get:     45, Put: 15, Delete: 10, Stat: 30,
 	}
 }
 
@@ -212,6 +214,13 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		payload = make([]byte, min(partSize(cfg.Size), cfg.Size))
 	}
 	_, _ = crand.Read(payload) // never fails
+	if cfg.Payload == "" {
+		cfg.Payload = DefaultPayload
+	}
+	if _, err := ParsePayload(string(cfg.Payload)); err != nil {
+		return nil, err
+	}
+	sums := newPayloadSums(cfg.Payload, payload)
 
 	started := time.Now().UTC()
 	var runs []*targetRun
@@ -229,7 +238,7 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		}
 	}()
 	for _, t := range targets {
-		r := &targetRun{c: newClient(t, cfg.Workers), bucket: "coffer-bench-" + randomHex(6), size: cfg.Size}
+		r := &targetRun{c: newClient(t, cfg.Workers, sums), bucket: "coffer-bench-" + randomHex(6), size: cfg.Size}
 		if _, err := r.c.do(ctx, http.MethodPut, "/"+r.bucket, "", nil, make([]byte, 512)); err != nil {
 			r.c.close()
 			return nil, fmt.Errorf("target %s (%s): create bucket: %w", t.Name, t.URL, unusable{err})
@@ -301,7 +310,7 @@ func (r *targetRun) prepare(ctx context.Context, cfg MixedConfig, payload []byte
 		wg.Go(func() {
 			for range n {
 				key := w.newKey(i)
-				if _, err := r.c.do(ctx, http.MethodPut, "/"+r.bucket+"/"+key, "", payload, w.buf); err != nil {
+				if _, err := r.c.upload(ctx, "/"+r.bucket+"/"+key, "", payload, w.buf); err != nil {
 					errc <- err
 					return
 				}
@@ -509,7 +518,7 @@ func (r *targetRun) one(ctx context.Context, w *worker, id, op int, payload []by
 	case opGet:
 		n, err = r.c.do(ctx, http.MethodGet, path, "", nil, w.buf)
 	case opPut:
-		_, err = r.c.do(ctx, http.MethodPut, path, "", payload, w.buf)
+		_, err = r.c.upload(ctx, path, "", payload, w.buf)
 		n = int64(len(payload))
 	case opDelete:
 		_, err = r.c.do(ctx, http.MethodDelete, path, "", nil, w.buf)

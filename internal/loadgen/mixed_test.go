@@ -16,14 +16,21 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 // fakeS3 is a minimal in-memory S3 endpoint: one level of buckets and
-// objects, path style, ListObjectsV2 in pages of 100. It does not check
-// signatures, only that requests are signed with UNSIGNED-PAYLOAD.
+// objects, path style, ListObjectsV2 in pages of 100. It verifies the
+// signature and the body of every request signed with the key AK/SK (the
+// bad-signature operation's are answered SignatureDoesNotMatch) and counts
+// the payload modes of uploads.
 type fakeS3 struct {
 	t          *testing.T
+	v          *sigv4.Verifier
 	mu         sync.Mutex
+	payloads   map[string]int              // payload mode of PUT requests → count
 	buckets    map[string]map[string]int64 // bucket → key → size
 	requests   map[string]int              // by method
 	parts      map[string]int64            // multipart upload → bytes
@@ -32,10 +39,12 @@ type fakeS3 struct {
 	denyCreate bool             // CreateBucket answers InvalidAccessKeyId
 	denyDrop   bool             // DeleteBucket answers AccessDenied
 	failGets   bool             // GET object answers InternalError
+	acceptBad  bool             // serve requests with a wrong signature
 }
 
 func newFake(t *testing.T) (*fakeS3, *httptest.Server) {
-	f := &fakeS3{t: t, buckets: map[string]map[string]int64{}, requests: map[string]int{}, parts: map[string]int64{}}
+	f := &fakeS3{t: t, buckets: map[string]map[string]int64{}, requests: map[string]int{}, parts: map[string]int64{},
+		payloads: map[string]int{}, v: sigv4.NewVerifier(sigv4.Config{}, fakeKeys{})}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return f, srv
@@ -48,15 +57,41 @@ func s3error(w http.ResponseWriter, status int, code string) {
 }
 
 func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	presigned := r.URL.Query().Get("X-Amz-Signature") != "" && r.Header.Get("Authorization") == ""
-	if !presigned && (r.Header.Get("X-Amz-Content-Sha256") != unsignedPayload || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ")) {
-		f.t.Errorf("%s %s: not signed with UNSIGNED-PAYLOAD: %v", r.Method, r.URL, r.Header)
+	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	res, err := f.v.Verify(r)
+	f.mu.Lock()
+	acceptBad := f.acceptBad
+	f.mu.Unlock()
+	var body []byte
+	switch {
+	case s3err.Is(err, s3err.SignatureDoesNotMatch) && acceptBad:
+		body, _ = io.ReadAll(r.Body)
+		res = &sigv4.Result{}
+	case s3err.Is(err, s3err.SignatureDoesNotMatch):
+		s3error(w, http.StatusForbidden, "SignatureDoesNotMatch")
+		return
+	case err != nil || res.Anonymous:
+		f.t.Errorf("%s %s: not signed: %v", r.Method, r.URL, err)
+		return
+	default:
+		rb, err := res.Body(r.Body)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if body, err = io.ReadAll(rb); err != nil {
+			f.t.Errorf("%s %s: read body: %v", r.Method, r.URL, err)
+			return
+		}
+		if want := rb.Trailer("x-amz-checksum-crc32"); want != "" && want != crc32Base64(body) {
+			f.t.Errorf("%s %s: CRC32 trailer %s, body's %s", r.Method, r.URL, want, crc32Base64(body))
+		}
 	}
-	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests[r.Method]++
-	bucket, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if r.Method == http.MethodPut && key != "" {
+		f.payloads[res.Payload.String()]++
+	}
 	objs, ok := f.buckets[bucket]
 	switch {
 	case key == "" && r.Method == http.MethodPut:
@@ -143,6 +178,16 @@ func (f *fakeS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		s3error(w, http.StatusMethodNotAllowed, "MethodNotAllowed")
 	}
+}
+
+// fakeKeys knows the secret of AK.
+type fakeKeys struct{}
+
+func (fakeKeys) SecretKey(_ context.Context, id string) (string, error) {
+	if id != "AK" {
+		return "", s3err.New(s3err.InvalidAccessKeyID, "")
+	}
+	return "SK", nil
 }
 
 func (f *fakeS3) state() (buckets, objects int) {
@@ -424,7 +469,10 @@ func TestRunCases(t *testing.T) {
 		t.Errorf("%d buckets and %d objects left, want none", nb, no)
 	}
 
-	// The fake accepts any signature: the bad-signature case must say so.
+	// A target that accepts any signature: the bad-signature case must say so.
+	f.mu.Lock()
+	f.acceptBad = true
+	f.mu.Unlock()
 	res, err = RunCases(t.Context(), CasesConfig{Workers: 2, Duration: time.Second, Cases: []string{"bad-signature"}}, []Target{target("a", srv.URL)})
 	if res != nil || err == nil || !strings.Contains(err.Error(), "case bad-signature") || !strings.Contains(err.Error(), "BAD-SIGNATURE/BadSignatureAccepted") {
 		t.Errorf("bad-signature against a target accepting it: %v, %v; want no results and BadSignatureAccepted errors", res, err)
@@ -439,6 +487,7 @@ func TestRunCases(t *testing.T) {
 func TestRunCasesKeepsResultsOfOthers(t *testing.T) {
 	t.Parallel()
 	f, srv := newFake(t)
+	f.acceptBad = true
 	var progress strings.Builder
 	cfg := CasesConfig{
 		Workers: 2, Duration: time.Second, Cases: []string{"head", "bad-signature", "list-1000"},
@@ -521,5 +570,59 @@ func TestRunMixedCleanupFailure(t *testing.T) {
 	}
 	if nb, no := f.state(); nb != 1 || no != 0 {
 		t.Errorf("%d buckets and %d objects left, want the empty bucket alone", nb, no)
+	}
+}
+
+// TestPayloadModes checks that every payload mode sends uploads the fake
+// (a real SigV4 verifier) accepts, in that mode, for PUT and multipart, and
+// that results record the mode.
+func TestPayloadModes(t *testing.T) {
+	t.Parallel()
+	want := map[Payload]string{
+		PayloadSigned:           "SHA256",
+		PayloadUnsigned:         "UNSIGNED-PAYLOAD",
+		PayloadStreaming:        "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+		PayloadStreamingTrailer: "STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+	}
+	for _, name := range Payloads() {
+		p, err := ParsePayload(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f, srv := newFake(t)
+			var sizes sync.Map
+			f.onObject = func(n int64) { sizes.Store(n, true) }
+			cfg := quickConfig()
+			cfg.Size, cfg.Objects, cfg.Duration, cfg.Payload = 200<<10+3, 4, time.Second, p
+			cfg.Get, cfg.Put, cfg.Delete, cfg.Stat, cfg.Multipart = 0, 50, 0, 10, 0
+			res, err := RunMixed(t.Context(), cfg, []Target{target("a", srv.URL)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Config.Payload != name {
+				t.Errorf("results record payload %q, want %q", res.Config.Payload, name)
+			}
+			mp := cfg
+			mp.Size, mp.Put, mp.Multipart = 11<<20, 0, 1
+			if _, err := RunSingle(t.Context(), "multipart", mp, []Target{target("a", srv.URL)}); err != nil {
+				t.Fatal(err)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if len(f.payloads) != 1 || f.payloads[want[p]] == 0 {
+				t.Errorf("uploads were sent as %v, want only %s", f.payloads, want[p])
+			}
+			sizes.Range(func(k, _ any) bool {
+				if n := k.(int64); n != cfg.Size && n != mp.Size && n != partSize(mp.Size) {
+					t.Errorf("an object of %d bytes was stored, want %d, %d or %d", n, cfg.Size, mp.Size, partSize(mp.Size))
+				}
+				return true
+			})
+		})
+	}
+	if _, err := ParsePayload("chunked"); err == nil {
+		t.Error(`ParsePayload("chunked") succeeded`)
 	}
 }

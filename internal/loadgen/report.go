@@ -139,6 +139,9 @@ func WriteMarkdown(w io.Writer, res *Results, baseline string, charts bool) erro
 			res.Started.Format("2006-01-02 15:04:05 MST"), fmtSize(c.SizeBytes), c.Workers, c.DurationSeconds, c.Rounds, c.Objects,
 			strings.Join(weights, " / "), ref)
 	}
+	if c.Payload != "" {
+		fmt.Fprintf(&b, "\nUploads signed as: %s (%s).\n", c.Payload, payloadNote(Payload(c.Payload)))
+	}
 	if len(res.Failed) > 0 {
 		b.WriteString("\n## Failed cases\n\nThese cases have no results (or, where they have, cleaning up after them failed):\n\n")
 		for _, f := range res.Failed {

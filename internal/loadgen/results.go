@@ -41,13 +41,16 @@ type RunConfig struct {
 	Rounds          int            `json:"rounds"`
 	Weights         map[string]int `json:"weights,omitempty"`
 	Cases           []string       `json:"cases,omitempty"`
+	// Payload is how uploads were signed (a Payload); "" in runs from
+	// before the setting, which sent UNSIGNED-PAYLOAD.
+	Payload string `json:"payload,omitempty"`
 }
 
 func runConfig(c MixedConfig) RunConfig {
 	return RunConfig{
 		SizeBytes: c.Size, Workers: c.Workers, DurationSeconds: c.Duration.Seconds(),
 		Objects: c.Objects, Rounds: c.Rounds,
-		Weights: weightMap(c.weights()),
+		Weights: weightMap(c.weights()), Payload: string(c.Payload),
 	}
 }
 

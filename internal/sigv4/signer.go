@@ -83,18 +83,25 @@ func (s *Signer) keyFor(date string) *dayKey {
 // Authorization, Expect, Transfer-Encoding, User-Agent and X-Amzn-Trace-Id.
 // It fails, leaving r unchanged, if r has no URL or payloadHash is empty.
 func (s *Signer) Sign(r *http.Request, payloadHash string, t time.Time) error {
+	_, _, _, err := s.sign(r, payloadHash, t)
+	return err
+}
+
+// sign implements Sign and returns the signature, the key and the date it
+// was made with, from which the signatures of aws-chunked chunks chain.
+func (s *Signer) sign(r *http.Request, payloadHash string, t time.Time) (sig [32]byte, dk *dayKey, amzDate string, err error) {
 	if r == nil || r.URL == nil {
-		return errors.New("sigv4: sign: request has no URL")
+		return sig, nil, "", errors.New("sigv4: sign: request has no URL")
 	}
 	if payloadHash == "" {
-		return errors.New("sigv4: sign: empty payload hash")
+		return sig, nil, "", errors.New("sigv4: sign: empty payload hash")
 	}
 	sc := s.pool.Get().(*scratch)
 	defer s.pool.Put(sc)
 
 	sc.tmp = t.UTC().AppendFormat(sc.tmp[:0], iso8601Basic)
-	amzDate := string(sc.tmp)
-	dk := s.keyFor(amzDate[:8])
+	amzDate = string(sc.tmp)
+	dk = s.keyFor(amzDate[:8])
 	if r.Header == nil {
 		r.Header = make(http.Header)
 	}
@@ -109,7 +116,7 @@ func (s *Signer) Sign(r *http.Request, payloadHash string, t time.Time) error {
 	sc.uri = appendCanonicalURI(sc.uri[:0], rawPath(r))
 	sc.creq = appendCanonicalRequest(sc.creq[:0], r, sc.uri, sc.canonQuery, signed, payloadHash)
 	sc.sts = appendStringToSign(sc.sts[:0], amzDate, dk.scope, sc.creq)
-	sig := sc.mac.sum(dk.key, sc.sts)
+	sig = sc.mac.sum(dk.key, sc.sts)
 
 	auth := make([]byte, 0, len(algorithm)+len(s.cred.AccessKeyID)+len(dk.scope)+len(signed)+128)
 	auth = append(auth, algorithm+" Credential="...)
@@ -121,7 +128,7 @@ func (s *Signer) Sign(r *http.Request, payloadHash string, t time.Time) error {
 	auth = append(auth, ", Signature="...)
 	auth = hex.AppendEncode(auth, sig[:])
 	r.Header.Set("Authorization", string(auth))
-	return nil
+	return sig, dk, amzDate, nil
 }
 
 // signedHeaderList returns the ';'-joined sorted lowercase names of the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/coffer-s3/coffer/internal/blob"
 )
@@ -40,9 +41,16 @@ func (c Config) Validate() error {
 }
 
 const (
-	// copyBufSize is the size of Put's pooled copy buffers: large enough
-	// that a 1 MiB blob takes four read/write round trips.
+	// copyBufSize is the size of the pooled copy buffers of Reader.WriteTo
+	// and of Puts of blobs up to that size.
 	copyBufSize = 256 << 10
+	// writeBufSize is the size of the pooled, aligned buffers of Puts
+	// with direct I/O: each is filled from the body and written whole.
+	writeBufSize = 1 << 20
+	// directMin is the least size of a blob written with direct I/O (with
+	// Sync only). Smaller blobs, such as those of the mixed workload, go
+	// through the page cache, where a GET soon after finds them.
+	directMin = 1 << 20
 	// maxDurableDirs bounds the set of directories known to be durable;
 	// past it the set is cleared, which costs some repeated fsyncs.
 	maxDurableDirs = 1 << 16
@@ -57,7 +65,9 @@ type Store struct {
 	sync      bool
 	tmpPrefix string        // start of this Store's temporary file names
 	tmpSeq    atomic.Uint64 // makes temporary file names unique
-	bufs      sync.Pool     // *[]byte of copyBufSize, for Put and Reader.WriteTo
+	bufs      sync.Pool     // *[]byte of copyBufSize, for small Puts and Reader.WriteTo
+	writeBufs sync.Pool     // *[]byte of writeBufSize aligned to directAlign, for Puts with direct I/O
+	noDirect  atomic.Bool   // the filesystem refused direct I/O: Puts use the page cache
 
 	// The durability steps of Put, replaced by tests that count them or
 	// stop the process between them. syncFile makes a file's data durable
@@ -96,6 +106,10 @@ func Open(cfg Config) (*Store, error) {
 	}
 	s.bufs.New = func() any {
 		b := make([]byte, copyBufSize)
+		return &b
+	}
+	s.writeBufs.New = func() any {
+		b := alignedBuffer(writeBufSize)
 		return &b
 	}
 	s.syncFile = (*os.File).Sync
@@ -180,7 +194,8 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 }
 
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
-	f, tmp, err := s.createTemp()
+	direct := oDirect != 0 && s.sync && (size >= directMin || size == blob.SizeUnknown) && !s.noDirect.Load()
+	f, tmp, err := s.createTemp(direct)
 	if err != nil {
 		return err
 	}
@@ -196,7 +211,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 		s.root.Remove(tmp)
 	}()
 
-	if err := s.copyExactly(ctx, f, r, size); err != nil {
+	if err := s.copyExactly(ctx, f, r, size, direct); err != nil {
 		return err
 	}
 	if s.sync {
@@ -225,36 +240,78 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 	return nil
 }
 
-// createTemp creates a new, empty temporary file.
-func (s *Store) createTemp() (*os.File, string, error) {
+// createTemp creates a new, empty temporary file, for direct I/O if direct
+// is set and the filesystem supports it.
+func (s *Store) createTemp(direct bool) (*os.File, string, error) {
 	for {
 		name := tmpDir + "/" + s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
-		f, err := s.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+		flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if direct {
+			flag |= oDirect
+		}
+		f, err := s.root.OpenFile(name, flag, filePerm)
 		if errors.Is(err, fs.ErrExist) {
 			continue // a file left by someone else; take the next number
+		}
+		if direct && errors.Is(err, syscall.EINVAL) {
+			// tmpfs and some others have no direct I/O.
+			s.noDirect.Store(true)
+			direct = false
+			continue
 		}
 		return f, name, err
 	}
 }
 
 // copyExactly copies r to f and checks that r held exactly size bytes
-// (any number for blob.SizeUnknown).
-func (s *Store) copyExactly(ctx context.Context, f *os.File, r io.Reader, size int64) error {
-	bufp := s.bufs.Get().(*[]byte)
-	defer s.bufs.Put(bufp)
+// (any number for blob.SizeUnknown). A file opened for direct I/O gets
+// whole aligned buffers filled from r (see fileWriter); any other file
+// gets each read as it comes, while it is still in the CPU's cache from
+// the hashing the reader did.
+func (s *Store) copyExactly(ctx context.Context, f *os.File, r io.Reader, size int64, direct bool) error {
+	pool := &s.bufs
+	if direct {
+		pool = &s.writeBufs
+	}
+	bufp := pool.Get().(*[]byte)
+	defer pool.Put(bufp)
+	buf := *bufp
 	cr := &ctxReader{ctx: ctx, r: r}
-	// writerOnly hides f's ReadFrom, which would bypass the pooled buffer
-	// and allocate its own for a reader it cannot splice from.
-	if size == blob.SizeUnknown {
-		_, err := io.CopyBuffer(writerOnly{f}, cr, *bufp)
-		return err
+	w := fileWriter{f: f, direct: direct, noDirect: &s.noDirect}
+	for {
+		want := len(buf)
+		if size >= 0 {
+			want = int(min(int64(want), size-w.off))
+		}
+		if want == 0 {
+			break
+		}
+		var n int
+		var err error
+		if direct {
+			n, err = io.ReadFull(cr, buf[:want])
+		} else {
+			n, err = cr.Read(buf[:want])
+		}
+		if n > 0 {
+			if werr := w.write(buf[:n]); werr != nil {
+				return werr
+			}
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			if size >= 0 && w.off < size {
+				return fmt.Errorf("body has %d of %d bytes: %w", w.off, size, blob.ErrSize)
+			}
+			if size < 0 {
+				return nil
+			}
+		case err != nil:
+			return err
+		}
 	}
-	n, err := io.CopyBuffer(writerOnly{f}, io.LimitReader(cr, size), *bufp)
-	if err != nil {
-		return err
-	}
-	if n < size {
-		return fmt.Errorf("body has %d of %d bytes: %w", n, size, blob.ErrSize)
+	if size < 0 {
+		return nil
 	}
 	var one [1]byte
 	switch m, err := io.ReadFull(cr, one[:]); {
@@ -264,6 +321,48 @@ func (s *Store) copyExactly(ctx context.Context, f *os.File, r io.Reader, size i
 		return err
 	}
 	return nil
+}
+
+// fileWriter writes a blob to its file. With direct set the file was
+// opened for direct I/O (O_DIRECT): writes go from the buffer to the
+// device without a copy into the page cache, which on the reference
+// machine cost more CPU than any digest of the bytes. Direct writes must
+// be whole multiples of directAlign from an aligned buffer; the last,
+// shorter write of a blob, and any write the filesystem refuses to do
+// directly, turn direct I/O off for the rest of the file and go through
+// the page cache. Durability is Put's fsync either way: O_DIRECT alone
+// promises nothing about the device's cache or the file's size.
+type fileWriter struct {
+	f        *os.File
+	off      int64 // bytes written
+	direct   bool
+	noDirect *atomic.Bool // the Store's: set when the filesystem refuses direct writes
+}
+
+func (w *fileWriter) write(p []byte) error {
+	if w.direct && len(p)%directAlign != 0 {
+		if err := w.buffered(); err != nil {
+			return err
+		}
+	}
+	n, err := w.f.Write(p)
+	if err != nil && w.direct && n == 0 && errors.Is(err, syscall.EINVAL) {
+		// A filesystem that opens files for direct I/O but refuses
+		// the writes: do them through the page cache, now and later.
+		w.noDirect.Store(true)
+		if err = w.buffered(); err != nil {
+			return err
+		}
+		n, err = w.f.Write(p)
+	}
+	w.off += int64(n)
+	return err
+}
+
+// buffered turns direct I/O off for the rest of the file.
+func (w *fileWriter) buffered() error {
+	w.direct = false
+	return setDirect(w.f, false)
 }
 
 // rename moves tmp to key, creating key's parent directories if needed.
@@ -401,5 +500,13 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// writerOnly hides every method but Write.
-type writerOnly struct{ io.Writer }
+// alignedBuffer returns n bytes whose address is a multiple of
+// directAlign.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+directAlign)
+	off := 0
+	if r := int(uintptr(unsafe.Pointer(&b[0])) % directAlign); r != 0 {
+		off = directAlign - r
+	}
+	return b[off : off+n : off+n]
+}
