@@ -16,7 +16,8 @@ type benchCase struct {
 	Name    string // report name, e.g. put-1KiB
 	Op      string // operation for RunSingle
 	Size    int64
-	Objects int // objects prepared; at least one per worker is added
+	Objects int    // objects prepared; at least one per worker is added
+	Flood   *Flood // hostile connections held open while it measures
 }
 
 // allCases are the cases of `coffer bench cases`, in run order.
@@ -34,6 +35,10 @@ var allCases = []benchCase{
 	{Name: "multipart-256MiB", Op: "multipart", Size: 256 << 20, Objects: 1},
 	{Name: "presigned-get", Op: "presigned-get", Size: 1 << 10, Objects: 1000},
 	{Name: "bad-signature", Op: "bad-signature", Size: 1 << 10, Objects: 1},
+	// GETs of 1 KiB objects under 3,000 hostile connections, more than the
+	// server's default connection limit: compare with get-1KiB.
+	{Name: "get-1KiB-slowloris", Op: "get", Size: 1 << 10, Objects: 1000, Flood: &Flood{Kind: "slowloris", Conns: 3000}},
+	{Name: "get-1KiB-bad-signature-flood", Op: "get", Size: 1 << 10, Objects: 1000, Flood: &Flood{Kind: "bad-signature", Conns: 3000}},
 }
 
 // CasesConfig configures RunCases.

@@ -67,6 +67,10 @@ type MixedConfig struct {
 	// measured rounds of its target, and the heap and goroutines after
 	// the last round.
 	Profile *Profiler
+
+	// Flood, if set, holds hostile connections open against each target
+	// during its measured rounds (see Flood).
+	Flood *Flood
 }
 
 // DefaultMixed returns the defaults of `coffer bench mixed`.
@@ -259,7 +263,17 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 			if prof != nil && i == profiled {
 				capture = prof.start(ctx, per)
 			}
+			var stopFlood func()
+			if cfg.Flood != nil {
+				var ferr error
+				if stopFlood, ferr = cfg.Flood.start(ctx, r.c.t.URL); ferr != nil {
+					return nil, ferr
+				}
+			}
 			err := r.round(ctx, cfg, per, payload, label)
+			if stopFlood != nil {
+				stopFlood()
+			}
 			if capture != nil {
 				if err != nil {
 					capture.abort()
