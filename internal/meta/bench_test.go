@@ -162,7 +162,7 @@ func loadList100k(b *testing.B, versions int) *DB {
 	db.sync = false // loading only
 	mustCreateBucket(b, db, "bkt")
 	for d := range 100 {
-		w := db.newWriter(testTime)
+		w := db.newWriter(db.kv.begin(context.Background()), testTime)
 		for f := range 1000 {
 			key := fmt.Sprintf("dir%03d/file%05d", d, f)
 			for v := versions - 1; v >= 1; v-- {
@@ -230,7 +230,7 @@ func BenchmarkBucketUsage(b *testing.B) {
 			db.sync = false
 			mustCreateBucket(b, db, "bkt")
 			for range n {
-				w := db.newWriter(testTime)
+				w := db.newWriter(db.kv.begin(context.Background()), testTime)
 				w.count("bkt", Usage{Objects: 1, Bytes: 100})
 				if err := w.commit(); err != nil {
 					b.Fatal(err)
@@ -260,7 +260,7 @@ func BenchmarkCountUsage(b *testing.B) {
 	ctx := context.Background()
 	db := openTest(b)
 	db.sync = false
-	w := db.newWriter(testTime)
+	w := db.newWriter(db.kv.begin(context.Background()), testTime)
 	for i := range 10 {
 		name := fmt.Sprint("bkt", i)
 		w.b.set(bucketKey(name), appendBucket(nil, &Bucket{Name: name}))

@@ -175,8 +175,8 @@ type writer struct {
 	queued   bool          // the batch queues garbage
 }
 
-func (db *DB) newWriter(now time.Time) *writer {
-	w := &writer{db: db, b: db.kv.newBatch(), r: db.kv, buf: db.getBuf(), now: now}
+func (db *DB) newWriter(tx kvTx, now time.Time) *writer {
+	w := &writer{db: db, b: tx.newBatch(), r: tx, buf: db.getBuf(), now: now}
 	w.usage = w.usageBuf[:0]
 	return w
 }
@@ -184,8 +184,8 @@ func (db *DB) newWriter(now time.Time) *writer {
 // newIndexedWriter returns a writer whose reads (w.r) see its own writes.
 // Versioned writes use one: they move records between tables and decide
 // from what the batch already holds.
-func (db *DB) newIndexedWriter(now time.Time) *writer {
-	b := db.kv.newIndexedBatch()
+func (db *DB) newIndexedWriter(tx kvTx, now time.Time) *writer {
+	b := tx.newIndexedBatch()
 	w := &writer{db: db, b: b, r: b, buf: db.getBuf(), now: now}
 	w.usage = w.usageBuf[:0]
 	return w
@@ -272,20 +272,20 @@ func blockSet(o *Object) map[string]bool {
 	return m
 }
 
-// checkBucket returns ErrNoBucket if bucket does not exist. The caller holds
-// the bucket's stripe.
-func (db *DB) checkBucket(bucket string) error {
-	_, err := db.bucketVersioning(bucket)
+// checkBucket returns ErrNoBucket if bucket does not exist, read through
+// r. The caller holds the bucket's stripe.
+func (db *DB) checkBucket(r kvReader, bucket string) error {
+	_, err := db.bucketVersioning(r, bucket)
 	return err
 }
 
 // bucketVersioning returns bucket's versioning state, or ErrNoBucket. The
 // caller holds the bucket's stripe, so the state holds until it lets go:
 // SetVersioning takes the stripe exclusively.
-func (db *DB) bucketVersioning(bucket string) (Versioning, error) {
+func (db *DB) bucketVersioning(r kvReader, bucket string) (Versioning, error) {
 	bp := db.getBuf()
 	defer db.putBuf(bp)
-	v, err := db.kv.get(bucketKey(bucket), *bp)
+	v, err := r.get(bucketKey(bucket), *bp)
 	*bp = v
 	if errors.Is(err, ErrNotFound) {
 		return 0, ErrNoBucket

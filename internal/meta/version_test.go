@@ -484,7 +484,7 @@ func TestModifyVersion(t *testing.T) {
 	db := openTest(t)
 	mustCreateBucket(t, db, "bkt")
 	// A version 1 record with its data inside, as old Coffers wrote it.
-	w := db.newWriter(testTime)
+	w := db.newWriter(db.kv.begin(context.Background()), testTime)
 	w.b.set(objectKey(nil, "bkt", "k"), appendObjectV1(nil, &Object{VersionID: "legacy", Size: 3, ETag: "e0", Modified: testTime, Inline: []byte("old")}))
 	w.count("bkt", Usage{Objects: 1, Bytes: 3})
 	if err := w.commit(); err != nil {
