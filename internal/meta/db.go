@@ -43,10 +43,20 @@ var ErrNoBucket = errors.New("meta: no such bucket")
 // objects or multipart uploads.
 var ErrBucketNotEmpty = errors.New("meta: bucket not empty")
 
+// Engines Config.Kind names.
+const (
+	EnginePebble   = "pebble"   // embedded, in Config.Dir (the default)
+	EnginePostgres = "postgres" // shared by every node, at Config.Postgres.URL
+)
+
 // Config configures the metadata store.
 type Config struct {
+	// Kind is the engine: EnginePebble (or "") or EnginePostgres.
+	Kind string
 	Dir  string // directory of the Pebble database
-	Sync bool   // fsync every commit (group-committed); default true via config
+	Sync bool   // make every commit durable (group-committed); default true via config
+	// Postgres configures the PostgreSQL engine.
+	Postgres PostgresConfig
 	// Logger receives Pebble's messages (routine ones at Debug) and the
 	// report of a failure (see DB.Err). Nil discards them.
 	Logger *slog.Logger `toml:"-"`
@@ -82,24 +92,39 @@ type DB struct {
 	keyMu    [keyStripes]sync.Mutex
 }
 
-// Open opens or creates the database in cfg.Dir. It fails if another
-// process (or another DB in this process) has the database open. A
+// Open opens or creates the database: in cfg.Dir with Pebble, where it
+// fails if another process (or another DB in this process) has the
+// database open; or in PostgreSQL, whose schema it creates or upgrades
+// first (postgres_schema.go). A
 // database written before usage accounting has its usage counted from its
 // records here, once (a scan of every object record).
 func Open(cfg Config) (*DB, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("meta: no directory configured")
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	fail := newFailure(log)
-	p, err := openPebble(cfg.Dir, log, fail, cfg.FailWrite)
-	if err != nil {
-		return nil, err
+	var e kv
+	switch cfg.Kind {
+	case "", EnginePebble:
+		if cfg.Dir == "" {
+			return nil, errors.New("meta: no directory configured")
+		}
+		p, err := openPebble(cfg.Dir, log, fail, cfg.FailWrite)
+		if err != nil {
+			return nil, err
+		}
+		e = p
+	case EnginePostgres:
+		p, err := openPostgres(context.Background(), cfg.Postgres, log)
+		if err != nil {
+			return nil, err
+		}
+		e = p
+	default:
+		return nil, fmt.Errorf("meta: unknown engine %q", cfg.Kind)
 	}
-	db := &DB{kv: p, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
+	db := &DB{kv: e, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
 	if err := db.migrate(context.Background(), log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
