@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +23,9 @@ type PostgresConfig struct {
 	// URL is the connection string (a postgres:// URL or key=value
 	// pairs). It may hold a password, so it is never logged.
 	URL string `toml:"url"`
+	// PasswordFile, if set, names a file whose first line is the
+	// password, which then overrides any in URL.
+	PasswordFile string `toml:"password-file"`
 	// MaxConns bounds the connection pool; 0 means DefaultMaxConns. A
 	// write holds one connection from its first read to its commit.
 	MaxConns int `toml:"max-conns"`
@@ -106,6 +111,14 @@ func openPostgres(ctx context.Context, cfg PostgresConfig, log *slog.Logger) (*p
 	if err != nil {
 		// pgx's message may quote the URL, password and all.
 		return nil, errors.New("meta: the PostgreSQL URL does not parse")
+	}
+	if cfg.PasswordFile != "" {
+		b, err := os.ReadFile(cfg.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("meta: read the PostgreSQL password: %w", err)
+		}
+		pw, _, _ := strings.Cut(string(b), "\n")
+		pc.ConnConfig.Password = strings.TrimSuffix(pw, "\r")
 	}
 	timeout := cfg.StatementTimeout
 	if timeout <= 0 {
