@@ -110,6 +110,9 @@ func testUsageRandomized(t *testing.T, e engine) {
 	if testing.Short() {
 		steps = 200
 	}
+	if e.name == EnginePostgres && raceEnabled {
+		steps /= 3
+	}
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()

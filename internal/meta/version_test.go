@@ -113,6 +113,9 @@ func testVersionsRandomized(t *testing.T, e engine) {
 	}
 	if e.name == EnginePostgres {
 		steps /= 4 // its checks make thousands of queries a step
+		if raceEnabled {
+			steps /= 2
+		}
 	}
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
