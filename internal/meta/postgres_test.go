@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestPostgresNodesSerialise runs read-decide-write cycles on one key from
@@ -114,6 +115,21 @@ func BenchmarkPostgresCommitObject(b *testing.B) {
 				if _, err := pool.Exec(ctx, q); err != nil {
 					b.Skipf("cannot turn fsync on: %v", err)
 				}
+			}
+			// Backends read the new setting when the reload signal reaches
+			// them.
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				var on string
+				if err := pool.QueryRow(ctx, `SHOW fsync`).Scan(&on); err != nil {
+					b.Fatal(err)
+				}
+				if on == "on" {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal("fsync is still off")
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			defer func() {
 				_, _ = pool.Exec(ctx, `ALTER SYSTEM RESET fsync`)

@@ -183,8 +183,17 @@ func (s *Server) startCluster() error {
 		"--encoding=UTF8", "--locale=C"); err != nil {
 		return err
 	}
-	opts := "-c listen_addresses='' -c unix_socket_directories=" + s.dir + " -p 5432" +
-		" -c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+	// In postgresql.conf rather than on the command line, so that a
+	// benchmark can turn fsync on with ALTER SYSTEM.
+	conf, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = conf.WriteString("\n# pgtest\nfsync = off\nfull_page_writes = off\nmax_connections = 300\nshared_buffers = 64MB\n")
+	if err = errors.Join(err, conf.Close()); err != nil {
+		return err
+	}
+	opts := "-c listen_addresses='' -c unix_socket_directories=" + s.dir + " -p 5432"
 	if err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(s.dir, "log"), "-o", opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		return fmt.Errorf("%w\n%s", err, log)
