@@ -164,3 +164,17 @@ func BenchmarkPostgresCommitObject(b *testing.B) {
 		})
 	}
 }
+
+func TestStatus(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, e engine) {
+		db := e.open(t)
+		got, err := db.Status(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1}
+		if got != want {
+			t.Errorf("Status = %+v, want %+v", got, want)
+		}
+	})
+}

@@ -97,6 +97,23 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	return st, nil
 }
 
+// MetaStatus opens the metadata store of cfg, as a server would (creating
+// or upgrading a PostgreSQL schema), and returns its engine and schema
+// version. A Pebble store must not be open in a running server.
+func MetaStatus(ctx context.Context, cfg config.Config, log *slog.Logger) (meta.Status, error) {
+	if cfg.Meta.Kind != config.MetaPostgres {
+		if _, err := os.Stat(filepath.Join(cfg.StoragePath, metaDir)); err != nil {
+			return meta.Status{}, fmt.Errorf("metadata: %w", err)
+		}
+	}
+	db, err := meta.Open(metaConfig(cfg, log, nil))
+	if err != nil {
+		return meta.Status{}, fmt.Errorf("open metadata: %w", err)
+	}
+	st, err := db.Status(ctx)
+	return st, errors.Join(err, db.Close())
+}
+
 // metaConfig returns the configuration of the metadata store of cfg.
 func metaConfig(cfg config.Config, log *slog.Logger, failWrite func(path string) error) meta.Config {
 	mc := meta.Config{
