@@ -127,6 +127,14 @@ var rules = []rule{
 		except: []string{"internal/metrics"},
 	},
 	{
+		// pgtest, under meta, starts PostgreSQL for tests and makes
+		// their schemas.
+		name:   "pgx stays inside meta",
+		from:   []string{""},
+		forbid: []string{"github.com/jackc/pgx"},
+		except: []string{"internal/meta"},
+	},
+	{
 		name:   "pebble stays inside meta",
 		from:   []string{""},
 		forbid: []string{"github.com/cockroachdb/pebble"},

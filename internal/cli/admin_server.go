@@ -25,9 +25,50 @@ func adminServerCommands() []adminCmd {
 				"A pass over a large store takes a while, so --timeout has no limit by\n" +
 				"default here.",
 			timeout: noTimeout, setup: adminGC},
+		{name: "meta status", flagHint: "[--storage-path DIR] [--config FILE]", summary: "show the metadata engine and its schema version",
+			about: "Opens the metadata store named by --storage-path, --config and the\n" +
+				"COFFER_* variables (meta.kind, meta.postgres.*), as 'coffer serve' would,\n" +
+				"and shows its engine and schema version. A PostgreSQL schema is created\n" +
+				"or upgraded as a starting server would do it; a Pebble store must not be\n" +
+				"in use by a running server.",
+			setup: adminMetaStatus},
 		{name: "whoami", summary: "show whom the credentials belong to",
 			about: "Asks the server whom the access key belongs to: a quick check of the\nendpoint and the credentials.",
 			setup: noFlags(adminWhoAmI)},
+	}
+}
+
+// metaStatusResult is the --json output of admin meta status.
+type metaStatusResult struct {
+	Engine        string `json:"engine"`
+	SchemaVersion int    `json:"schema_version"`
+	KnownVersion  int    `json:"known_version"`
+}
+
+func adminMetaStatus(fs *flag.FlagSet) adminRun {
+	fs.String("storage-path", "", "data directory (default from COFFER_STORAGE_PATH, the config file, or ./data)")
+	fs.String("config", "", "TOML config file (default COFFER_CONFIG)")
+	return func(ctx context.Context, s *adminSession, _ []string) error {
+		var loadArgs []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "storage-path" || f.Name == "config" {
+				loadArgs = append(loadArgs, "--"+f.Name, f.Value.String())
+			}
+		})
+		cfg, err := config.Load(loadArgs, s.getenv)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		st, err := server.MetaStatus(ctx, cfg, newLogger(s.stderr, cfg.Log))
+		if err != nil {
+			return err
+		}
+		res := metaStatusResult{Engine: st.Engine, SchemaVersion: st.SchemaVersion, KnownVersion: st.KnownVersion}
+		if s.g.json {
+			return s.printJSON(res)
+		}
+		s.printf("engine: %s\nschema version: %d (this Coffer knows up to %d)\n", res.Engine, res.SchemaVersion, res.KnownVersion)
+		return nil
 	}
 }
 

@@ -556,6 +556,30 @@ func TestAdminGCOffline(t *testing.T) {
 	}
 }
 
+// TestAdminMetaStatus shows the engine and schema version of a stopped
+// server's metadata (the offline gc pass creates it).
+func TestAdminMetaStatus(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, nil, "admin", "meta", "status", "--storage-path", dir)
+	if code != 1 || !strings.Contains(stderr, "metadata: stat") {
+		t.Errorf("admin meta status without metadata: exit %d, stderr %q; want 1 and a clear error", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, nil, "admin", "gc", "--offline", "--storage-path", dir); code != 0 {
+		t.Fatalf("admin gc --offline: exit %d\nstderr: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir}, "admin", "meta", "status")
+	if want := "engine: pebble\nschema version: 1 (this Coffer knows up to 1)\n"; code != 0 || stdout != want {
+		t.Errorf("admin meta status: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
+	}
+	code, stdout, _ = runCLI(t, nil, "admin", "meta", "status", "--storage-path", dir, "--json")
+	var res metaStatusResult
+	decode(t, stdout, &res)
+	if want := (metaStatusResult{Engine: "pebble", SchemaVersion: 1, KnownVersion: 1}); code != 0 || res != want {
+		t.Errorf("admin meta status --json: exit %d, %+v; want %+v", code, res, want)
+	}
+}
+
 // TestAdminPresign checks the URL presign prints with a Verifier, as the
 // server would, without asking the server.
 func TestAdminPresign(t *testing.T) {

@@ -32,6 +32,12 @@ const (
 	BlobS3     = "s3"     // an upstream S3 bucket (gateway mode)
 )
 
+// Metadata engines accepted by the meta.kind setting.
+const (
+	MetaPebble   = "pebble"   // embedded, in <storage-path>/meta (the default)
+	MetaPostgres = "postgres" // a PostgreSQL database that several nodes share
+)
+
 // Log formats accepted by the log-format setting.
 const (
 	LogText = "text"
@@ -72,6 +78,9 @@ type Config struct {
 	// Fsync makes every acknowledged write durable (metadata commits and
 	// blob writes are fsynced). Turning it off is for benchmarks only.
 	Fsync bool
+
+	// Meta selects the metadata engine.
+	Meta Meta
 
 	// Blob selects the block store.
 	Blob Blob
@@ -153,6 +162,26 @@ type Disk struct {
 	// ReserveFraction caps the reserve at this share of the filesystem's
 	// size, so that a small volume is not mostly reserve.
 	ReserveFraction float64
+}
+
+// Meta selects the metadata engine.
+type Meta struct {
+	Kind     string // MetaPebble or MetaPostgres
+	Postgres Postgres
+}
+
+// Postgres is the PostgreSQL database of meta.kind postgres.
+type Postgres struct {
+	// URL is the connection string. A password in it is accepted only
+	// from the environment (COFFER_META_POSTGRES_URL): flags show up in
+	// ps, and files get copied around.
+	URL string
+	// PasswordFile, if set, names a file holding the password.
+	PasswordFile string
+	// MaxConns bounds the connection pool.
+	MaxConns int
+	// StatementTimeout bounds every statement and lock wait.
+	StatementTimeout time.Duration
 }
 
 // Blob selects the block store.
@@ -244,6 +273,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		Fsync:           true,
 		Disk:            Disk{Reserve: 256 << 20, ReserveFraction: 0.03},
+		Meta:            Meta{Kind: MetaPebble, Postgres: Postgres{MaxConns: 16, StatementTimeout: 30 * time.Second}},
 		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},

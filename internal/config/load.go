@@ -76,6 +76,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return Config{}, attribute(err, source)
 	}
+	if src, env := source["meta.postgres.url"], envName("meta.postgres.url"); src != "" && src != env && hasPassword(cfg.Meta.Postgres.URL) {
+		return Config{}, fmt.Errorf("meta.postgres.url (from %s) holds a password: give it only through %s, meta.postgres.password-file or a .pgpass file", src, env)
+	}
 	return cfg, nil
 }
 

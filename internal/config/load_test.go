@@ -83,6 +83,14 @@ func TestLoadPrecedence(t *testing.T) {
 			},
 		},
 		{
+			name: "postgres with the password from the environment",
+			env:  map[string]string{"COFFER_META_KIND": "postgres", "COFFER_META_POSTGRES_URL": "postgres://u:s3cret@db/coffer"},
+			args: []string{"--meta.postgres.max-conns", "4"},
+			want: func(c *Config) {
+				c.Meta.Kind, c.Meta.Postgres.URL, c.Meta.Postgres.MaxConns = MetaPostgres, "postgres://u:s3cret@db/coffer", 4
+			},
+		},
+		{
 			name: "console off in the file",
 			file: "console-address = \"\"\n",
 			want: func(c *Config) { c.ConsoleAddress = "" },
@@ -215,6 +223,12 @@ func TestLoadErrors(t *testing.T) {
 			wantErr: "COFFER_MASTER_KEY: a master key is 32 random bytes"},
 		{name: "only one root key", env: map[string]string{"COFFER_ROOT_ACCESS_KEY": "rootkey"},
 			wantErr: "COFFER_ROOT_ACCESS_KEY and COFFER_ROOT_SECRET_KEY must be set together"},
+		{name: "postgres without url", args: []string{"--meta.kind", "postgres"},
+			wantErr: "meta.postgres.url: required with meta.kind postgres"},
+		{name: "password in url flag", args: []string{"--meta.kind", "postgres", "--meta.postgres.url", "postgres://u:s3cret@db/coffer"},
+			wantErr: "meta.postgres.url (from flag --meta.postgres.url) holds a password: give it only through COFFER_META_POSTGRES_URL"},
+		{name: "password in url file", file: "[meta]\nkind = \"postgres\"\n[meta.postgres]\nurl = \"host=db password = s3cret\"\n",
+			wantErr: "holds a password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

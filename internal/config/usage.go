@@ -124,6 +124,17 @@ s3:DeleteObject and s3:ListBucket on it. Give every Coffer storage path its own
 ` + "`blob.s3.prefix`" + `: garbage collection deletes the blocks under its prefix that its
 own metadata does not reference.
 
+## Metadata in PostgreSQL
+
+With ` + "`meta.kind = \"postgres\"`" + ` the metadata lives in the PostgreSQL database of
+` + "`meta.postgres.url`" + ` instead of ` + "`<storage-path>/meta`" + `, so that several Coffer nodes can
+share it (docs/design/0011-postgres-metadata.md). The schema is created and
+upgraded at start; ` + "`coffer admin meta status`" + ` shows its version. A password in
+the URL is accepted only from ` + "`COFFER_META_POSTGRES_URL`" + `; otherwise give it with
+` + "`meta.postgres.password-file`" + ` or a ` + "`.pgpass`" + ` file. Multi-node operation (shared
+GC, IAM changes seen by every node) is not finished yet: run one node per
+database for now.
+
 ## Master key
 
 Secrets of users' access keys are stored sealed with AES-256-GCM under a
@@ -138,7 +149,7 @@ path: without it the users' secret keys cannot be recovered (root's can).
 
 | Path | Contents |
 | --- | --- |
-| ` + "`<storage-path>/meta/`" + ` | metadata (Pebble); locked while a server or ` + "`coffer admin gc`" + ` uses it |
+| ` + "`<storage-path>/meta/`" + ` | metadata (Pebble, with ` + "`meta.kind = \"pebble\"`" + `); locked while a server or ` + "`coffer admin gc`" + ` uses it |
 | ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `) |
 | ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
 | ` + "`<storage-path>/master-key`" + ` | generated master key (base64, mode 0600), unless ` + "`" + EnvMasterKey + "`" + ` is set |

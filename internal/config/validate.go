@@ -125,10 +125,53 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateObjects()...)
 	errs = append(errs, c.validateS3()...)
 	errs = append(errs, c.validateConsole()...)
+	errs = append(errs, c.validateMeta()...)
 	if err := checkRoot(c.Root.RootAccessKey, c.Root.RootSecretKey); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateMeta checks the PostgreSQL settings of meta.kind postgres.
+func (c Config) validateMeta() []error {
+	if c.Meta.Kind != MetaPostgres {
+		return nil
+	}
+	var errs []error
+	p := c.Meta.Postgres
+	if p.URL == "" {
+		errs = append(errs, &settingError{"meta.postgres.url", errors.New("required with meta.kind postgres")})
+	}
+	if p.MaxConns < 1 {
+		errs = append(errs, &settingError{"meta.postgres.max-conns", fmt.Errorf("%d is out of range: want at least 1", p.MaxConns)})
+	}
+	if p.StatementTimeout <= 0 {
+		errs = append(errs, &settingError{"meta.postgres.statement-timeout", errors.New("must be positive")})
+	}
+	return errs
+}
+
+// hasPassword reports whether a PostgreSQL connection string, of either
+// form, holds a password. It never returns the string in an error: the
+// password must not reach a log.
+func hasPassword(conn string) bool {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		u, err := url.Parse(conn)
+		if err != nil {
+			return true // cannot tell: assume the worst
+		}
+		if _, ok := u.User.Password(); ok {
+			return true
+		}
+		return u.Query().Has("password")
+	}
+	fs := strings.Fields(strings.ReplaceAll(conn, "=", " = ")) // key = value, spaces optional
+	for i := 0; i+1 < len(fs); i++ {
+		if fs[i] == "password" && fs[i+1] == "=" {
+			return true
+		}
+	}
+	return false
 }
 
 // validateBlobS3 checks the upstream of gateway mode: everything needed

@@ -24,15 +24,18 @@ func (db *DB) CreateBucketWith(ctx context.Context, b Bucket, configs map[string
 	mu := db.bucketLock(b.Name)
 	mu.Lock()
 	defer mu.Unlock()
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(b.Name, true)
 	k := bucketKey(b.Name)
-	_, err := db.kv.get(k, nil)
+	_, err := tx.get(k, nil)
 	if err == nil {
 		return ErrConflict
 	}
 	if !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("meta: read bucket %s: %w", b.Name, err)
 	}
-	batch := db.kv.newBatch()
+	batch := tx.newBatch()
 	defer batch.close()
 	batch.set(k, appendBucket(nil, &b))
 	// An explicit zero, replacing whatever a bucket of the same name left
@@ -109,8 +112,11 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	mu := db.bucketLock(name)
 	mu.Lock()
 	defer mu.Unlock()
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(name, true)
 	k := bucketKey(name)
-	if _, err := db.kv.get(k, nil); err != nil {
+	if _, err := tx.get(k, nil); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return ErrNotFound
 		}
@@ -119,7 +125,7 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	// Noncurrent versions and delete markers keep a bucket as its objects
 	// do, as in S3.
 	for _, t := range []byte{tableObject, tableHistory} {
-		empty, err := db.emptyRange(bucketPrefix(t, name))
+		empty, err := emptyRange(tx, bucketPrefix(t, name))
 		if err != nil {
 			return fmt.Errorf("meta: check bucket %s: %w", name, err)
 		}
@@ -127,7 +133,7 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 			return ErrBucketNotEmpty
 		}
 	}
-	uploads, err := db.bucketUploads(ctx, name)
+	uploads, err := db.bucketUploads(ctx, tx, name)
 	if err != nil {
 		return err
 	}
@@ -135,18 +141,18 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	// holds only its key's lock: take those (in stripe order, after the
 	// bucket lock, as every writer does) so no part lands after its upload
 	// is gone.
-	unlock := db.lockKeyStripes(uploads)
+	unlock := db.lockKeyStripes(tx, uploads)
 	defer unlock()
-	w := db.newWriter(now)
+	w := db.newWriter(tx, now)
 	defer w.close()
 	for _, u := range uploads {
-		parts, err := db.allParts(ctx, u.ID)
+		parts, err := db.allParts(ctx, tx, u.ID)
 		if err != nil {
 			return err
 		}
 		w.deleteUpload(u, parts, nil)
 	}
-	configs, err := db.bucketConfigNames(name)
+	configs, err := db.bucketConfigNames(tx, name)
 	if err != nil {
 		return fmt.Errorf("meta: read configurations of %s: %w", name, err)
 	}
@@ -162,12 +168,13 @@ func (db *DB) DeleteBucket(ctx context.Context, name string, now time.Time) erro
 	return nil
 }
 
-// bucketUploads returns every upload in progress in bucket.
-func (db *DB) bucketUploads(ctx context.Context, bucket string) ([]*Upload, error) {
+// bucketUploads returns every upload in progress in bucket, read through
+// r.
+func (db *DB) bucketUploads(ctx context.Context, r kvReader, bucket string) ([]*Upload, error) {
 	var out []*Upload
 	opt := UploadListOptions{Limit: 1000}
 	for {
-		page, more, err := db.ListUploads(ctx, bucket, opt)
+		page, more, err := db.listUploads(ctx, r, bucket, opt)
 		if err != nil {
 			return nil, err
 		}
@@ -184,8 +191,9 @@ func (db *DB) bucketUploads(ctx context.Context, bucket string) ([]*Upload, erro
 }
 
 // lockKeyStripes locks the key stripes of uploads in ascending order, each
-// once, and returns the function that unlocks them.
-func (db *DB) lockKeyStripes(uploads []*Upload) func() {
+// once, then their keys' locks in tx, and returns the function that
+// unlocks the stripes.
+func (db *DB) lockKeyStripes(tx kvTx, uploads []*Upload) func() {
 	stripes := make([]int, 0, len(uploads))
 	for _, u := range uploads {
 		stripes = append(stripes, db.keyStripe(u.Bucket, u.Key))
@@ -195,6 +203,13 @@ func (db *DB) lockKeyStripes(uploads []*Upload) func() {
 	for _, i := range stripes {
 		db.keyMu[i].Lock()
 	}
+	if len(uploads) > 0 {
+		keys := make([]string, len(uploads))
+		for i, u := range uploads {
+			keys[i] = u.Key
+		}
+		tx.lockKeys(uploads[0].Bucket, keys)
+	}
 	return func() {
 		for _, i := range stripes {
 			db.keyMu[i].Unlock()
@@ -202,9 +217,9 @@ func (db *DB) lockKeyStripes(uploads []*Upload) func() {
 	}
 }
 
-// emptyRange reports whether no key has prefix p.
-func (db *DB) emptyRange(p []byte) (bool, error) {
-	it, err := db.kv.newIter(p, successor(p))
+// emptyRange reports whether no key has prefix p, read through r.
+func emptyRange(r kvReader, p []byte) (bool, error) {
+	it, err := r.newIter(p, successor(p))
 	if err != nil {
 		return false, err
 	}

@@ -38,10 +38,13 @@ func (db *DB) PutBucketConfig(ctx context.Context, bucket, name string, doc []by
 	mu := db.bucketLock(bucket)
 	mu.RLock()
 	defer mu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	if err := db.checkBucket(tx, bucket); err != nil {
 		return err
 	}
-	b := db.kv.newBatch()
+	b := tx.newBatch()
 	defer b.close()
 	if doc == nil {
 		b.delete(configKey(bucket, name))
@@ -100,10 +103,11 @@ func (db *DB) BucketConfigs(ctx context.Context, name string) (map[string][]byte
 	return out, nil
 }
 
-// bucketConfigNames returns the names of bucket's configuration documents.
-func (db *DB) bucketConfigNames(bucket string) ([]string, error) {
+// bucketConfigNames returns the names of bucket's configuration documents,
+// read through r.
+func (db *DB) bucketConfigNames(r kvReader, bucket string) ([]string, error) {
 	p := bucketPrefix(tableConfig, bucket)
-	it, err := db.kv.newIter(p, successor(p))
+	it, err := r.newIter(p, successor(p))
 	if err != nil {
 		return nil, err
 	}

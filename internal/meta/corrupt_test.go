@@ -13,9 +13,11 @@ import (
 // TestCorruptRecords stores undecodable values under every kind of key and
 // checks that each reader reports corruption instead of panicking or
 // returning garbage.
-func TestCorruptRecords(t *testing.T) {
+func TestCorruptRecords(t *testing.T) { forEachEngine(t, testCorruptRecords) }
+
+func testCorruptRecords(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	id := strings.Repeat("e", UploadIDLen)
 	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "u", ID: id}); err != nil {

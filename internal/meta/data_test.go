@@ -10,9 +10,11 @@ import (
 // TestInlineDataLifecycle follows one key's data key through every kind of
 // replacement: it holds exactly the current inline version's bytes, and
 // nothing once the object has no inline data.
-func TestInlineDataLifecycle(t *testing.T) {
+func TestInlineDataLifecycle(t *testing.T) { forEachEngine(t, testInlineDataLifecycle) }
+
+func testInlineDataLifecycle(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	inline := func(v, data string) Object {
 		return Object{VersionID: v, Size: int64(len(data)), Inline: []byte(data)}
@@ -64,9 +66,11 @@ func TestInlineDataLifecycle(t *testing.T) {
 // TestInlineDataRemovedWithObject checks that the other writes that remove
 // an inline object — DeleteObjects and a completed multipart upload over
 // it — remove its data key in their batch.
-func TestInlineDataRemovedWithObject(t *testing.T) {
+func TestInlineDataRemovedWithObject(t *testing.T) { forEachEngine(t, testInlineDataRemovedWithObject) }
+
+func testInlineDataRemovedWithObject(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	for _, k := range []string{"a", "b", "up"} {
 		putObject(t, db, "bkt", k, Object{VersionID: "v" + k, Size: 3, Inline: []byte("abc")})
@@ -105,9 +109,11 @@ func TestInlineDataRemovedWithObject(t *testing.T) {
 
 // TestLegacyInlineRecord reads a version 1 record, which holds its data
 // itself, and replaces it.
-func TestLegacyInlineRecord(t *testing.T) {
+func TestLegacyInlineRecord(t *testing.T) { forEachEngine(t, testLegacyInlineRecord) }
+
+func testLegacyInlineRecord(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	old := Object{VersionID: "old", Size: 6, ETag: "e", Modified: testTime, Inline: []byte("legacy")}
 	b := db.kv.newBatch()
@@ -144,9 +150,11 @@ func TestLegacyInlineRecord(t *testing.T) {
 
 // TestObjectDataMissing: a current record whose data key is absent or
 // holds another version's bytes is corruption, not a race.
-func TestObjectDataMissing(t *testing.T) {
+func TestObjectDataMissing(t *testing.T) { forEachEngine(t, testObjectDataMissing) }
+
+func testObjectDataMissing(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	putObject(t, db, "bkt", "none", Object{VersionID: "v", Size: 3})
 	putObject(t, db, "bkt", "other", Object{VersionID: "v", Size: 3, Inline: []byte("abc")})
@@ -168,8 +176,10 @@ func TestObjectDataMissing(t *testing.T) {
 
 // TestObjectDataReusesBuffer: the data is read into the caller's buffer
 // when it fits.
-func TestObjectDataReusesBuffer(t *testing.T) {
-	db := openTest(t)
+func TestObjectDataReusesBuffer(t *testing.T) { forEachEngine(t, testObjectDataReusesBuffer) }
+
+func testObjectDataReusesBuffer(t *testing.T, e engine) {
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	putObject(t, db, "bkt", "k", Object{VersionID: "v", Size: 5, Inline: []byte("hello")})
 	buf := make([]byte, 0, 64)
@@ -185,7 +195,8 @@ func TestObjectDataReusesBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 4 {
+	// The bound is Pebble's; a query through pgx allocates more.
+	if allocs > 4 && e.name == EnginePebble {
 		t.Errorf("ObjectData allocates %.0f times per call, want ≤ 4", allocs)
 	}
 }

@@ -43,10 +43,20 @@ var ErrNoBucket = errors.New("meta: no such bucket")
 // objects or multipart uploads.
 var ErrBucketNotEmpty = errors.New("meta: bucket not empty")
 
+// Engines Config.Kind names.
+const (
+	EnginePebble   = "pebble"   // embedded, in Config.Dir (the default)
+	EnginePostgres = "postgres" // shared by every node, at Config.Postgres.URL
+)
+
 // Config configures the metadata store.
 type Config struct {
+	// Kind is the engine: EnginePebble (or "") or EnginePostgres.
+	Kind string
 	Dir  string // directory of the Pebble database
-	Sync bool   // fsync every commit (group-committed); default true via config
+	Sync bool   // make every commit durable (group-committed); default true via config
+	// Postgres configures the PostgreSQL engine.
+	Postgres PostgresConfig
 	// Logger receives Pebble's messages (routine ones at Debug) and the
 	// report of a failure (see DB.Err). Nil discards them.
 	Logger *slog.Logger `toml:"-"`
@@ -82,24 +92,39 @@ type DB struct {
 	keyMu    [keyStripes]sync.Mutex
 }
 
-// Open opens or creates the database in cfg.Dir. It fails if another
-// process (or another DB in this process) has the database open. A
+// Open opens or creates the database: in cfg.Dir with Pebble, where it
+// fails if another process (or another DB in this process) has the
+// database open; or in PostgreSQL, whose schema it creates or upgrades
+// first (postgres_schema.go). A
 // database written before usage accounting has its usage counted from its
 // records here, once (a scan of every object record).
 func Open(cfg Config) (*DB, error) {
-	if cfg.Dir == "" {
-		return nil, errors.New("meta: no directory configured")
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	fail := newFailure(log)
-	p, err := openPebble(cfg.Dir, log, fail, cfg.FailWrite)
-	if err != nil {
-		return nil, err
+	var e kv
+	switch cfg.Kind {
+	case "", EnginePebble:
+		if cfg.Dir == "" {
+			return nil, errors.New("meta: no directory configured")
+		}
+		p, err := openPebble(cfg.Dir, log, fail, cfg.FailWrite)
+		if err != nil {
+			return nil, err
+		}
+		e = p
+	case EnginePostgres:
+		p, err := openPostgres(context.Background(), cfg.Postgres, log)
+		if err != nil {
+			return nil, err
+		}
+		e = p
+	default:
+		return nil, fmt.Errorf("meta: unknown engine %q", cfg.Kind)
 	}
-	db := &DB{kv: p, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
+	db := &DB{kv: e, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
 	if err := db.migrate(context.Background(), log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -175,8 +200,8 @@ type writer struct {
 	queued   bool          // the batch queues garbage
 }
 
-func (db *DB) newWriter(now time.Time) *writer {
-	w := &writer{db: db, b: db.kv.newBatch(), r: db.kv, buf: db.getBuf(), now: now}
+func (db *DB) newWriter(tx kvTx, now time.Time) *writer {
+	w := &writer{db: db, b: tx.newBatch(), r: tx, buf: db.getBuf(), now: now}
 	w.usage = w.usageBuf[:0]
 	return w
 }
@@ -184,8 +209,8 @@ func (db *DB) newWriter(now time.Time) *writer {
 // newIndexedWriter returns a writer whose reads (w.r) see its own writes.
 // Versioned writes use one: they move records between tables and decide
 // from what the batch already holds.
-func (db *DB) newIndexedWriter(now time.Time) *writer {
-	b := db.kv.newIndexedBatch()
+func (db *DB) newIndexedWriter(tx kvTx, now time.Time) *writer {
+	b := tx.newIndexedBatch()
 	w := &writer{db: db, b: b, r: b, buf: db.getBuf(), now: now}
 	w.usage = w.usageBuf[:0]
 	return w
@@ -272,20 +297,20 @@ func blockSet(o *Object) map[string]bool {
 	return m
 }
 
-// checkBucket returns ErrNoBucket if bucket does not exist. The caller holds
-// the bucket's stripe.
-func (db *DB) checkBucket(bucket string) error {
-	_, err := db.bucketVersioning(bucket)
+// checkBucket returns ErrNoBucket if bucket does not exist, read through
+// r. The caller holds the bucket's stripe.
+func (db *DB) checkBucket(r kvReader, bucket string) error {
+	_, err := db.bucketVersioning(r, bucket)
 	return err
 }
 
 // bucketVersioning returns bucket's versioning state, or ErrNoBucket. The
 // caller holds the bucket's stripe, so the state holds until it lets go:
 // SetVersioning takes the stripe exclusively.
-func (db *DB) bucketVersioning(bucket string) (Versioning, error) {
+func (db *DB) bucketVersioning(r kvReader, bucket string) (Versioning, error) {
 	bp := db.getBuf()
 	defer db.putBuf(bp)
-	v, err := db.kv.get(bucketKey(bucket), *bp)
+	v, err := r.get(bucketKey(bucket), *bp)
 	*bp = v
 	if errors.Is(err, ErrNotFound) {
 		return 0, ErrNoBucket

@@ -162,9 +162,11 @@ func TestOpenUnwritableDir(t *testing.T) {
 	}
 }
 
-func TestBuckets(t *testing.T) {
+func TestBuckets(t *testing.T) { forEachEngine(t, testBuckets) }
+
+func testBuckets(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	for _, n := range []string{"b", "a", "c"} {
 		mustCreateBucket(t, db, n)
 	}
@@ -218,9 +220,11 @@ func TestBuckets(t *testing.T) {
 	}
 }
 
-func TestUpdateObject(t *testing.T) {
+func TestUpdateObject(t *testing.T) { forEachEngine(t, testUpdateObject) }
+
+func testUpdateObject(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	v1 := Object{VersionID: "v1", Size: 20, Blocks: []Block{{"b/1", 10}, {"b/2", 10}}}
 	putObject(t, db, "bkt", "k", v1)
@@ -268,9 +272,11 @@ func TestUpdateObject(t *testing.T) {
 	}
 }
 
-func TestDeleteObjects(t *testing.T) {
+func TestDeleteObjects(t *testing.T) { forEachEngine(t, testDeleteObjects) }
+
+func testDeleteObjects(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	for i := range 50 {
 		putObject(t, db, "bkt", fmt.Sprint(i), Object{VersionID: fmt.Sprint(i), Blocks: []Block{{Key: fmt.Sprintf("b/%02d", i), Size: 1}}})
@@ -294,9 +300,11 @@ func TestDeleteObjects(t *testing.T) {
 	}
 }
 
-func TestConcurrentUpdatesSerialise(t *testing.T) {
+func TestConcurrentUpdatesSerialise(t *testing.T) { forEachEngine(t, testConcurrentUpdatesSerialise) }
+
+func testConcurrentUpdatesSerialise(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	// Each writer increments a counter stored in the ETag; lost updates
 	// would show as a final count below the number of increments.
@@ -325,9 +333,11 @@ func TestConcurrentUpdatesSerialise(t *testing.T) {
 	}
 }
 
-func TestUploads(t *testing.T) {
+func TestUploads(t *testing.T) { forEachEngine(t, testUploads) }
+
+func testUploads(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	id := strings.Repeat("a", UploadIDLen)
 	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "k", ID: "short"}); err == nil {
@@ -449,9 +459,11 @@ func TestUploads(t *testing.T) {
 	}
 }
 
-func TestGarbageAndReferences(t *testing.T) {
+func TestGarbageAndReferences(t *testing.T) { forEachEngine(t, testGarbageAndReferences) }
+
+func testGarbageAndReferences(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	t0 := time.Unix(1700000000, 0)
 	for i := range 5 {
@@ -529,8 +541,10 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
-func TestCanceledContext(t *testing.T) {
-	db := openTest(t)
+func TestCanceledContext(t *testing.T) { forEachEngine(t, testCanceledContext) }
+
+func testCanceledContext(t *testing.T, e engine) {
+	db := e.open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for name, err := range map[string]error{

@@ -305,9 +305,11 @@ func TestCloseTimeout(t *testing.T) {
 
 // TestProbeWrite checks that the probe key stays outside every table: the
 // buckets, the usage count and its check do not see it.
-func TestProbeWrite(t *testing.T) {
+func TestProbeWrite(t *testing.T) { forEachEngine(t, testProbeWrite) }
+
+func testProbeWrite(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	for range 3 {
 		if err := db.ProbeWrite(ctx); err != nil {
 			t.Fatalf("ProbeWrite: %v", err)

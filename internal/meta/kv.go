@@ -1,13 +1,25 @@
 package meta
 
+import "context"
+
 // kv is the ordered key-value engine under DB. It is deliberately small so
-// that a second engine replaces one adapter file (pebble.go) without touching
-// the typed layer above it.
+// that an engine is one adapter (pebble.go; postgres.go and its helpers)
+// without touching the typed layer above it.
 //
 // Implementations must be safe for concurrent use. Keys and values passed in
 // are not retained after the call returns.
 type kv interface {
 	kvReader
+
+	// begin starts a transaction: the read-decide-write of one DB method.
+	// The method takes its in-process locks first, then the same locks in
+	// the transaction (lockBucket, lockKey), reads through it and commits
+	// one of its batches. An engine shared by several processes
+	// (PostgreSQL) makes the locks exact across them; an embedded one
+	// (Pebble), whose in-process locks are already exact, returns a
+	// transaction that is the store itself. ctx bounds the transaction's
+	// I/O. end must be called.
+	begin(ctx context.Context) kvTx
 
 	// newBatch returns an empty write batch.
 	newBatch() kvBatch
@@ -20,6 +32,29 @@ type kv interface {
 
 	// close releases the engine.
 	close() error
+}
+
+// kvTx is a transaction of the typed layer: reads, locks and at most one
+// batch that commits. Reads see the store as of each read, with every
+// write committed by an earlier holder of the locks taken; the locks hold
+// until end. A kvTx is used by one goroutine.
+type kvTx interface {
+	kvReader
+	// lockBucket takes bucket's lock, shared or exclusive, and lockKey
+	// and lockKeys the locks of keys of bucket, in the transaction. A
+	// method takes its bucket lock (if any) before its key locks, and all
+	// its key locks at once, so that locks are taken in one global order.
+	// Errors are reported by the next read or commit.
+	lockBucket(bucket string, exclusive bool)
+	lockKey(bucket, key string)
+	lockKeys(bucket string, keys []string)
+	// newBatch and newIndexedBatch return a batch whose commit commits
+	// the transaction.
+	newBatch() kvBatch
+	newIndexedBatch() kvIndexedBatch
+	// end releases the transaction, rolling it back if no batch
+	// committed.
+	end()
 }
 
 // kvReader reads the store, or the store through an indexed batch.

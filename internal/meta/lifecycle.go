@@ -297,7 +297,10 @@ func (db *DB) Expire(ctx context.Context, bucket string, targets []ExpireTarget,
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	v, err := db.bucketVersioning(bucket)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	v, err := db.bucketVersioning(tx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -305,10 +308,10 @@ func (db *DB) Expire(ctx context.Context, bucket string, targets []ExpireTarget,
 	for i, t := range targets {
 		keys[i] = t.Key
 	}
-	unlock := db.lockKeys(bucket, keys)
+	unlock := db.lockKeys(tx, bucket, keys)
 	defer unlock()
 
-	w := db.newIndexedWriter(now)
+	w := db.newIndexedWriter(tx, now)
 	defer w.close()
 	out := make([]Expired, len(targets))
 	n := 0

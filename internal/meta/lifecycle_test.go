@@ -70,9 +70,9 @@ func walkAll(t *testing.T, db *DB, opt WalkOptions) []WalkEntry {
 // versionedFixture makes a versioned bucket with keys in every state: an
 // object with noncurrent versions, a delete marker over versions, a delete
 // marker alone, a plain object, keys holding 0x00, and objects with tags.
-func versionedFixture(t *testing.T) *DB {
+func versionedFixture(t *testing.T, e engine) *DB {
 	t.Helper()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
@@ -93,8 +93,10 @@ func versionedFixture(t *testing.T) *DB {
 	return db
 }
 
-func TestWalkVersions(t *testing.T) {
-	db := versionedFixture(t)
+func TestWalkVersions(t *testing.T) { forEachEngine(t, testWalkVersions) }
+
+func testWalkVersions(t *testing.T, e engine) {
+	db := versionedFixture(t, e)
 	ctx := context.Background()
 	listing := func(prefix string) []string {
 		es, more, err := db.ListVersions(ctx, "bkt", VersionListOptions{Prefix: prefix, Limit: 1000})
@@ -190,7 +192,9 @@ func target(e WalkEntry, kind ExpireKind) ExpireTarget {
 	return ExpireTarget{Key: e.Key, Kind: kind, VersionID: e.Object.VersionID, HistoryID: e.HistoryID}
 }
 
-func TestExpire(t *testing.T) {
+func TestExpire(t *testing.T) { forEachEngine(t, testExpire) }
+
+func testExpire(t *testing.T, e engine) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
@@ -450,7 +454,7 @@ func TestExpire(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := openTest(t)
+			db := e.open(t)
 			mustCreateBucket(t, db, "bkt")
 			if tc.versioning != Unversioned {
 				if err := db.SetVersioning(ctx, "bkt", VersioningEnabled); err != nil {
@@ -498,7 +502,7 @@ func TestExpire(t *testing.T) {
 		})
 	}
 	t.Run("no bucket", func(t *testing.T) {
-		db := openTest(t)
+		db := e.open(t)
 		if _, err := db.Expire(ctx, "nope", nil, 0, t0, yes); !errors.Is(err, ErrNoBucket) {
 			t.Errorf("Expire in a missing bucket = %v, want ErrNoBucket", err)
 		}

@@ -68,7 +68,7 @@ func (db *DB) ListObjects(ctx context.Context, bucket string, opt ListOptions) (
 	if opt.StartAfter != "" {
 		start = append(append(bytes.Clone(w.base), opt.StartAfter...), 0)
 	}
-	truncated, err := db.walk(ctx, &w, start)
+	truncated, err := db.walk(ctx, db.kv, &w, start)
 	if err != nil {
 		return nil, false, fmt.Errorf("meta: list %s: %w", bucket, err)
 	}
@@ -98,6 +98,11 @@ type UploadEntry struct {
 // Keys containing 0x00 may sort out of place relative to a prefix of
 // themselves: the upload ID follows the key after a 0x00 separator.
 func (db *DB) ListUploads(ctx context.Context, bucket string, opt UploadListOptions) ([]UploadEntry, bool, error) {
+	return db.listUploads(ctx, db.kv, bucket, opt)
+}
+
+// listUploads is ListUploads, read through r.
+func (db *DB) listUploads(ctx context.Context, r kvReader, bucket string, opt UploadListOptions) ([]UploadEntry, bool, error) {
 	var out []UploadEntry
 	w := walker{
 		base:   bucketPrefix(tableUpload, bucket),
@@ -133,7 +138,7 @@ func (db *DB) ListUploads(ctx context.Context, bucket string, opt UploadListOpti
 	case opt.KeyMarker != "":
 		start = append(append(bytes.Clone(w.base), opt.KeyMarker...), 1)
 	}
-	truncated, err := db.walk(ctx, &w, start)
+	truncated, err := db.walk(ctx, r, &w, start)
 	if err != nil {
 		return nil, false, fmt.Errorf("meta: list uploads of %s: %w", bucket, err)
 	}
@@ -158,11 +163,11 @@ type walker struct {
 // ctxCheckEvery is how many keys a scan steps between context checks.
 const ctxCheckEvery = 256
 
-// walk scans from start (or the first key with the prefix) and emits up to
-// w.limit entries; it reports whether another entry follows.
-func (db *DB) walk(ctx context.Context, w *walker, start []byte) (bool, error) {
+// walk scans from start (or the first key with the prefix) through r and
+// emits up to w.limit entries; it reports whether another entry follows.
+func (db *DB) walk(ctx context.Context, r kvReader, w *walker, start []byte) (bool, error) {
 	lower := append(bytes.Clone(w.base), w.prefix...)
-	it, err := db.kv.newIter(lower, successor(lower))
+	it, err := r.newIter(lower, successor(lower))
 	if err != nil {
 		return false, err
 	}

@@ -61,8 +61,10 @@ func seedList(t testing.TB, db *DB) {
 	putObject(t, db, "bkt2", "a", Object{})
 }
 
-func TestListObjects(t *testing.T) {
-	db := openTest(t)
+func TestListObjects(t *testing.T) { forEachEngine(t, testListObjects) }
+
+func testListObjects(t *testing.T, e engine) {
+	db := e.open(t)
 	seedList(t, db)
 	for _, tc := range []struct {
 		name string
@@ -110,8 +112,10 @@ func TestListObjects(t *testing.T) {
 
 // TestListObjectsPaging pages through every listing with each page size and
 // checks that the pages concatenate to the reference listing.
-func TestListObjectsPaging(t *testing.T) {
-	db := openTest(t)
+func TestListObjectsPaging(t *testing.T) { forEachEngine(t, testListObjectsPaging) }
+
+func testListObjectsPaging(t *testing.T, e engine) {
+	db := e.open(t)
 	seedList(t, db)
 	rng := rand.New(rand.NewPCG(1, 2))
 	delims := []string{"", "/", "::", "語", "\x01"}
@@ -146,9 +150,11 @@ func TestListObjectsPaging(t *testing.T) {
 	}
 }
 
-func TestListUploads(t *testing.T) {
+func TestListUploads(t *testing.T) { forEachEngine(t, testListUploads) }
+
+func testListUploads(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	id := func(n int) string { return fmt.Sprintf("%032x", n) }
 	type up struct {

@@ -16,7 +16,7 @@ func (db *DB) Object(ctx context.Context, bucket, key string) (Object, error) {
 		return Object{}, err
 	}
 	var o Object
-	found, err := db.readObject(bucket, key, &o)
+	found, err := db.readObject(db.kv, bucket, key, &o)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -75,25 +75,25 @@ func (db *DB) ObjectData(ctx context.Context, bucket, key, versionID string, buf
 	return nil, v, fmt.Errorf("meta: object %s/%s version %s: %w", bucket, key, versionID, errMissingData)
 }
 
-// object reads the record of bucket/key without its inline data, returning
-// nil if it does not exist.
-func (db *DB) object(bucket, key string) (*Object, error) {
+// object reads the record of bucket/key through r without its inline data,
+// returning nil if it does not exist.
+func (db *DB) object(r kvReader, bucket, key string) (*Object, error) {
 	o := new(Object)
-	found, err := db.readObject(bucket, key, o)
+	found, err := db.readObject(r, bucket, key, o)
 	if !found {
 		return nil, err
 	}
 	return o, err
 }
 
-// readObject reads the record of bucket/key without its inline data into
+// readObject reads the record of bucket/key through r without its inline data into
 // o, reporting whether it exists. The value is read into a pooled buffer,
 // so that a version 1 record's inline data is not copied out of the store
 // into fresh memory.
-func (db *DB) readObject(bucket, key string, o *Object) (found bool, err error) {
+func (db *DB) readObject(r kvReader, bucket, key string, o *Object) (found bool, err error) {
 	bp := db.getBuf()
 	defer db.putBuf(bp)
-	v, err := db.kv.get(objectKey(nil, bucket, key), *bp)
+	v, err := r.get(objectKey(nil, bucket, key), *bp)
 	*bp = v
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
@@ -140,15 +140,19 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	v, err := db.bucketVersioning(bucket)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	v, err := db.bucketVersioning(tx, bucket)
 	if err != nil {
 		return err
 	}
 	kmu := db.keyLock(bucket, key)
 	kmu.Lock()
 	defer kmu.Unlock()
+	tx.lockKey(bucket, key)
 
-	old, err := db.object(bucket, key)
+	old, err := db.object(tx, bucket, key)
 	if err != nil {
 		return err
 	}
@@ -162,7 +166,7 @@ func (db *DB) UpdateObject(ctx context.Context, bucket, key string, now time.Tim
 	if v == Unversioned && nw.DeleteMarker && old == nil {
 		return nil
 	}
-	w := db.newWriterFor(v, now)
+	w := db.newWriterFor(tx, v, now)
 	defer w.close()
 	if err := w.putVersion(bucket, key, v, old, nw); err != nil {
 		return err
@@ -186,9 +190,9 @@ func (db *DB) DeleteObjects(ctx context.Context, bucket string, keys []string, n
 }
 
 // lockKeys locks the stripes of the given keys of bucket, each once and in
-// ascending order so that two multi-key writes cannot deadlock, and returns
-// the function that unlocks them.
-func (db *DB) lockKeys(bucket string, keys []string) func() {
+// ascending order so that two multi-key writes cannot deadlock, then the
+// keys' locks in tx, and returns the function that unlocks the stripes.
+func (db *DB) lockKeys(tx kvTx, bucket string, keys []string) func() {
 	stripes := make([]int, 0, len(keys))
 	for _, k := range keys {
 		stripes = append(stripes, db.keyStripe(bucket, k))
@@ -198,6 +202,7 @@ func (db *DB) lockKeys(bucket string, keys []string) func() {
 	for _, s := range stripes {
 		db.keyMu[s].Lock()
 	}
+	tx.lockKeys(bucket, keys)
 	return func() {
 		for _, s := range stripes {
 			db.keyMu[s].Unlock()
@@ -208,8 +213,8 @@ func (db *DB) lockKeys(bucket string, keys []string) func() {
 // deleteCurrent deletes the objects of keys (absent ones are skipped) from
 // an unversioned bucket in one batch, moving their blocks to the garbage
 // queue. The caller holds the bucket's and the keys' stripes.
-func (db *DB) deleteCurrent(bucket string, keys []string, now time.Time) error {
-	w := db.newWriter(now)
+func (db *DB) deleteCurrent(tx kvTx, bucket string, keys []string, now time.Time) error {
+	w := db.newWriter(tx, now)
 	defer w.close()
 	seen := make(map[string]bool, len(keys))
 	n := 0
@@ -218,7 +223,7 @@ func (db *DB) deleteCurrent(bucket string, keys []string, now time.Time) error {
 			continue
 		}
 		seen[k] = true
-		old, err := db.object(bucket, k)
+		old, err := db.object(tx, bucket, k)
 		if err != nil {
 			return err
 		}

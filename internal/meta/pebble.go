@@ -108,7 +108,10 @@ type pebbleKV struct {
 	closeTimeout time.Duration
 }
 
-var _ kv = (*pebbleKV)(nil)
+var (
+	_ kv   = (*pebbleKV)(nil)
+	_ kvTx = (*pebbleKV)(nil)
+)
 
 // openPebble opens or creates the database in dir, taking its directory lock
 // first so that a second process (or a second Open in this one) fails with a
@@ -207,6 +210,15 @@ func (p *pebbleKV) get(key, dst []byte) (_ []byte, err error) {
 	out := append(dst[:0], v...)
 	return out, closer.Close()
 }
+
+// begin returns p itself: the in-process locks DB takes are exact for an
+// embedded store, so a transaction is just the store, and costs nothing.
+func (p *pebbleKV) begin(context.Context) kvTx { return p }
+
+func (p *pebbleKV) lockBucket(string, bool)   {}
+func (p *pebbleKV) lockKey(string, string)    {}
+func (p *pebbleKV) lockKeys(string, []string) {}
+func (p *pebbleKV) end()                      {}
 
 func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch(), fail: p.fail} }
 

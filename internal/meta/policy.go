@@ -49,10 +49,13 @@ func (db *DB) writeBucketPolicy(ctx context.Context, bucket string, doc []byte) 
 	mu := db.bucketLock(bucket)
 	mu.RLock()
 	defer mu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	if err := db.checkBucket(tx, bucket); err != nil {
 		return err
 	}
-	b := db.kv.newBatch()
+	b := tx.newBatch()
 	defer b.close()
 	if doc == nil {
 		b.delete(policyKey(bucket))
@@ -74,7 +77,7 @@ func (db *DB) BucketPolicy(ctx context.Context, bucket string) ([]byte, error) {
 	mu := db.bucketLock(bucket)
 	mu.RLock()
 	defer mu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	if err := db.checkBucket(db.kv, bucket); err != nil {
 		return nil, err
 	}
 	v, err := db.kv.get(policyKey(bucket), nil)

@@ -19,10 +19,13 @@ func (db *DB) CreateUpload(ctx context.Context, u Upload) error {
 	bmu := db.bucketLock(u.Bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	if err := db.checkBucket(u.Bucket); err != nil {
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(u.Bucket, false)
+	if err := db.checkBucket(tx, u.Bucket); err != nil {
 		return err
 	}
-	w := db.newWriter(u.Initiated)
+	w := db.newWriter(tx, u.Initiated)
 	defer w.close()
 	w.b.set(uploadKey(u.Bucket, u.Key, u.ID), appendUpload((*w.buf)[:0], &u))
 	w.count(u.Bucket, Usage{Uploads: 1})
@@ -37,7 +40,7 @@ func (db *DB) Upload(ctx context.Context, bucket, key, id string) (Upload, error
 	if err := ctx.Err(); err != nil {
 		return Upload{}, err
 	}
-	u, err := db.upload(bucket, key, id)
+	u, err := db.upload(db.kv, bucket, key, id)
 	if err != nil {
 		return Upload{}, err
 	}
@@ -47,12 +50,13 @@ func (db *DB) Upload(ctx context.Context, bucket, key, id string) (Upload, error
 	return *u, nil
 }
 
-// upload reads an upload record, returning nil if it does not exist.
-func (db *DB) upload(bucket, key, id string) (*Upload, error) {
+// upload reads an upload record through r, returning nil if it does not
+// exist.
+func (db *DB) upload(r kvReader, bucket, key, id string) (*Upload, error) {
 	if len(id) != UploadIDLen {
 		return nil, nil // never created: CreateUpload insists on the length
 	}
-	v, err := db.kv.get(uploadKey(bucket, key, id), nil)
+	v, err := r.get(uploadKey(bucket, key, id), nil)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}
@@ -77,7 +81,10 @@ func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now t
 	kmu := db.keyLock(bucket, key)
 	kmu.Lock()
 	defer kmu.Unlock()
-	u, err := db.upload(bucket, key, id)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockKey(bucket, key)
+	u, err := db.upload(tx, bucket, key, id)
 	if err != nil {
 		return err
 	}
@@ -85,9 +92,9 @@ func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now t
 		return ErrNotFound
 	}
 	pk := partKey(id, p.Number)
-	w := db.newWriter(now)
+	w := db.newWriter(tx, now)
 	defer w.close()
-	old, err := db.kv.get(pk, nil)
+	old, err := tx.get(pk, nil)
 	delta := p.Size
 	switch {
 	case err == nil:
@@ -121,7 +128,7 @@ func (db *DB) Parts(ctx context.Context, id string, after, limit int) ([]Part, b
 	if after < 0 {
 		start = partPrefix(id)
 	}
-	err := db.scanParts(ctx, id, start, func(p Part) bool {
+	err := db.scanParts(ctx, db.kv, id, start, func(p Part) bool {
 		if len(out) >= limit {
 			truncated = true
 			return false
@@ -132,11 +139,11 @@ func (db *DB) Parts(ctx context.Context, id string, after, limit int) ([]Part, b
 	return out, truncated, err
 }
 
-// scanParts calls fn for each part of upload id from key start on, until fn
-// returns false.
-func (db *DB) scanParts(ctx context.Context, id string, start []byte, fn func(Part) bool) error {
+// scanParts calls fn for each part of upload id from key start on, read
+// through r, until fn returns false.
+func (db *DB) scanParts(ctx context.Context, r kvReader, id string, start []byte, fn func(Part) bool) error {
 	pp := partPrefix(id)
-	it, err := db.kv.newIter(pp, successor(pp))
+	it, err := r.newIter(pp, successor(pp))
 	if err != nil {
 		return fmt.Errorf("meta: list parts of %s: %w", id, err)
 	}
@@ -192,26 +199,30 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	v, err := db.bucketVersioning(bucket)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	v, err := db.bucketVersioning(tx, bucket)
 	if err != nil {
 		return err
 	}
 	kmu := db.keyLock(bucket, key)
 	kmu.Lock()
 	defer kmu.Unlock()
+	tx.lockKey(bucket, key)
 
-	u, err := db.upload(bucket, key, id)
+	u, err := db.upload(tx, bucket, key, id)
 	if err != nil {
 		return err
 	}
 	if u == nil {
 		return ErrNotFound
 	}
-	parts, err := db.allParts(ctx, id)
+	parts, err := db.allParts(ctx, tx, id)
 	if err != nil {
 		return err
 	}
-	old, err := db.object(bucket, key)
+	old, err := db.object(tx, bucket, key)
 	if err != nil {
 		return err
 	}
@@ -222,7 +233,7 @@ func (db *DB) CompleteUpload(ctx context.Context, bucket, key, id string, now ti
 	if nw == nil || nw.DeleteMarker {
 		return fmt.Errorf("meta: complete upload %s: no object record", id)
 	}
-	w := db.newWriterFor(v, now)
+	w := db.newWriterFor(tx, v, now)
 	defer w.close()
 	if err := w.putVersion(bucket, key, v, old, nw); err != nil {
 		return err
@@ -243,18 +254,21 @@ func (db *DB) AbortUpload(ctx context.Context, bucket, key, id string, now time.
 	kmu := db.keyLock(bucket, key)
 	kmu.Lock()
 	defer kmu.Unlock()
-	u, err := db.upload(bucket, key, id)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockKey(bucket, key)
+	u, err := db.upload(tx, bucket, key, id)
 	if err != nil {
 		return err
 	}
 	if u == nil {
 		return ErrNotFound
 	}
-	parts, err := db.allParts(ctx, id)
+	parts, err := db.allParts(ctx, tx, id)
 	if err != nil {
 		return err
 	}
-	w := db.newWriter(now)
+	w := db.newWriter(tx, now)
 	defer w.close()
 	w.deleteUpload(u, parts, nil)
 	if err := w.commit(); err != nil {
@@ -263,10 +277,11 @@ func (db *DB) AbortUpload(ctx context.Context, bucket, key, id string, now time.
 	return nil
 }
 
-// allParts returns every part of upload id in part-number order.
-func (db *DB) allParts(ctx context.Context, id string) ([]Part, error) {
+// allParts returns every part of upload id in part-number order, read
+// through r.
+func (db *DB) allParts(ctx context.Context, r kvReader, id string) ([]Part, error) {
 	var parts []Part
-	err := db.scanParts(ctx, id, partPrefix(id), func(p Part) bool {
+	err := db.scanParts(ctx, r, id, partPrefix(id), func(p Part) bool {
 		parts = append(parts, p)
 		return true
 	})

@@ -289,14 +289,17 @@ func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
 	mu := db.bucketLock(bucket)
 	mu.Lock()
 	defer mu.Unlock()
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, true)
 	uk := usageKey(nil, bucket)
-	stored, serr := db.kv.get(uk, nil)
+	stored, serr := tx.get(uk, nil)
 	if serr != nil && !errors.Is(serr, ErrNotFound) {
 		return false, fmt.Errorf("meta: read usage of %s: %w", bucket, serr)
 	}
-	b := db.kv.newBatch()
+	b := tx.newBatch()
 	defer b.close()
-	if err := db.checkBucket(bucket); errors.Is(err, ErrNoBucket) {
+	if err := db.checkBucket(tx, bucket); errors.Is(err, ErrNoBucket) {
 		if serr != nil {
 			return false, nil // already gone
 		}
@@ -307,13 +310,13 @@ func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
 		// CreateUpload and CompleteUpload need the bucket lock, held here;
 		// PutPart and AbortUpload need their key's: take those of every
 		// upload, as DeleteBucket does. No upload can start meanwhile.
-		uploads, err := db.bucketUploads(ctx, bucket)
+		uploads, err := db.bucketUploads(ctx, tx, bucket)
 		if err != nil {
 			return false, err
 		}
-		unlock := db.lockKeyStripes(uploads)
+		unlock := db.lockKeyStripes(tx, uploads)
 		defer unlock()
-		u, err := db.countBucket(ctx, bucket, uploads)
+		u, err := db.countBucket(ctx, tx, bucket, uploads)
 		if err != nil {
 			return false, err
 		}
@@ -330,12 +333,13 @@ func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
 	return true, nil
 }
 
-// countBucket sums bucket's objects and the given uploads with their parts.
-func (db *DB) countBucket(ctx context.Context, bucket string, uploads []*Upload) (Usage, error) {
+// countBucket sums bucket's objects and the given uploads with their parts,
+// read through r.
+func (db *DB) countBucket(ctx context.Context, r kvReader, bucket string, uploads []*Upload) (Usage, error) {
 	var u Usage
 	for _, t := range []byte{tableHistory, tableObject} {
 		p := bucketPrefix(t, bucket)
-		it, err := db.kv.newIter(p, successor(p))
+		it, err := r.newIter(p, successor(p))
 		if err != nil {
 			return Usage{}, err
 		}
@@ -358,7 +362,7 @@ func (db *DB) countBucket(ctx context.Context, bucket string, uploads []*Upload)
 		}
 	}
 	for _, up := range uploads {
-		parts, err := db.allParts(ctx, up.ID)
+		parts, err := db.allParts(ctx, r, up.ID)
 		if err != nil {
 			return Usage{}, err
 		}

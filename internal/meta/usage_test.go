@@ -86,7 +86,11 @@ func checkClean(t *testing.T, db *DB) {
 // operands are merged by the merger in a compaction, not only by reads.
 func compactAll(t testing.TB, db *DB) {
 	t.Helper()
-	p := db.kv.(*pebbleKV).db
+	pk, ok := db.kv.(*pebbleKV)
+	if !ok {
+		return // PostgreSQL: nothing to compact
+	}
+	p := pk.db
 	if err := p.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
 		t.Fatalf("Compact: %v", err)
 	}
@@ -99,27 +103,32 @@ func compactAll(t testing.TB, db *DB) {
 // delete and re-create — with reopens and compactions in between, and
 // checks after each step that the usage equals the model's and, often,
 // that it equals a recount of the records.
-func TestUsageRandomized(t *testing.T) {
+func TestUsageRandomized(t *testing.T) { forEachEngine(t, testUsageRandomized) }
+
+func testUsageRandomized(t *testing.T, e engine) {
 	steps := 600
 	if testing.Short() {
 		steps = 200
 	}
+	if e.name == EnginePostgres && raceEnabled {
+		steps /= 3
+	}
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
-			runUsageSequence(t, seed, steps)
+			runUsageSequence(t, e, seed, steps)
 		})
 	}
 }
 
 var errCondition = errors.New("precondition failed")
 
-func runUsageSequence(t *testing.T, seed uint64, steps int) {
+func runUsageSequence(t *testing.T, e engine, seed uint64, steps int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	dir := t.TempDir()
+	place := e.place(t)
 	open := func() *DB {
-		db, err := Open(Config{Dir: dir})
+		db, err := Open(e.config(place))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,9 +311,11 @@ func runUsageSequence(t *testing.T, seed uint64, steps int) {
 // delete objects and upload parts at once, and checks that the totals are
 // exact: per-writer keys have a known final state, and a key all writers
 // fight over is checked against a recount.
-func TestUsageConcurrentWriters(t *testing.T) {
+func TestUsageConcurrentWriters(t *testing.T) { forEachEngine(t, testUsageConcurrentWriters) }
+
+func testUsageConcurrentWriters(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	db.sync = false // the race is in the locks and batches, not the fsync
 	mustCreateBucket(t, db, "bkt")
 	const writers, rounds = 8, 60
@@ -601,9 +612,11 @@ func TestUsageCheckProblems(t *testing.T) {
 
 // TestUsageRepairWhileWriting repairs a bucket's usage while writers keep
 // changing it: the repair holds them off, so the result is exact.
-func TestUsageRepairWhileWriting(t *testing.T) {
+func TestUsageRepairWhileWriting(t *testing.T) { forEachEngine(t, testUsageRepairWhileWriting) }
+
+func testUsageRepairWhileWriting(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	db.sync = false
 	mustCreateBucket(t, db, "bkt")
 	id := strings.Repeat("9", UploadIDLen)

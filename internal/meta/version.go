@@ -97,11 +97,11 @@ func historyID(o *Object) string {
 // newWriterFor returns the writer a write under versioning v needs: an
 // indexed one for versioned buckets, whose writes move records between
 // tables and read what the batch already changed.
-func (db *DB) newWriterFor(v Versioning, now time.Time) *writer {
+func (db *DB) newWriterFor(tx kvTx, v Versioning, now time.Time) *writer {
 	if v == Unversioned {
-		return db.newWriter(now)
+		return db.newWriter(tx, now)
 	}
-	return db.newIndexedWriter(now)
+	return db.newIndexedWriter(tx, now)
 }
 
 // putVersion makes nw the latest version of bucket/key in a bucket with
@@ -500,7 +500,10 @@ func (db *DB) DeleteVersions(ctx context.Context, bucket string, refs []VersionR
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	v, err := db.bucketVersioning(bucket)
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	v, err := db.bucketVersioning(tx, bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -512,14 +515,14 @@ func (db *DB) DeleteVersions(ctx context.Context, bucket string, refs []VersionR
 			indexed = true
 		}
 	}
-	unlock := db.lockKeys(bucket, keys)
+	unlock := db.lockKeys(tx, bucket, keys)
 	defer unlock()
 
 	out := make([]Deleted, len(refs))
 	if !indexed {
-		return out, db.deleteCurrent(bucket, keys, now)
+		return out, db.deleteCurrent(tx, bucket, keys, now)
 	}
-	w := db.newIndexedWriter(now)
+	w := db.newIndexedWriter(tx, now)
 	defer w.close()
 	for i, r := range refs {
 		if out[i], err = w.deleteRef(bucket, v, r); err != nil {
@@ -628,8 +631,11 @@ func (db *DB) SetVersioning(ctx context.Context, bucket string, v Versioning) er
 	mu := db.bucketLock(bucket)
 	mu.Lock()
 	defer mu.Unlock()
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, true)
 	k := bucketKey(bucket)
-	val, err := db.kv.get(k, nil)
+	val, err := tx.get(k, nil)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return ErrNotFound
@@ -644,7 +650,7 @@ func (db *DB) SetVersioning(ctx context.Context, bucket string, v Versioning) er
 		return nil
 	}
 	b.Versioning = v
-	batch := db.kv.newBatch()
+	batch := tx.newBatch()
 	defer batch.close()
 	batch.set(k, appendBucket(nil, &b))
 	if err := batch.commit(db.sync); err != nil {
@@ -672,14 +678,18 @@ func (db *DB) ModifyVersion(ctx context.Context, bucket, key, id string, fn Modi
 	bmu := db.bucketLock(bucket)
 	bmu.RLock()
 	defer bmu.RUnlock()
-	if err := db.checkBucket(bucket); err != nil {
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockBucket(bucket, false)
+	if err := db.checkBucket(tx, bucket); err != nil {
 		return Object{}, err
 	}
 	kmu := db.keyLock(bucket, key)
 	kmu.Lock()
 	defer kmu.Unlock()
+	tx.lockKey(bucket, key)
 
-	cur, err := readCurrent(db.kv, bucket, key)
+	cur, err := readCurrent(tx, bucket, key)
 	if err != nil {
 		return Object{}, err
 	}
@@ -690,9 +700,9 @@ func (db *DB) ModifyVersion(ctx context.Context, bucket, key, id string, fn Modi
 		rec, current = cur, true
 	case id == "":
 	case id == NullVersionID:
-		rec, err = findNull(db.kv, bucket, key)
+		rec, err = findNull(tx, bucket, key)
 	default:
-		rec, err = historyByID(db.kv, bucket, key, id)
+		rec, err = historyByID(tx, bucket, key, id)
 	}
 	if err != nil {
 		return Object{}, err
@@ -703,12 +713,12 @@ func (db *DB) ModifyVersion(ctx context.Context, bucket, key, id string, fn Modi
 	if err := fn(rec); err != nil {
 		return Object{}, err
 	}
-	b := db.kv.newBatch()
+	b := tx.newBatch()
 	defer b.close()
 	if current {
 		// A version 1 record holds its inline data; the rewritten record
 		// does not, so the data moves to the data key in the same batch.
-		raw, err := db.kv.get(objectKey(nil, bucket, key), nil)
+		raw, err := tx.get(objectKey(nil, bucket, key), nil)
 		if err != nil {
 			return Object{}, fmt.Errorf("meta: read object %s/%s: %w", bucket, key, err)
 		}

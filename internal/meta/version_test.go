@@ -104,24 +104,32 @@ func versionStrings(es []VersionEntry) []string {
 // each step the whole version listing, every key's current object and
 // every version's record and data against a model of S3's rules, and the
 // usage against a recount.
-func TestVersionsRandomized(t *testing.T) {
+func TestVersionsRandomized(t *testing.T) { forEachEngine(t, testVersionsRandomized) }
+
+func testVersionsRandomized(t *testing.T, e engine) {
 	steps := 400
 	if testing.Short() {
 		steps = 150
 	}
+	if e.name == EnginePostgres {
+		steps /= 4 // its checks make thousands of queries a step
+		if raceEnabled {
+			steps /= 2
+		}
+	}
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Parallel()
-			runVersionSequence(t, seed, steps)
+			runVersionSequence(t, e, seed, steps)
 		})
 	}
 }
 
-func runVersionSequence(t *testing.T, seed uint64, steps int) {
+func runVersionSequence(t *testing.T, e engine, seed uint64, steps int) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 0xface))
-	dir := t.TempDir()
-	db := openAt(t, dir)
+	dir := e.place(t)
+	db := e.openAt(t, dir)
 	mustCreateBucket(t, db, "bkt")
 	m := &versionModel{keys: map[string][]modelVersion{}}
 	keys := []string{"a", "a/b", "a\x00", "b/c/d", "b", "z"}
@@ -221,7 +229,7 @@ func runVersionSequence(t *testing.T, seed uint64, steps int) {
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
-			db = openAt(t, dir)
+			db = e.openAt(t, dir)
 		default:
 			what = "compact"
 			compactAll(t, db)
@@ -308,9 +316,11 @@ func checkVersions(t *testing.T, db *DB, m *versionModel, at string, rng *rand.R
 // TestVersionsDelimiter lists versions with a delimiter and a prefix:
 // common prefixes roll up current and noncurrent versions alike, and a
 // truncated page that ends on a common prefix resumes after it.
-func TestVersionsDelimiter(t *testing.T) {
+func TestVersionsDelimiter(t *testing.T) { forEachEngine(t, testVersionsDelimiter) }
+
+func testVersionsDelimiter(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	if err := db.SetVersioning(ctx, "bkt", VersioningEnabled); err != nil {
 		t.Fatal(err)
@@ -374,9 +384,11 @@ func TestVersionsDelimiter(t *testing.T) {
 // TestVersionsKeepBlocks checks that noncurrent versions keep their blocks
 // out of the garbage queue and referenced for GC, and that deleting a
 // version queues exactly its blocks.
-func TestVersionsKeepBlocks(t *testing.T) {
+func TestVersionsKeepBlocks(t *testing.T) { forEachEngine(t, testVersionsKeepBlocks) }
+
+func testVersionsKeepBlocks(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	if err := db.SetVersioning(ctx, "bkt", VersioningEnabled); err != nil {
 		t.Fatal(err)
@@ -437,9 +449,11 @@ func TestVersionIDOrder(t *testing.T) {
 
 // TestBucketConfig stores, reads, lists and deletes configuration
 // documents, and checks that they go with their bucket.
-func TestBucketConfig(t *testing.T) {
+func TestBucketConfig(t *testing.T) { forEachEngine(t, testBucketConfig) }
+
+func testBucketConfig(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "a")
 	mustCreateBucket(t, db, "b")
 	if err := db.PutBucketConfig(ctx, "nope", "cors", []byte("x")); !errors.Is(err, ErrNoBucket) {
@@ -479,12 +493,14 @@ func TestBucketConfig(t *testing.T) {
 
 // TestModifyVersion changes tags of current and noncurrent versions in
 // place, and checks that nothing else moves: data, listing, usage.
-func TestModifyVersion(t *testing.T) {
+func TestModifyVersion(t *testing.T) { forEachEngine(t, testModifyVersion) }
+
+func testModifyVersion(t *testing.T, e engine) {
 	ctx := context.Background()
-	db := openTest(t)
+	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
 	// A version 1 record with its data inside, as old Coffers wrote it.
-	w := db.newWriter(testTime)
+	w := db.newWriter(db.kv.begin(context.Background()), testTime)
 	w.b.set(objectKey(nil, "bkt", "k"), appendObjectV1(nil, &Object{VersionID: "legacy", Size: 3, ETag: "e0", Modified: testTime, Inline: []byte("old")}))
 	w.count("bkt", Usage{Objects: 1, Bytes: 3})
 	if err := w.commit(); err != nil {

@@ -46,12 +46,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	if err := os.MkdirAll(cfg.StoragePath, 0o700); err != nil {
 		return nil, fmt.Errorf("create storage path: %w", err)
 	}
-	db, err := meta.Open(meta.Config{
-		Dir:       filepath.Join(cfg.StoragePath, metaDir),
-		Sync:      cfg.Fsync,
-		Logger:    log.With("component", "pebble"),
-		FailWrite: failWrite,
-	})
+	db, err := meta.Open(metaConfig(cfg, log, failWrite))
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
@@ -100,6 +95,41 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		st.objects.UseSpace(st.space)
 	}
 	return st, nil
+}
+
+// MetaStatus opens the metadata store of cfg, as a server would (creating
+// or upgrading a PostgreSQL schema), and returns its engine and schema
+// version. A Pebble store must not be open in a running server.
+func MetaStatus(ctx context.Context, cfg config.Config, log *slog.Logger) (meta.Status, error) {
+	if cfg.Meta.Kind != config.MetaPostgres {
+		if _, err := os.Stat(filepath.Join(cfg.StoragePath, metaDir)); err != nil {
+			return meta.Status{}, fmt.Errorf("metadata: %w", err)
+		}
+	}
+	db, err := meta.Open(metaConfig(cfg, log, nil))
+	if err != nil {
+		return meta.Status{}, fmt.Errorf("open metadata: %w", err)
+	}
+	st, err := db.Status(ctx)
+	return st, errors.Join(err, db.Close())
+}
+
+// metaConfig returns the configuration of the metadata store of cfg.
+func metaConfig(cfg config.Config, log *slog.Logger, failWrite func(path string) error) meta.Config {
+	mc := meta.Config{
+		Kind:      cfg.Meta.Kind,
+		Dir:       filepath.Join(cfg.StoragePath, metaDir),
+		Sync:      cfg.Fsync,
+		Logger:    log.With("component", cfg.Meta.Kind),
+		FailWrite: failWrite,
+	}
+	if cfg.Meta.Kind == config.MetaPostgres {
+		p := cfg.Meta.Postgres
+		mc.Dir = ""
+		mc.Postgres = meta.PostgresConfig{URL: p.URL, PasswordFile: p.PasswordFile,
+			MaxConns: p.MaxConns, StatementTimeout: p.StatementTimeout}
+	}
+	return mc
 }
 
 // close closes what openStorage opened, the block store first (nothing
