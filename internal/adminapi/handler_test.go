@@ -201,7 +201,7 @@ var wantActions = map[string]iam.Action{
 	"ListPolicies": "admin:ListPolicies", "PutPolicy": "admin:CreatePolicy", "GetPolicy": "admin:GetPolicy",
 	"DeletePolicy": "admin:DeletePolicy", "AttachPolicy": "admin:AttachPolicy", "DetachPolicy": "admin:DetachPolicy",
 	"SimulatePolicy": "admin:SimulatePolicy",
-	"ListBuckets": "s3:ListAllMyBuckets", "GetBucket": "s3:ListAllMyBuckets",
+	"ListBuckets":    "s3:ListAllMyBuckets", "GetBucket": "s3:ListAllMyBuckets",
 	"RunGC": "admin:RunGC", "RunLifecycle": "admin:RunLifecycle", "CheckUsage": "admin:CheckUsage",
 	"GetAuditLog": "admin:GetAuditLog", "ExportAuditLog": "admin:GetAuditLog",
 	"WhoAmI": "",
