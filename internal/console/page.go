@@ -31,7 +31,7 @@ type pageRoute struct {
 // pages is the console's navigation, in order; the first is the home
 // page.
 func pages() []page {
-	return []page{bucketsPage()}
+	return []page{bucketsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage()}
 }
 
 // funcs are the template functions of every page.
