@@ -39,5 +39,8 @@
 //
 // The navigation is the page registry (pages in page.go): each page has
 // a title, a path, templates rendered inside the shared layout and its
-// routes; adding one adds it to the navigation. Today: Buckets.
+// routes; adding one adds it to the navigation. Today: Buckets; Users,
+// Groups and Policies (directory.go: iam's management API, each page and
+// change authorized with the admin API's action for it); and the policy
+// simulator (iam.Simulate, the decision real requests get).
 package console
