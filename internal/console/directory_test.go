@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -152,10 +153,11 @@ func TestUsersAndKeys(t *testing.T) {
 	if resp.StatusCode != 200 || ak == nil || sk == nil {
 		t.Fatalf("create user: %d\n%s", resp.StatusCode, b)
 	}
+	sk[1] = html.UnescapeString(sk[1]) // base64's + is &#43; in HTML
 	if got, err := f.iam.SecretKey(ctx, ak[1]); err != nil || got != sk[1] {
 		t.Errorf("the secret shown is not the key's: %v", err)
 	}
-	if _, page := f.get(t, id, "/users/alice"); strings.Contains(page, sk[1]) {
+	if _, page := f.get(t, id, "/users/alice"); strings.Contains(html.UnescapeString(page), sk[1]) {
 		t.Error("the user's page shows the secret again")
 	}
 	resp = f.post(t, id, csrf, "/users", url.Values{"name": {"bad name!"}})
