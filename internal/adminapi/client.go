@@ -132,6 +132,14 @@ func (c *Client) CreateKey(ctx context.Context, in CreateKeyRequest) (NewKey, er
 	return out, err
 }
 
+// Simulate asks the policy simulator whether a request would be
+// allowed, and why.
+func (c *Client) Simulate(ctx context.Context, in SimulateRequest) (Simulation, error) {
+	var out Simulation
+	err := c.call(ctx, http.MethodPost, apiPath("simulate"), nil, in, &out)
+	return out, err
+}
+
 // Key describes an access key.
 func (c *Client) Key(ctx context.Context, accessKey string) (KeyInfo, error) {
 	var out KeyInfo

@@ -68,6 +68,10 @@ func TestClientRoundTrip(t *testing.T) {
 		{"Key", func(ctx context.Context, c *Client) (any, error) { return c.Key(ctx, "AK1") }, "Key(AK1)",
 			KeyInfo{AccessKey: "AK1", User: "alice", Description: "ci", Created: testTime}},
 		{"DeleteKey", func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteKey(ctx, "AK1") }, "DeleteKey(AK1)", nil},
+		{"Simulate", func(ctx context.Context, c *Client) (any, error) {
+			return c.Simulate(ctx, SimulateRequest{AccessKey: "AK1", Action: "s3:PutObject", Resource: "arn:aws:s3:::b/k"})
+		}, "Simulate(user=, key=AK1, s3:PutObject, b/k, ip=)",
+			Simulation{Reason: iam.ReasonAllowed, Message: "Allowed.", Deciding: []iam.Evaluation{}, Evaluated: []iam.Evaluation{}, Action: "s3:PutObject"}},
 		{"DisableKey", func(ctx context.Context, c *Client) (any, error) { return nil, c.DisableKey(ctx, "AK1") }, "SetKeyDisabled(AK1, true)", nil},
 		{"EnableKey", func(ctx context.Context, c *Client) (any, error) { return nil, c.EnableKey(ctx, "AK1") }, "SetKeyDisabled(AK1, false)", nil},
 		{"RotateKey", func(ctx context.Context, c *Client) (any, error) { return c.RotateKey(ctx, "AK1") }, "RotateKey(AK1)", wantNewKey},

@@ -55,6 +55,7 @@
 //	DELETE /policies/{name}             admin:DeletePolicy      → 204
 //	POST   /policies/{name}/attach      admin:AttachPolicy      AttachRequest → 204
 //	POST   /policies/{name}/detach      admin:DetachPolicy      AttachRequest → 204
+//	POST   /simulate                    admin:SimulatePolicy    SimulateRequest → Simulation
 //	GET    /buckets                     s3:ListAllMyBuckets     → BucketList
 //	GET    /buckets/{name}              s3:ListAllMyBuckets     → BucketInfo
 //	POST   /gc                          admin:RunGC             GCRequest → GCResult
@@ -65,6 +66,14 @@
 //	GET    /whoami                      (authentication only)   → WhoAmI
 //
 // Path segments are percent-decoded; names are validated by iam.
+//
+// POST /simulate is the policy simulator: whether a user (its identity
+// policies) or an access key (its user's, narrowed by the key's scope)
+// may do an action on a resource with given condition values, decided by
+// the code that decides real requests (iam.Simulate), with the reason and
+// the statements that decided. A denial is a 200 answer with "allowed":
+// false; errors are for malformed questions (400 InvalidInput) and
+// unknown users or keys (404 NoSuchEntity).
 //
 // The bucket endpoints answer with what a bucket holds (objects, bytes,
 // multipart uploads and their part bytes), counted exactly by the metadata

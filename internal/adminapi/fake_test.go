@@ -194,6 +194,19 @@ func (f *fakeBackend) SetPassword(_ context.Context, name, password string) erro
 	return f.record("SetPassword(%s, %d bytes)", name, len(password))
 }
 
+// Simulate records the question and answers allowed for s3:GetObject.
+func (f *fakeBackend) Simulate(_ context.Context, in iam.SimulateInput) (iam.Simulation, error) {
+	ip := ""
+	if in.Cond.SourceIP.IsValid() {
+		ip = in.Cond.SourceIP.String()
+	}
+	if err := f.record("Simulate(user=%s, key=%s, %s, %s/%s, ip=%s)", in.User, in.AccessKey, in.Action, in.Bucket, in.Key, ip); err != nil {
+		return iam.Simulation{}, err
+	}
+	return iam.Simulation{Allowed: in.Action == iam.GetObject, Reason: iam.ReasonAllowed, Message: "Allowed.",
+		Deciding: []iam.Evaluation{}, Evaluated: []iam.Evaluation{}, Principal: in.User, Action: in.Action}, nil
+}
+
 func (f *fakeBackend) CreateKey(_ context.Context, user string, opt iam.KeyOptions) (iam.NewKey, error) {
 	exp := ""
 	if !opt.Expires.IsZero() {

@@ -63,6 +63,8 @@ type Backend interface {
 	DeletePolicy(ctx context.Context, name string) error
 	AttachPolicy(ctx context.Context, policy string, t iam.Target) error
 	DetachPolicy(ctx context.Context, policy string, t iam.Target) error
+
+	Simulate(ctx context.Context, in iam.SimulateInput) (iam.Simulation, error)
 }
 
 var _ Backend = (*iam.IAM)(nil)

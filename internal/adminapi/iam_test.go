@@ -274,3 +274,51 @@ func TestWithIAMKeys(t *testing.T) {
 		t.Errorf("GC with negative grace: %v, want 400", err)
 	}
 }
+
+// TestSimulate asks the simulator through the API of a real iam: the
+// verdict, the deciding statement, input errors, and who may ask.
+func TestSimulate(t *testing.T) {
+	t.Parallel()
+	s := newRealServer(t)
+	ctx := t.Context()
+	doc := []byte(`{"Version":"2012-10-17","Statement":[{"Sid":"Read","Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*",` +
+		`"Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}`)
+	mustDo(t, "put policy", s.root.PutPolicy(ctx, "office-read", doc))
+	alice := must[CreateUserResponse](t, "create alice")(s.root.CreateUser(ctx, "alice"))
+	mustDo(t, "attach", s.root.AttachPolicy(ctx, "office-read", iam.Target{User: "alice"}))
+
+	in := SimulateRequest{User: "alice", Action: "s3:GetObject", Resource: "arn:aws:s3:::photos/a.jpg", Context: map[string]string{"aws:SourceIp": "10.1.2.3"}}
+	sim := must[Simulation](t, "simulate inside")(s.root.Simulate(ctx, in))
+	if !sim.Allowed || sim.Reason != iam.ReasonAllowed || len(sim.Deciding) != 1 || sim.Deciding[0].Policy != "office-read" || sim.Deciding[0].Sid != "Read" {
+		t.Errorf("simulate inside = %+v", sim)
+	}
+	in.Context["aws:SourceIp"] = "192.0.2.1"
+	sim = must[Simulation](t, "simulate outside")(s.root.Simulate(ctx, in))
+	if sim.Allowed || sim.Reason != iam.ReasonNoAllow {
+		t.Errorf("simulate outside = %+v", sim)
+	}
+	in.User, in.AccessKey = "", alice.AccessKey
+	in.Context = nil
+	sim = must[Simulation](t, "simulate key")(s.root.Simulate(ctx, in))
+	if sim.Allowed || sim.Principal != "alice (key "+alice.AccessKey+")" {
+		t.Errorf("simulate key without source ip = %+v", sim)
+	}
+
+	for _, tc := range []struct {
+		name string
+		in   SimulateRequest
+		code string
+	}{
+		{"no principal", SimulateRequest{Action: "s3:GetObject"}, CodeInvalidInput},
+		{"bad resource", SimulateRequest{User: "alice", Action: "s3:GetObject", Resource: "photos/a"}, CodeInvalidInput},
+		{"bad context key", SimulateRequest{User: "alice", Action: "s3:GetObject", Context: map[string]string{"aws:nope": "x"}}, CodeInvalidInput},
+		{"bad ip", SimulateRequest{User: "alice", Action: "s3:GetObject", Context: map[string]string{"aws:SourceIp": "x"}}, CodeInvalidInput},
+		{"unknown action", SimulateRequest{User: "alice", Action: "s3:Nope"}, CodeInvalidInput},
+		{"unknown user", SimulateRequest{User: "nobody", Action: "s3:GetObject"}, CodeNoSuchEntity},
+	} {
+		_, err := s.root.Simulate(ctx, tc.in)
+		wantCode(t, tc.name, err, tc.code)
+	}
+	_, err := s.as(t, alice.AccessKey, alice.SecretKey).Simulate(ctx, SimulateRequest{User: "alice", Action: "s3:GetObject"})
+	wantCode(t, "alice simulates", err, CodeAccessDenied)
+}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -62,6 +64,7 @@ var endpoints = []endpoint{
 	{"DeletePolicy", http.MethodDelete, "policies/{}", "admin:DeletePolicy", bodyNone, (*Handler).deletePolicy},
 	{"AttachPolicy", http.MethodPost, "policies/{}/attach", "admin:AttachPolicy", bodyJSON, (*Handler).attachPolicy},
 	{"DetachPolicy", http.MethodPost, "policies/{}/detach", "admin:DetachPolicy", bodyJSON, (*Handler).detachPolicy},
+	{"SimulatePolicy", http.MethodPost, "simulate", "admin:SimulatePolicy", bodyJSON, (*Handler).simulate},
 
 	{"ListBuckets", http.MethodGet, "buckets", iam.ListAllMyBuckets, bodyNone, (*Handler).listBuckets},
 	{"GetBucket", http.MethodGet, "buckets/{}", iam.ListAllMyBuckets, bodyNone, (*Handler).getBucket},
@@ -305,6 +308,37 @@ func (h *Handler) detachPolicy(ctx context.Context, rq *request) (any, error) {
 		return nil, err
 	}
 	return nil, h.iam.DetachPolicy(ctx, rq.vars[0], t)
+}
+
+// simulate answers whether a request would be allowed, and why, with the
+// decision real requests get (iam.Simulate).
+func (h *Handler) simulate(ctx context.Context, rq *request) (any, error) {
+	var in SimulateRequest
+	if err := decodeJSON(rq.body, &in); err != nil {
+		return nil, err
+	}
+	si, err := SimulateInput(in)
+	if err != nil {
+		return nil, err
+	}
+	return h.iam.Simulate(ctx, si)
+}
+
+// SimulateInput turns a SimulateRequest into iam's input: the resource
+// split into bucket and key, the context into conditions. Its errors wrap
+// iam.ErrInvalid.
+func SimulateInput(in SimulateRequest) (iam.SimulateInput, error) {
+	bucket, key, err := iam.ParseResource(in.Resource)
+	if err != nil {
+		return iam.SimulateInput{}, err
+	}
+	si := iam.SimulateInput{User: in.User, AccessKey: in.AccessKey, Action: iam.Action(in.Action), Bucket: bucket, Key: key}
+	for _, k := range slices.Sorted(maps.Keys(in.Context)) {
+		if err := si.Cond.SetCondition(k, in.Context[k]); err != nil {
+			return iam.SimulateInput{}, err
+		}
+	}
+	return si, nil
 }
 
 // maxGraceSeconds is the largest grace a time.Duration holds.

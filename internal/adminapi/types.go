@@ -53,7 +53,23 @@ type (
 	GroupInfo = iam.GroupInfo
 	// PolicyInfo describes a named policy.
 	PolicyInfo = iam.PolicyInfo
+	// Simulation is the policy simulator's answer: the verdict, why, and
+	// the statements that decided.
+	Simulation = iam.Simulation
 )
+
+// SimulateRequest is the body of POST /simulate: who (exactly one of
+// User and AccessKey), the action, the resource as an S3 ARN
+// (arn:aws:s3:::BUCKET or arn:aws:s3:::BUCKET/KEY; "" for actions on no
+// resource) and condition values by key (aws:SourceIp,
+// aws:SecureTransport, s3:prefix, …).
+type SimulateRequest struct {
+	User      string            `json:"user,omitempty"`
+	AccessKey string            `json:"accessKey,omitempty"`
+	Action    string            `json:"action"`
+	Resource  string            `json:"resource,omitempty"`
+	Context   map[string]string `json:"context,omitempty"`
+}
 
 // ErrorResponse is the body of every error response.
 type ErrorResponse struct {

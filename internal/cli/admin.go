@@ -208,6 +208,12 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return &usageError{msg: fmt.Sprintf(format, a...)} }
 
+// exitStatus ends a command with an exit status and no further message:
+// the command has printed its answer (a simulation that was denied).
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
 // runAdminCmd parses the flags and arguments of cmd, runs it and reports
 // the outcome.
 func runAdminCmd(ctx context.Context, cmd *adminCmd, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
@@ -270,6 +276,10 @@ func runAdminCmd(ctx context.Context, cmd *adminCmd, args []string, stdin io.Rea
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return usage(ue.msg)
+	}
+	var xe *exitStatus
+	if errors.As(err, &xe) {
+		return xe.code
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, s.describe(ctx, err))

@@ -89,6 +89,7 @@ func adminIAMCommands() []adminCmd {
 			summary: "detach a policy from a user or group",
 			about:   "Detaches the named policy from the user of --user or the group of --group.",
 			setup:   adminPolicyAttach(false)},
+		policySimulateCmd(),
 	}
 }
 

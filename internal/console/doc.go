@@ -39,7 +39,10 @@
 //
 // The navigation is the page registry (pages in page.go): each page has
 // a title, a path, templates rendered inside the shared layout and its
-// routes; adding one adds it to the navigation. Today: Buckets and
+// routes; adding one adds it to the navigation. Today: Buckets;
 // Objects (the object browser: browse.go, object_actions.go, upload.go,
-// access.go; uploads run web/static/browser.js).
+// access.go; uploads run web/static/browser.js); Users, Groups and
+// Policies (directory.go: iam's management API, each page and change
+// authorized with the admin API's action for it); and the policy
+// simulator (iam.Simulate, the decision real requests get).
 package console

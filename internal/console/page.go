@@ -36,7 +36,7 @@ type pageRoute struct {
 // pages is the console's navigation, in order; the first is the home
 // page.
 func pages() []page {
-	return []page{bucketsPage(), objectsPage()}
+	return []page{bucketsPage(), objectsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage()}
 }
 
 // funcs are the template functions of every page.

@@ -339,11 +339,7 @@ func (m *IAM) Principal(accessKeyID string) Principal {
 // ListBuckets unless a policy denies it explicitly, and sees the buckets
 // CanSeeBucket allows.
 func (m *IAM) Authorize(_ context.Context, rq Request) error {
-	p := rq.Principal
-	if p.Root && !p.Anonymous && m.isRoot(p.AccessKeyID) {
-		return nil
-	}
-	if m.decide(&rq) {
+	if m.authorize(&rq, nil) {
 		return nil
 	}
 	res := rq.Bucket
@@ -353,8 +349,20 @@ func (m *IAM) Authorize(_ context.Context, rq Request) error {
 	return s3err.New(s3err.AccessDenied, res)
 }
 
-// decide evaluates rq for a principal that is not root.
-func (m *IAM) decide(rq *Request) bool {
+// authorize decides rq. If tr is not nil, it records each policy
+// evaluated and why the decision fell as it did: Simulate and Authorize
+// run this same code, so an explanation cannot drift from the decision.
+func (m *IAM) authorize(rq *Request, tr *trace) bool {
+	p := rq.Principal
+	if p.Root && !p.Anonymous && m.isRoot(p.AccessKeyID) {
+		return tr.verdict(true, ReasonRoot)
+	}
+	return m.decide(rq, tr)
+}
+
+// decide evaluates rq for a principal that is not root, recording in tr
+// (if not nil) what it evaluated and why it decided.
+func (m *IAM) decide(rq *Request, tr *trace) bool {
 	c := m.context(rq)
 	var bp *policy.Policy
 	if rq.Bucket != "" {
@@ -362,45 +370,63 @@ func (m *IAM) decide(rq *Request) bool {
 	}
 	if rq.Principal.Anonymous {
 		if bp != nil {
-			switch bp.Evaluate(&c) {
+			switch tr.eval(bp, &c, Source{Kind: SourceBucket, Bucket: rq.Bucket}) {
 			case policy.Deny:
-				return false
+				return tr.verdict(false, ReasonExplicitDeny)
 			case policy.Allow:
-				return true
+				return tr.verdict(true, ReasonAllowed)
 			}
 		}
-		return rq.ACL != nil && rq.ACL()
+		if rq.ACL != nil && rq.ACL() {
+			return tr.verdict(true, ReasonACL)
+		}
+		return tr.verdict(false, ReasonNoAllow)
 	}
-	user, scope, ok := m.identity(rq.Principal, c.CurrentTime)
+	user, scope, key, ok := m.identity(rq.Principal, c.CurrentTime)
 	if !ok {
-		return false
+		return tr.verdict(false, ReasonInactive)
 	}
 	allowed := false
-	for _, ip := range user.policies {
-		switch ip.Evaluate(&c) {
+	for i, ip := range user.policies {
+		src := Source{Kind: SourceUser, Policy: user.refs[i].name, User: user.name}
+		if g := user.refs[i].group; g != "" {
+			src = Source{Kind: SourceGroup, Policy: user.refs[i].name, Group: g}
+		}
+		switch tr.eval(ip, &c, src) {
 		case policy.Deny:
-			return false
+			return tr.verdict(false, ReasonExplicitDeny)
 		case policy.Allow:
 			allowed = true
 		}
 	}
 	if bp != nil {
-		switch bp.Evaluate(&c) {
+		switch tr.eval(bp, &c, Source{Kind: SourceBucket, Bucket: rq.Bucket}) {
 		case policy.Deny:
-			return false
+			return tr.verdict(false, ReasonExplicitDeny)
 		case policy.Allow:
 			allowed = true
 		}
 	}
-	if scope != nil && scope.Evaluate(&c) != policy.Allow {
-		return false
+	if scope != nil {
+		switch tr.eval(scope, &c, Source{Kind: SourceKey, AccessKey: key}) {
+		case policy.Deny:
+			return tr.verdict(false, ReasonExplicitDeny)
+		case policy.NotApplicable:
+			return tr.verdict(false, ReasonOutsideScope)
+		}
 	}
 	if rq.Action == ListAllMyBuckets {
-		return true // no explicit deny: CanSeeBucket filters
+		return tr.verdict(true, ReasonListBuckets) // no explicit deny: CanSeeBucket filters
+	}
+	if allowed {
+		return tr.verdict(true, ReasonAllowed)
 	}
 	// An ACL grant allows what no policy does, but never against an
 	// explicit Deny or outside a key's scope (both checked above).
-	return allowed || rq.ACL != nil && rq.ACL()
+	if rq.ACL != nil && rq.ACL() {
+		return tr.verdict(true, ReasonACL)
+	}
+	return tr.verdict(false, ReasonNoAllow)
 }
 
 // context returns the policy evaluation context of rq.
@@ -464,7 +490,7 @@ func (m *IAM) CanSeeBucket(p Principal, bucket string) bool {
 	if p.Anonymous {
 		return false
 	}
-	user, scope, ok := m.identity(p, m.clock())
+	user, scope, _, ok := m.identity(p, m.clock())
 	if !ok {
 		return false
 	}
@@ -482,24 +508,24 @@ func (m *IAM) CanSeeBucket(p Principal, bucket string) bool {
 }
 
 // identity returns the user a principal that is neither root nor
-// anonymous acts as, with its access key's scope (nil for none), or false
-// if it may not act at now: its key is unknown, disabled or expired, or
-// its user disabled. A console session (Principal.Session) acts as its
-// user with no scope.
-func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, bool) {
+// anonymous acts as, with its access key's scope (nil for none) and ID,
+// or false if it may not act at now: its key is unknown, disabled or
+// expired, or its user disabled. A console session (Principal.Session)
+// acts as its user with no scope.
+func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, string, bool) {
 	snap := m.snap.Load()
 	if p.Session {
 		u, ok := snap.users[p.User]
 		if !ok || u.disabled {
-			return nil, nil, false
+			return nil, nil, "", false
 		}
-		return u, nil, true
+		return u, nil, "", true
 	}
 	k, ok := snap.keys[p.AccessKeyID]
 	if !ok || !k.usable(now) {
-		return nil, nil, false
+		return nil, nil, "", false
 	}
-	return k.user, k.scope, true
+	return k.user, k.scope, k.id, true
 }
 
 // ParseBucketPolicy checks doc as bucket's policy and reports whether it

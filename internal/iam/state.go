@@ -215,6 +215,14 @@ type liveUser struct {
 	name     string
 	disabled bool
 	policies []*policy.Policy
+	refs     []policyRef // refs[i] names policies[i], for explanations
+}
+
+// policyRef names an identity policy of a user: the policy's name and,
+// if the user has it through a group, the group's (the first in name
+// order when several give it).
+type policyRef struct {
+	name, group string
 }
 
 // usable reports whether k may sign requests at now.
@@ -256,7 +264,7 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 	for un, u := range d.Users {
 		lu := &liveUser{name: un, disabled: u.Disabled}
 		seen := make(map[string]bool)
-		add := func(names []string) error {
+		add := func(names []string, group string) error {
 			for _, pn := range names {
 				if seen[pn] {
 					continue
@@ -267,16 +275,17 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 					return fmt.Errorf("iam: user %q: attached policy %q does not exist", un, pn)
 				}
 				lu.policies = append(lu.policies, p)
+				lu.refs = append(lu.refs, policyRef{name: pn, group: group})
 			}
 			return nil
 		}
-		if err := add(u.Policies); err != nil {
+		if err := add(u.Policies, ""); err != nil {
 			return nil, err
 		}
 		gs := groupsOf[un]
 		slices.Sort(gs)
 		for _, gn := range gs {
-			if err := add(d.Groups[gn].Policies); err != nil {
+			if err := add(d.Groups[gn].Policies, gn); err != nil {
 				return nil, err
 			}
 		}

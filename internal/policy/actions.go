@@ -34,6 +34,7 @@ const (
 	AdminServerInfo         = "admin:ServerInfo"
 	AdminCheckUsage         = "admin:CheckUsage"
 	AdminGetAuditLog        = "admin:GetAuditLog"
+	AdminSimulatePolicy     = "admin:SimulatePolicy"
 )
 
 // knownActions is every action a policy may name: all actions of the
@@ -238,6 +239,7 @@ var knownActions = [...]string{
 	AdminCheckUsage,
 	AdminGetAuditLog,
 	AdminSetUserPassword,
+	AdminSimulatePolicy,
 }
 
 const numActions = len(knownActions)

@@ -94,6 +94,11 @@ func runEval(t *testing.T, parse func(testing.TB, string) *Policy, cases []evalC
 			if got := p.Evaluate(&tc.ctx); got != tc.want {
 				t.Errorf("Evaluate(%+v) = %v, want %v\npolicy: %s", tc.ctx, got, tc.want, tc.doc)
 			}
+			// Explain must decide as Evaluate does, naming a statement
+			// exactly when one decided.
+			if got, ref := p.Explain(&tc.ctx); got != tc.want || (got == NotApplicable) != (ref.Index == 0) {
+				t.Errorf("Explain(%+v) = %v, %+v; want %v\npolicy: %s", tc.ctx, got, ref, tc.want, tc.doc)
+			}
 		})
 	}
 }

@@ -99,6 +99,7 @@ func parse(doc []byte, bucket string) (*Policy, error) {
 			e.Statement, e.Sid = i+1, s.sid
 			return nil, e
 		}
+		s.index = i + 1
 		// IAM requires unique Sids; S3 keeps bucket policies whose
 		// statements share one (cloud-custodian/cloud-custodian#3609 met
 		// them in the wild), so Coffer does too.

@@ -192,6 +192,7 @@ type Policy struct {
 // A statement is one compiled element of Statement.
 type statement struct {
 	sid         string
+	index       int // 1-based position in the document
 	effect      Decision
 	notAction   bool
 	actions     actionSet
@@ -248,6 +249,32 @@ func (p *Policy) Raw() []byte { return append([]byte(nil), p.raw...) }
 // condition match. Evaluate allocates nothing for canonical action names
 // (as spelt in the Service Authorization Reference).
 func (p *Policy) Evaluate(c *Context) Decision {
+	d, _ := p.evaluate(c)
+	return d
+}
+
+// StatementRef names one statement of a policy document: its 1-based
+// position and its Sid, if it has one.
+type StatementRef struct {
+	Index int
+	Sid   string
+}
+
+// Explain decides c exactly as Evaluate does and also returns the
+// statement that decided: the first Deny statement that applies, else the
+// first Allow statement that applies; the zero StatementRef for
+// NotApplicable.
+func (p *Policy) Explain(c *Context) (Decision, StatementRef) {
+	d, s := p.evaluate(c)
+	if s == nil {
+		return d, StatementRef{}
+	}
+	return d, StatementRef{Index: s.index, Sid: s.sid}
+}
+
+// evaluate is Evaluate, returning the deciding statement too (nil for
+// NotApplicable).
+func (p *Policy) evaluate(c *Context) (Decision, *statement) {
 	ai, known := actionIndex[c.Action]
 	lower := ""
 	if !known {
@@ -258,10 +285,10 @@ func (p *Policy) Evaluate(c *Context) Decision {
 	for i := range p.stmts {
 		s := &p.stmts[i]
 		if s.applies(c, ai, known, lower) {
-			return s.effect
+			return s.effect, s
 		}
 	}
-	return NotApplicable
+	return NotApplicable, nil
 }
 
 func (s *statement) applies(c *Context, ai int, known bool, lower string) bool {
