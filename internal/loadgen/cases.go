@@ -120,7 +120,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 		mc := MixedConfig{
 			Size: c.Size, Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds,
 			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep, Label: c.Name, Payload: cfg.Payload,
-			Progress: cfg.Progress.Progress, TTY: cfg.Progress.TTY,
+			Progress: cfg.Progress.Progress, TTY: cfg.Progress.TTY, Flood: c.Flood,
 		}
 		if cfg.Profile != nil {
 			p := *cfg.Profile

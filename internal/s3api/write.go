@@ -154,7 +154,7 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 	// report it; the service's own resource names go to the log only.
 	out.Resource = r.URL.Path
 	status := out.Status()
-	h.drainBody(rq)
+	h.drainBody(r, rq)
 
 	hdr := w.Header()
 	keep := make(http.Header, len(keptOnError)+len(keptOnNotModified))
@@ -214,20 +214,30 @@ func extra(e *s3err.Error, name string) (string, bool) {
 // sees a reset instead of the error (a failed precondition on a large PUT,
 // say); draining lets it read the answer. Anonymous and unauthenticated
 // requests get the smaller bound, so a stranger cannot make the server read
-// much; beyond the bound net/http closes the connection.
+// much; beyond the bound net/http closes the connection. A stranger's body
+// that declares more than the bound, or no length, is not read at all: the
+// answer goes out at once and the connection is closed, so that strangers
+// trickling bodies cannot keep handlers (and the connection limit's slots)
+// busy for drainTimeout each.
 const (
 	maxDrainAuthenticated = 64 << 20
 	maxDrainOther         = 256 << 10
 )
 
 // drainBody discards what is left of the request body, within bounds.
-func (h *Handler) drainBody(rq *request) {
+func (h *Handler) drainBody(r *http.Request, rq *request) {
 	if rq.rawBody == nil || rq.rawBody == http.NoBody {
 		return
 	}
 	limit := int64(maxDrainOther)
 	if rq.auth != nil && !rq.principal.Anonymous && rq.principal.AccessKeyID != "" {
 		limit = maxDrainAuthenticated
+	}
+	if limit == maxDrainOther && (r.ContentLength < 0 || r.ContentLength > maxDrainOther) {
+		if rq.idle.rc != nil {
+			rq.idle.final(0) // net/http's own discard fails at once: it closes the connection
+		}
+		return
 	}
 	if rq.idle.rc != nil {
 		// A client that stopped sending must not hold the handler (and,

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
@@ -15,9 +16,10 @@ import (
 // limit, a new connection closes one without a request in progress: the
 // oldest of those that have not yet sent a whole request (idle sockets,
 // slowloris clients still trickling headers), else the one idle longest
-// between keep-alive requests — so clients that send nothing cannot lock
-// out those that do, and the pools of clients that already did are the
-// last to go. If every connection has a request in progress the new one
+// between keep-alive requests if that has been idle for minIdleEvict — so
+// clients that send nothing cannot lock out those that do, and a client
+// between two requests on its pool's connection keeps it. Otherwise (every
+// connection has a request in progress or is a busy client's) the new one
 // is closed at once (the requests themselves are bounded by s3api's
 // request limit). Connections beyond those net/http accepts wait in the
 // kernel's listen backlog, where they cost the process nothing.
@@ -25,12 +27,13 @@ import (
 // Its track method must be the http.Server's ConnState hook.
 type connLimit struct {
 	net.Listener
-	max int
+	max     int
+	minIdle time.Duration // minIdleEvict; tests shorten it
 
 	mu    sync.Mutex
 	conns map[net.Conn]*list.Element // every open connection → its place in fresh or idle, nil while it has a request in progress
 	fresh *list.List                 // of net.Conn that have not sent a whole request yet, oldest first
-	idle  *list.List                 // of net.Conn idle between keep-alive requests, longest idle first
+	idle  *list.List                 // of idleConn between keep-alive requests, longest idle first
 
 	evicted atomic.Int64 // waiting connections closed to make room
 	refused atomic.Int64 // new connections closed because none could be
@@ -40,8 +43,19 @@ type connLimit struct {
 // eviction passes over (see pending).
 const maxSkipPending = 16
 
+// minIdleEvict is how long a keep-alive connection must have been idle to
+// be closed for a new one: a client's connection between two of its
+// requests is not.
+const minIdleEvict = time.Second
+
+// idleConn is a connection idle between requests, and since when.
+type idleConn struct {
+	c     net.Conn
+	since time.Time
+}
+
 func newConnLimit(ln net.Listener, max int) *connLimit {
-	return &connLimit{Listener: ln, max: max, conns: make(map[net.Conn]*list.Element), fresh: list.New(), idle: list.New()}
+	return &connLimit{Listener: ln, max: max, minIdle: minIdleEvict, conns: make(map[net.Conn]*list.Element), fresh: list.New(), idle: list.New()}
 }
 
 // Accept returns the next connection, making room for it first.
@@ -65,7 +79,9 @@ func (l *connLimit) Accept() (net.Conn, error) {
 				e = l.fresh.Front()
 			}
 			if e == nil {
-				e = l.idle.Front()
+				if f := l.idle.Front(); f != nil && time.Since(f.Value.(idleConn).since) >= l.minIdle {
+					e = f
+				}
 			}
 			if e == nil {
 				l.mu.Unlock()
@@ -73,7 +89,11 @@ func (l *connLimit) Accept() (net.Conn, error) {
 				c.Close()
 				continue
 			}
-			victim = e.Value.(net.Conn)
+			if ic, ok := e.Value.(idleConn); ok {
+				victim = ic.c
+			} else {
+				victim = e.Value.(net.Conn)
+			}
 			l.remove(e)
 			delete(l.conns, victim)
 		}
@@ -103,7 +123,7 @@ func (l *connLimit) track(c net.Conn, state http.ConnState) {
 		}
 	case http.StateIdle:
 		if e == nil {
-			l.conns[c] = l.idle.PushBack(c)
+			l.conns[c] = l.idle.PushBack(idleConn{c, time.Now()})
 		}
 	case http.StateClosed, http.StateHijacked:
 		if e != nil {

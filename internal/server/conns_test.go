@@ -20,6 +20,7 @@ func TestConnLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := newConnLimit(ln, 2)
+	l.minIdle = 0 // see TestConnLimitBusyIdle for the wait
 	release := make(chan struct{})
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -130,6 +131,7 @@ func TestConnLimitOrder(t *testing.T) {
 	t.Parallel()
 	in := chanListener{c: make(chan net.Conn, 1)}
 	l := newConnLimit(in, 2)
+	l.minIdle = 0
 	accept := func() (server, client net.Conn) {
 		t.Helper()
 		server, client = net.Pipe()
@@ -161,4 +163,46 @@ func TestConnLimitOrder(t *testing.T) {
 	if l.evicted.Load() != 2 || l.open() != 2 {
 		t.Errorf("evicted %d, open %d; want 2 and 2", l.evicted.Load(), l.open())
 	}
+}
+
+// TestConnLimitBusyIdle: a keep-alive connection idle for less than
+// minIdle (a client between two requests) is not closed for a new
+// connection; the new one is.
+func TestConnLimitBusyIdle(t *testing.T) {
+	t.Parallel()
+	in := chanListener{c: make(chan net.Conn, 2)}
+	l := newConnLimit(in, 1)
+	l.minIdle = time.Hour
+	a, aClient := net.Pipe()
+	defer a.Close()
+	defer aClient.Close()
+	in.c <- a
+	if c, err := l.Accept(); err != nil || c != a {
+		t.Fatalf("Accept = %v, %v", c, err)
+	}
+	l.track(a, http.StateActive)
+	l.track(a, http.StateIdle)
+	b, bClient := net.Pipe()
+	defer bClient.Close()
+	in.c <- b
+	// Accept refuses b and waits for the next connection: give it one the
+	// limit refuses too, then stop.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.Accept()
+	}()
+	bClient.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := bClient.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the new connection was not closed: %v", err)
+	}
+	if l.refused.Load() != 1 || l.evicted.Load() != 0 || l.open() != 1 {
+		t.Errorf("refused %d, evicted %d, open %d; want 1, 0, 1", l.refused.Load(), l.evicted.Load(), l.open())
+	}
+	l.track(a, http.StateClosed)
+	c, cClient := net.Pipe()
+	defer c.Close()
+	defer cClient.Close()
+	in.c <- c // room now: accepted, and the goroutine ends
+	<-done
 }
