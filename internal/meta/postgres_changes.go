@@ -132,14 +132,16 @@ func (db *DB) Shared() bool {
 }
 
 // WatchChanges calls fn, on its own goroutine, for every change of cached
-// state committed by any node, until ctx ends; it returns nil then. A
+// state committed by any node, until ctx ends; it returns nil then. If fn
+// fails (its reload could not read the store), the change is reported
+// again, as a change of all of its kind, at the next poll. A
 // change reaches fn within milliseconds through the listener connection,
 // and within ChangePoll through the poll of the change counters when that
 // connection is down. When the listener (re)connects, fn is called once
 // for every kind with Bucket "", since changes may have been missed. Errors
 // are logged and retried. With an embedded engine (Pebble) there is
 // nobody else to hear from: it waits for ctx and returns nil.
-func (db *DB) WatchChanges(ctx context.Context, fn func(Change)) error {
+func (db *DB) WatchChanges(ctx context.Context, fn func(Change) error) error {
 	p, ok := db.kv.(*pgKV)
 	if !ok {
 		<-ctx.Done()
@@ -153,8 +155,8 @@ func (db *DB) WatchChanges(ctx context.Context, fn func(Change)) error {
 // listener after a failure.
 const listenRetry = time.Second
 
-func (p *pgKV) watch(ctx context.Context, fn func(Change)) {
-	w := &pgWatcher{p: p, fn: fn, seen: make(map[ChangeKind]int64)}
+func (p *pgKV) watch(ctx context.Context, fn func(Change) error) {
+	w := &pgWatcher{p: p, fn: fn, seen: make(map[ChangeKind]int64), failed: make(map[ChangeKind]bool)}
 	defer w.closeConn()
 	nextPoll := time.Now()
 	var retryAt time.Time
@@ -173,7 +175,7 @@ func (p *pgKV) watch(ctx context.Context, fn func(Change)) {
 				w.poll(ctx, false)
 				nextPoll = time.Now().Add(ChangePoll)
 				for _, k := range changeKinds {
-					fn(Change{Kind: k})
+					w.report(ctx, Change{Kind: k})
 				}
 			}
 		}
@@ -202,7 +204,7 @@ func (p *pgKV) watch(ctx context.Context, fn func(Change)) {
 		case ctx.Err() != nil:
 			return
 		case err == nil:
-			w.notified(n.Channel, n.Payload)
+			w.notified(ctx, n.Channel, n.Payload)
 		case errors.Is(err, context.DeadlineExceeded) && !w.conn.IsClosed():
 			// Time to poll.
 		default:
@@ -216,10 +218,19 @@ func (p *pgKV) watch(ctx context.Context, fn func(Change)) {
 // pgWatcher is the state of one WatchChanges.
 type pgWatcher struct {
 	p      *pgKV
-	fn     func(Change)
+	fn     func(Change) error
 	conn   *pgx.Conn // the listener; nil while down
 	seen   map[ChangeKind]int64
-	polled bool // seen holds a baseline
+	polled bool                // seen holds a baseline
+	failed map[ChangeKind]bool // kinds whose report failed: reported again at the next poll
+}
+
+// report calls fn with c, remembering a failure for the next poll.
+func (w *pgWatcher) report(ctx context.Context, c Change) {
+	if err := w.fn(c); err != nil {
+		w.p.log.WarnContext(ctx, "reload after a metadata change failed; retrying", "kind", string(c.Kind), "bucket", c.Bucket, "err", err)
+		w.failed[c.Kind] = true
+	}
 }
 
 // listen opens the listener connection and LISTENs on every channel.
@@ -250,13 +261,13 @@ func (w *pgWatcher) closeConn() {
 }
 
 // notified reports a notification of this store's schema.
-func (w *pgWatcher) notified(channel, payload string) {
+func (w *pgWatcher) notified(ctx context.Context, channel, payload string) {
 	kind, ok := strings.CutPrefix(channel, pgChannelPrefix)
 	schema, bucket, ok2 := strings.Cut(payload, "/")
 	if !ok || !ok2 || schema != w.p.schema {
 		return
 	}
-	w.fn(Change{Kind: ChangeKind(kind), Bucket: bucket})
+	w.report(ctx, Change{Kind: ChangeKind(kind), Bucket: bucket})
 }
 
 // poll reads the change counters and, if report, calls fn for every kind
@@ -280,14 +291,17 @@ func (w *pgWatcher) poll(ctx context.Context, report bool) {
 		w.p.log.DebugContext(ctx, "poll metadata changes", "err", err)
 		return
 	}
-	if report && w.polled {
-		for _, k := range changeKinds {
-			if now[k] != w.seen[k] {
-				w.fn(Change{Kind: k})
-			}
+	moved := make([]ChangeKind, 0, len(changeKinds))
+	for _, k := range changeKinds {
+		if report && (w.polled && now[k] != w.seen[k] || w.failed[k]) {
+			moved = append(moved, k)
 		}
 	}
 	w.seen, w.polled = now, true
+	for _, k := range moved {
+		delete(w.failed, k)
+		w.report(ctx, Change{Kind: k})
+	}
 }
 
 // pgGCLockName names the advisory lock of the GC lease (see lockID).

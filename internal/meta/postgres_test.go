@@ -196,7 +196,7 @@ func TestPostgresChanges(t *testing.T) {
 			got := make(chan Change, 64)
 			wctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
-			go func() { done <- b.WatchChanges(wctx, func(c Change) { got <- c }) }()
+			go func() { done <- b.WatchChanges(wctx, func(c Change) error { got <- c; return nil }) }()
 			t.Cleanup(func() {
 				cancel()
 				if err := <-done; err != nil {
