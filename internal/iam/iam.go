@@ -308,6 +308,15 @@ func (m *IAM) Reload(ctx context.Context) error {
 	}
 	snap, err := m.decodeStored(data)
 	if err != nil {
+		// The stored state, which may have revoked keys, cannot be
+		// read (another master key, a newer format): fail closed, with
+		// no user and no key, until a reload succeeds; root still works.
+		prev := m.snap.Load()
+		empty := newStateDoc()
+		empty.Check = prev.doc.Check
+		if s, berr := buildSnapshot(empty, m.seal, nil); berr == nil {
+			m.snap.Store(s)
+		}
 		return fmt.Errorf("iam: reload state: %w", err)
 	}
 	m.snap.Store(snap)

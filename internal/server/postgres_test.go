@@ -14,6 +14,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/meta/pgtest"
 )
 
@@ -92,4 +93,113 @@ func TestPostgresNodes(t *testing.T) {
 			t.Errorf("%s: %s %s = %d %s, want %d with %q", tc.name, tc.method, tc.path, status, body, tc.wantStatus, tc.wantBody)
 		}
 	}
+}
+
+// pgNodes starts n servers on one new PostgreSQL schema, as n nodes of a
+// cluster, each with a storage path of its own; adjust changes each
+// node's configuration first.
+func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, config.Config) {
+	t.Helper()
+	url := testPG.Get(t).NewSchema(t)
+	var nodes []*Server
+	var cfg config.Config
+	// Every node of a cluster is given the same master key.
+	master := bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
+	for range n {
+		cfg = testConfig(t)
+		cfg.Root.MasterKey = master
+		cfg.Meta.Kind = config.MetaPostgres
+		cfg.Meta.Postgres.URL = url
+		cfg.Meta.Postgres.MaxConns = 4
+		if adjust != nil {
+			adjust(&cfg)
+		}
+		s, _ := start(t, cfg, testLogger(io.Discard))
+		nodes = append(nodes, s)
+	}
+	return nodes, cfg
+}
+
+// signedDo sends a request to s, signed with creds unless they are empty
+// (anonymous), and returns the status and body.
+func signedDo(t *testing.T, s *Server, creds aws.Credentials, region, method, path string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.Addr()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.AccessKeyID != "" {
+		sum := sha256.Sum256(body)
+		hash := hex.EncodeToString(sum[:])
+		req.Header.Set("X-Amz-Content-Sha256", hash)
+		if err := v4.NewSigner().SignHTTP(t.Context(), creds, req, hash, "s3", region, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestPostgresPropagation changes IAM state and a bucket policy through
+// node A and measures how long node B takes to enforce the change: a new
+// key is accepted, a disabled key refused, a bucket policy applied, all
+// within one second.
+func TestPostgresPropagation(t *testing.T) {
+	nodes, cfg := pgNodes(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", st, body)
+	}
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt/k", []byte("hello")); st != http.StatusOK {
+		t.Fatalf("put: %d %s", st, body)
+	}
+	// within polls req on node B until want(status) holds, for at most a
+	// second after the change, and reports how long it took.
+	within := func(name string, start time.Time, creds aws.Credentials, path string, want int) {
+		t.Helper()
+		for {
+			st, body := signedDo(t, b, creds, cfg.S3.Region, http.MethodGet, path, nil)
+			if st == want {
+				t.Logf("%s: enforced on node B after %v", name, time.Since(start))
+				return
+			}
+			if time.Since(start) > time.Second {
+				t.Fatalf("%s: node B still answers %d %s after 1s; want %d", name, st, body, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	nk, err := a.iam.CreateUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := aws.Credentials{AccessKeyID: nk.AccessKey, SecretAccessKey: nk.SecretKey}
+	within("new key", start, alice, "/", http.StatusOK)
+
+	start = time.Now()
+	if err := a.iam.SetKeyDisabled(ctx, nk.AccessKey, true); err != nil {
+		t.Fatal(err)
+	}
+	within("disabled key", start, alice, "/", http.StatusForbidden)
+
+	start = time.Now()
+	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt?policy", []byte(pol)); st != http.StatusNoContent {
+		t.Fatalf("put policy: %d %s", st, body)
+	}
+	within("bucket policy", start, aws.Credentials{}, "/bkt/k", http.StatusOK)
+
+	start = time.Now()
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodDelete, "/bkt?policy", nil); st != http.StatusNoContent {
+		t.Fatalf("delete policy: %d %s", st, body)
+	}
+	within("bucket policy deleted", start, aws.Credentials{}, "/bkt/k", http.StatusForbidden)
 }
