@@ -196,6 +196,13 @@ func (s *Service) admit(n int64, res string) error {
 	return fmt.Errorf("measure free space: %w", err)
 }
 
+// ErrUnavailable is in the chain of an error caused by a shared metadata
+// store (PostgreSQL) that cannot be reached for now: the request may
+// succeed if retried, on this node, once the database is back. The S3
+// layer answers it with 503 ServiceUnavailable and Retry-After. It is
+// meta's sentinel, so that callers need not import meta.
+var ErrUnavailable = meta.ErrUnavailable
+
 // Err returns nil while the metadata store can commit writes. Once it has
 // failed (meta.DB.Err: a full or failing disk under it, or an error its
 // engine cannot continue from) no write can succeed again in this process,

@@ -203,3 +203,85 @@ func TestPostgresPropagation(t *testing.T) {
 	}
 	within("bucket policy deleted", start, aws.Credentials{}, "/bkt/k", http.StatusForbidden)
 }
+
+// TestPostgresOutage cuts a node's connections to PostgreSQL (a proxy in
+// between): writes and reads answer 503 ServiceUnavailable with
+// Retry-After, promptly; readiness goes not-ready; and once the database
+// is reachable again the node serves and is ready, with no restart.
+func TestPostgresOutage(t *testing.T) {
+	pg := testPG.Get(t)
+	proxy, url := pg.Proxy(t, pg.NewSchema(t))
+	cfg := testConfig(t)
+	cfg.Meta.Kind = config.MetaPostgres
+	cfg.Meta.Postgres.URL = url
+	cfg.Meta.Postgres.MaxConns = 4
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	do := func(method, path, body string) (int, string) {
+		return signedDo(t, s, root, cfg.S3.Region, method, path, []byte(body))
+	}
+	ready := func() int {
+		resp, err := client().Get("http://" + s.Addr() + readyPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st, body := do(http.MethodPut, "/bkt", ""); st != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", st, body)
+	}
+	if st, body := do(http.MethodPut, "/bkt/k", "hello"); st != http.StatusOK {
+		t.Fatalf("put: %d %s", st, body)
+	}
+
+	proxy.Down()
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodPut, "/bkt/k2", "written while down"},
+		{http.MethodGet, "/bkt/k", ""},
+		{http.MethodDelete, "/bkt/k", ""},
+	} {
+		start := time.Now()
+		st, body := do(tc.method, tc.path, tc.body)
+		took := time.Since(start)
+		if st != http.StatusServiceUnavailable || !bytes.Contains([]byte(body), []byte("<Code>ServiceUnavailable</Code>")) {
+			t.Errorf("%s %s while PostgreSQL is down = %d %s; want 503 ServiceUnavailable", tc.method, tc.path, st, body)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%s %s took %v to fail", tc.method, tc.path, took)
+		}
+		t.Logf("%s %s while down: %d in %v", tc.method, tc.path, st, took)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ready() != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("still ready 5s into the outage")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		st, body := do(http.MethodPut, "/bkt/k2", "after")
+		if st == http.StatusOK {
+			break
+		}
+		if time.Since(back) > 10*time.Second {
+			t.Fatalf("put 10s after PostgreSQL came back: %d %s", st, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("writes work again %v after PostgreSQL came back", time.Since(back))
+	for ready() != http.StatusOK {
+		if time.Since(back) > 10*time.Second {
+			t.Fatal("not ready 10s after PostgreSQL came back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st, body := do(http.MethodGet, "/bkt/k", ""); st != http.StatusOK || body != "hello" {
+		t.Errorf("get after the outage = %d %q, want the object stored before it", st, body)
+	}
+}
