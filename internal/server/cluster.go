@@ -22,9 +22,9 @@ func (s sharedIAMStore) UpdateIAMState(ctx context.Context, fn func(old []byte) 
 
 // applyChange brings this node's cached state up to date with a change
 // another node (or this one) committed to the shared metadata store:
-// meta.DB.WatchChanges reports it within a second. Bucket configurations
-// are not cached (every use reads the store), so their changes need
-// nothing here.
+// meta.DB.WatchChanges reports it within a second. A configuration change
+// moves the object service's configuration generation, which caches of
+// parsed configurations (lifecycle rules) follow.
 func (s *Server) applyChange(c meta.Change) error {
 	ctx := context.Background()
 	switch c.Kind {
@@ -35,6 +35,8 @@ func (s *Server) applyChange(c meta.Change) error {
 			return s.iam.ReloadBucketPolicies(ctx)
 		}
 		return s.iam.RefreshBucketPolicy(ctx, c.Bucket)
+	case meta.ChangeConfig:
+		s.st.objects.ConfigsChanged()
 	}
 	return nil
 }
