@@ -173,6 +173,9 @@ func TestStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1}
+		if e.name == EnginePostgres {
+			want.SchemaVersion, want.KnownVersion = 2, 2 // 0002_changes
+		}
 		if got != want {
 			t.Errorf("Status = %+v, want %+v", got, want)
 		}
