@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -124,9 +126,20 @@ func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, confi
 // (anonymous), and returns the status and body.
 func signedDo(t *testing.T, s *Server, creds aws.Credentials, region, method, path string, body []byte) (int, string) {
 	t.Helper()
+	st, _, b := signedDoHeader(t, s, creds, region, method, path, body, nil)
+	return st, b
+}
+
+// signedDoHeader is signedDo with request headers, returning the response
+// headers too.
+func signedDoHeader(t *testing.T, s *Server, creds aws.Credentials, region, method, path string, body []byte, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.Addr()+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
 	}
 	if creds.AccessKeyID != "" {
 		sum := sha256.Sum256(body)
@@ -142,12 +155,13 @@ func signedDo(t *testing.T, s *Server, creds aws.Credentials, region, method, pa
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
-// TestPostgresPropagation changes IAM state and a bucket policy through
-// node A and measures how long node B takes to enforce the change: a new
-// key is accepted, a disabled key refused, a bucket policy applied, all
+// TestPostgresPropagation changes IAM state, a bucket policy and a bucket
+// configuration through node A and measures how long node B takes to
+// enforce the change: a new key is accepted, a disabled key refused, a
+// bucket policy applied and removed, a lifecycle rule announced, each
 // within one second.
 func TestPostgresPropagation(t *testing.T) {
 	nodes, cfg := pgNodes(t, 2, nil)
@@ -202,6 +216,30 @@ func TestPostgresPropagation(t *testing.T) {
 		t.Fatalf("delete policy: %d %s", st, body)
 	}
 	within("bucket policy deleted", start, aws.Credentials{}, "/bkt/k", http.StatusForbidden)
+
+	// A bucket configuration: lifecycle rules, which node B caches parsed
+	// and announces on reads as x-amz-expiration.
+	if _, h, _ := signedDoHeader(t, b, root, cfg.S3.Region, http.MethodHead, "/bkt/k", nil, nil); h.Get("X-Amz-Expiration") != "" {
+		t.Fatalf("x-amz-expiration before any rule: %q", h.Get("X-Amz-Expiration"))
+	}
+	lc := []byte(`<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>`)
+	sum := md5.Sum(lc)
+	start = time.Now()
+	if st, _, body := signedDoHeader(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt?lifecycle", lc,
+		map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(sum[:])}); st != http.StatusOK {
+		t.Fatalf("put lifecycle: %d %s", st, body)
+	}
+	for {
+		_, h, _ := signedDoHeader(t, b, root, cfg.S3.Region, http.MethodHead, "/bkt/k", nil, nil)
+		if h.Get("X-Amz-Expiration") != "" {
+			t.Logf("lifecycle rule: enforced on node B after %v", time.Since(start))
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatal("lifecycle rule: node B sends no x-amz-expiration 1s after node A stored the rule")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestPostgresOutage cuts a node's connections to PostgreSQL (a proxy in
