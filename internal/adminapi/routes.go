@@ -373,6 +373,7 @@ func (h *Handler) runGC(ctx context.Context, rq *request) (any, error) {
 		DeletedBytes:    st.DeletedBytes,
 		ExpiredUploads:  st.ExpiredUploads,
 		DurationSeconds: time.Since(start).Seconds(),
+		Elsewhere:       st.Elsewhere,
 	}, nil
 }
 

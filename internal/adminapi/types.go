@@ -162,6 +162,9 @@ type GCResult struct {
 	DeletedBytes    int64   `json:"deletedBytes"`
 	ExpiredUploads  int     `json:"expiredUploads"`
 	DurationSeconds float64 `json:"durationSeconds"`
+	// Elsewhere is set when no pass ran because another node of a
+	// cluster (metadata on PostgreSQL) holds the GC lease.
+	Elsewhere bool `json:"elsewhere,omitempty"`
 }
 
 // LifecycleRunRequest is the body of POST /lifecycle/run; the body may

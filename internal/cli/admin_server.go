@@ -124,6 +124,10 @@ func adminGC(fs *flag.FlagSet) adminRun {
 		if s.g.json {
 			return s.printJSON(res)
 		}
+		if res.Elsewhere {
+			s.printf("gc on %s: another node of the cluster is running a pass (it holds the GC lease); nothing done\n", c.Endpoint())
+			return nil
+		}
 		s.printf("gc on %s (grace %s): scanned %d blobs, deleted %d (%d bytes), expired %d uploads in %s\n",
 			c.Endpoint(), time.Duration(res.GraceSeconds*float64(time.Second)), res.Scanned, res.Deleted, res.DeletedBytes,
 			res.ExpiredUploads, time.Duration(res.DurationSeconds*float64(time.Second)).Round(time.Millisecond))

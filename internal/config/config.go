@@ -291,6 +291,7 @@ func Default() Config {
 			MaxObjectSize:   5 << 30,
 			GCInterval:      10 * time.Minute,
 			GCGrace:         time.Hour,
+			SharedFreeDelay: 5 * time.Minute,
 		},
 		S3: s3api.Config{Region: "us-east-1", MaxRequests: s3api.DefaultMaxRequests, MaxQueued: s3api.DefaultMaxQueued,
 			QueueWait: s3api.DefaultQueueWait, BodyIdleTimeout: s3api.DefaultBodyIdleTimeout},

@@ -101,6 +101,8 @@ func settings(c *Config) []setting {
 			usage: "the reserve is at most this share of the filesystem's size (0.03: 3 %), but at least the 64MiB the metadata engine needs to flush and compact"},
 		{name: "gc-free-delay", value: &durationValue{p: &c.Objects.FreeDelay},
 			usage: "blocks of deleted and overwritten objects, replaced parts and aborted uploads are freed this long after the commit that dropped them (0: at once; a reader still streaming a block keeps it until done)"},
+		{name: "gc-shared-free-delay", value: &durationValue{p: &c.Objects.SharedFreeDelay},
+			usage: "with metadata on PostgreSQL (several nodes), the least gc-free-delay: a node does not see another's readers, so a GET that streams an object version through one node must finish within this after the version is deleted or overwritten through another"},
 		{name: "gc-grace", value: &durationValue{p: &c.Objects.GCGrace},
 			usage: "garbage collection never removes a blob younger than this; must be positive (offline admin gc takes --grace 0s)"},
 		{name: "lifecycle.interval", value: &durationValue{p: &c.Lifecycle.Interval, zeroDisables: true},

@@ -241,6 +241,9 @@ func (c Config) validateObjects() []error {
 	if o.GCGrace <= 0 {
 		errs = append(errs, &settingError{"gc-grace", errors.New("must be positive")})
 	}
+	if o.SharedFreeDelay <= 0 {
+		errs = append(errs, &settingError{"gc-shared-free-delay", errors.New("must be positive")})
+	}
 	return errs
 }
 

@@ -155,6 +155,20 @@ type Store interface {
 	BucketPolicies(ctx context.Context) (map[string][]byte, error)
 }
 
+// UpdateStore is a Store shared by several nodes, each with an IAM over
+// it: a change must apply to the stored state, read and written under a
+// lock all nodes respect, or a concurrent change through another node
+// would be lost. Changes then use UpdateIAMState instead of PutIAMState,
+// and each node calls Reload and RefreshBucketPolicy (or
+// ReloadBucketPolicies) when another node changes the state.
+type UpdateStore interface {
+	Store
+	// UpdateIAMState replaces the state document with what fn returns
+	// for the stored one (nil if none), atomically against every other
+	// update; fn's error aborts it and is returned.
+	UpdateIAMState(ctx context.Context, fn func(old []byte) ([]byte, error)) error
+}
+
 // Config configures an IAM.
 type Config struct {
 	RootAccessKey string
@@ -256,6 +270,83 @@ func New(cfg Config) (*IAM, error) {
 	}
 	m.bp.Store(&pols)
 	return m, nil
+}
+
+// decodeStored returns the snapshot of the stored document data (nil: none
+// saved, which is the current snapshot's empty state), reusing what the
+// current snapshot already decoded. The caller holds m.mu.
+func (m *IAM) decodeStored(data []byte) (*snapshot, error) {
+	prev := m.snap.Load()
+	if data == nil {
+		return prev, nil
+	}
+	doc, err := decodeState(data)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Check != prev.doc.Check {
+		if txt, err := m.seal.open(doc.Check, checkAD); err != nil || txt != checkText {
+			return nil, errWrongMasterKey
+		}
+	}
+	return buildSnapshot(doc, m.seal, prev)
+}
+
+// Reload reads the state from the Store again and makes it current: a
+// node calls it when another node of a shared store changed the state. A
+// key revoked or disabled there stops working here with the swap. On
+// error the current state stays.
+func (m *IAM) Reload(ctx context.Context) error {
+	if m.store == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, err := m.store.IAMState(ctx)
+	if err != nil {
+		return fmt.Errorf("iam: reload state: %w", err)
+	}
+	snap, err := m.decodeStored(data)
+	if err != nil {
+		// The stored state, which may have revoked keys, cannot be
+		// read (another master key, a newer format): fail closed, with
+		// no user and no key, until a reload succeeds; root still works.
+		prev := m.snap.Load()
+		empty := newStateDoc()
+		empty.Check = prev.doc.Check
+		if s, berr := buildSnapshot(empty, m.seal, nil); berr == nil {
+			m.snap.Store(s)
+		}
+		return fmt.Errorf("iam: reload state: %w", err)
+	}
+	m.snap.Store(snap)
+	return nil
+}
+
+// ReloadBucketPolicies reads every bucket policy from the Store again and
+// makes them current, as RefreshBucketPolicy does for one bucket. On error
+// the current policies stay.
+func (m *IAM) ReloadBucketPolicies(ctx context.Context) error {
+	if m.store == nil {
+		return nil
+	}
+	m.bpMu.Lock()
+	defer m.bpMu.Unlock()
+	bps, err := m.store.BucketPolicies(ctx)
+	if err != nil {
+		return fmt.Errorf("iam: reload bucket policies: %w", err)
+	}
+	pols := make(map[string]*policy.Policy, len(bps))
+	for b, d := range bps {
+		p, err := policy.ParseBucket(b, d)
+		if err != nil {
+			// Fail closed, as RefreshBucketPolicy does.
+			p = denyAll(b)
+		}
+		pols[b] = p
+	}
+	m.bp.Store(&pols)
+	return nil
 }
 
 // isRoot reports whether accessKeyID is root's, in constant time.

@@ -99,6 +99,9 @@ type Target struct {
 func (m *IAM) change(ctx context.Context, edit func(d *stateDoc) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if us, ok := m.store.(UpdateStore); ok {
+		return m.changeShared(ctx, us, edit)
+	}
 	prev := m.snap.Load()
 	d := prev.doc.clone()
 	if err := edit(d); err != nil {
@@ -116,6 +119,40 @@ func (m *IAM) change(ctx context.Context, edit func(d *stateDoc) error) error {
 		if err := m.store.PutIAMState(ctx, data); err != nil {
 			return fmt.Errorf("iam: save state: %w", err)
 		}
+	}
+	m.snap.Store(snap)
+	return nil
+}
+
+// changeShared is change on a store that other nodes change too: the edit
+// applies to the stored state, read under the store's lock, not to this
+// node's snapshot, which may not have caught up yet.
+func (m *IAM) changeShared(ctx context.Context, us UpdateStore, edit func(d *stateDoc) error) error {
+	var snap *snapshot
+	var editErr error // the edit's own error, returned as it is
+	err := us.UpdateIAMState(ctx, func(old []byte) ([]byte, error) {
+		base, err := m.decodeStored(old)
+		if err != nil {
+			return nil, err
+		}
+		d := base.doc.clone()
+		if editErr = edit(d); editErr != nil {
+			return nil, editErr
+		}
+		if snap, err = buildSnapshot(d, m.seal, base); err != nil {
+			return nil, err
+		}
+		data, err := json.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("iam: encode state: %w", err)
+		}
+		return data, nil
+	})
+	switch {
+	case editErr != nil:
+		return editErr
+	case err != nil:
+		return fmt.Errorf("iam: save state: %w", err)
 	}
 	m.snap.Store(snap)
 	return nil

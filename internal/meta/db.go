@@ -87,6 +87,9 @@ type DB struct {
 	// onGarbage, if set, is called after each commit that queued garbage.
 	onGarbage atomic.Pointer[func()]
 	fail      *failure // shared with the engine adapter, which sets it
+	// own holds the garbage entries this process's commits queued, on a
+	// shared store only (nil with Pebble): see QueuedHere.
+	own *ownGarbage
 
 	bucketMu [bucketStripes]sync.RWMutex
 	keyMu    [keyStripes]sync.Mutex
@@ -125,6 +128,9 @@ func Open(cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("meta: unknown engine %q", cfg.Kind)
 	}
 	db := &DB{kv: e, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
+	if _, shared := e.(*pgKV); shared {
+		db.own = &ownGarbage{m: make(map[string]time.Time)}
+	}
 	if err := db.migrate(context.Background(), log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -198,6 +204,9 @@ type writer struct {
 	usage    []usageDelta  // pending usage changes, by bucket
 	usageBuf [1]usageDelta // usage's first backing array: most batches touch one bucket
 	queued   bool          // the batch queues garbage
+	// ownGarbage are the entries the batch queues, recorded in db.own
+	// after the commit; only on a shared store (db.own != nil).
+	ownGarbage []Garbage
 }
 
 func (db *DB) newWriter(tx kvTx, now time.Time) *writer {
@@ -227,6 +236,9 @@ func (w *writer) commit() error {
 		return err
 	}
 	if w.queued {
+		if w.db.own != nil {
+			w.db.own.add(w.ownGarbage)
+		}
 		if f := w.db.onGarbage.Load(); f != nil {
 			(*f)()
 		}
@@ -282,6 +294,9 @@ func (w *writer) garbage(versionID string, blocks []Block, keep map[string]bool)
 		g := Garbage{VersionID: versionID, Size: bl.Size}
 		w.b.set(garbageKey(w.now, bl.Key), appendGarbage((*w.buf)[:0], &g))
 		w.queued = true
+		if w.db.own != nil {
+			w.ownGarbage = append(w.ownGarbage, Garbage{Time: w.now, BlobKey: bl.Key})
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -79,7 +80,67 @@ func (db *DB) DeleteGarbage(ctx context.Context, gs []Garbage) error {
 	if err := b.commit(false); err != nil {
 		return fmt.Errorf("meta: delete %d garbage entries: %w", len(gs), err)
 	}
+	if db.own != nil {
+		db.own.remove(gs)
+	}
 	return nil
+}
+
+// QueuedHere reports whether g was queued by a commit of this process. On
+// a store shared by several nodes, prompt freeing (objects' freeLoop)
+// frees only such entries: what another node queued is that node's to
+// free, or the GC pass's once its grace has passed. With an embedded
+// store every entry is this process's.
+func (db *DB) QueuedHere(g Garbage) bool {
+	return db.own == nil || db.own.has(g)
+}
+
+// ForgetQueued forgets the entries this process queued before t, which
+// QueuedHere then no longer reports: the GC pass, on whichever node holds
+// the lease, frees those older than its grace.
+func (db *DB) ForgetQueued(t time.Time) {
+	if db.own != nil {
+		db.own.forget(t)
+	}
+}
+
+// ownGarbage is a set of garbage entries, by blob key.
+type ownGarbage struct {
+	mu sync.Mutex // guards m
+	m  map[string]time.Time
+}
+
+func (o *ownGarbage) add(gs []Garbage) {
+	o.mu.Lock()
+	for _, g := range gs {
+		o.m[g.BlobKey] = g.Time
+	}
+	o.mu.Unlock()
+}
+
+func (o *ownGarbage) has(g Garbage) bool {
+	o.mu.Lock()
+	_, ok := o.m[g.BlobKey] // a blob key is queued once: it is never reused
+	o.mu.Unlock()
+	return ok
+}
+
+func (o *ownGarbage) remove(gs []Garbage) {
+	o.mu.Lock()
+	for _, g := range gs {
+		delete(o.m, g.BlobKey)
+	}
+	o.mu.Unlock()
+}
+
+func (o *ownGarbage) forget(before time.Time) {
+	o.mu.Lock()
+	for k, t := range o.m {
+		if t.Before(before) {
+			delete(o.m, k)
+		}
+	}
+	o.mu.Unlock()
 }
 
 // ReferencedBlocks calls fn with the key of every blob that an object

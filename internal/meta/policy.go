@@ -142,3 +142,42 @@ func (db *DB) PutIAMState(ctx context.Context, doc []byte) error {
 	}
 	return nil
 }
+
+// iamLockBucket names the lock of the IAM state document: no bucket name
+// holds a 0x00 byte.
+const iamLockBucket = "\x00iam"
+
+// UpdateIAMState replaces the IAM document with what fn makes of the
+// stored one (nil if none was saved), under a lock that every node of a
+// shared store respects: concurrent changes through different nodes are
+// serialised, so none is lost. fn may be called with a document another
+// node wrote since this one last read it; its error aborts the update.
+func (db *DB) UpdateIAMState(ctx context.Context, fn func(old []byte) ([]byte, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mu := db.keyLock(iamLockBucket, "")
+	mu.Lock()
+	defer mu.Unlock()
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockKey(iamLockBucket, "")
+	old, err := tx.get([]byte{tableIAM}, nil)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		old = nil
+	case err != nil:
+		return fmt.Errorf("meta: read iam state: %w", err)
+	}
+	doc, err := fn(old)
+	if err != nil {
+		return err
+	}
+	b := tx.newBatch()
+	defer b.close()
+	b.set([]byte{tableIAM}, doc)
+	if err := b.commit(db.sync); err != nil {
+		return fmt.Errorf("meta: write iam state: %w", err)
+	}
+	return nil
+}

@@ -80,6 +80,9 @@ const (
 	sqlRollback     = `ROLLBACK`
 	pgCommitTag     = "COMMIT"
 	pgRollbackDelay = 5 * time.Second // bounds a rollback after the caller's context ended
+	// pgConnectTimeout bounds a connection attempt unless the URL sets
+	// connect_timeout.
+	pgConnectTimeout = 5 * time.Second
 )
 
 // pgMaxKey is above every key: keys start with a table letter.
@@ -90,9 +93,13 @@ var pgMaxKey = []byte{0xFF}
 // pgIter); a transaction (pgTx) holds one connection from its first
 // statement to its end.
 type pgKV struct {
-	pool    *pgxpool.Pool
-	timeout time.Duration // bounds calls that have no context of their own
-	version int           // schema version after migration
+	pool       *pgxpool.Pool
+	connConfig *pgx.ConnConfig // of the pool's connections, for the change listener's
+	timeout    time.Duration   // bounds calls that have no context of their own
+	version    int             // schema version after migration
+	schema     string          // current_schema(): names notifications and session locks
+	log        *slog.Logger
+	noListen   bool // tests: no listener connection, so that WatchChanges only polls
 }
 
 var (
@@ -139,14 +146,24 @@ func openPostgres(ctx context.Context, cfg PostgresConfig, log *slog.Logger) (*p
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if pc.ConnConfig.ConnectTimeout <= 0 {
+		// Writes run on contexts without a deadline (they must not fail
+		// because a client hung up): a connection attempt to a database
+		// that does not answer must not hang them.
+		pc.ConnConfig.ConnectTimeout = min(timeout, pgConnectTimeout)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("meta: connect to PostgreSQL: %w", err)
 	}
-	p := &pgKV{pool: pool, timeout: timeout}
+	p := &pgKV{pool: pool, connConfig: pc.ConnConfig, timeout: timeout, log: log}
 	if p.version, err = migratePostgres(ctx, pool, log); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&p.schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("meta: read the current schema: %w", pgErr(err))
 	}
 	return p, nil
 }
@@ -160,7 +177,8 @@ func (p *pgKV) ctx() (context.Context, context.CancelFunc) {
 func (p *pgKV) get(key, dst []byte) ([]byte, error) {
 	ctx, cancel := p.ctx()
 	defer cancel()
-	return pgGet(ctx, p.pool, key, dst)
+	v, err := pgGet(ctx, p.pool, key, dst)
+	return v, pgErr(err)
 }
 
 // pgQuerier is what reads run on: the pool, or one connection.
@@ -327,6 +345,7 @@ func (t *pgTx) connect() error {
 
 // fail records err, if any, as what aborted the transaction.
 func (t *pgTx) fail(err error) error {
+	err = pgErr(err)
 	if err != nil && t.err == nil {
 		t.err = err
 	}
@@ -339,7 +358,7 @@ func (t *pgTx) fail(err error) error {
 // pooled connection.
 func (t *pgTx) query(sql string, args []any, fn func(row [][]byte) error) error {
 	if !t.begun {
-		return pgQuery(t.ctx, t.kv.pool, sql, args, fn)
+		return pgErr(pgQuery(t.ctx, t.kv.pool, sql, args, fn))
 	}
 	if err := t.connect(); err != nil {
 		return err
@@ -478,13 +497,15 @@ func (t *pgTx) release() {
 // shard row, a set replaces every shard with one row, a delete deletes
 // them.
 type pgBatch struct {
-	tx  *pgTx
-	own bool // the transaction is the batch's own (kv.newBatch)
-	ops []pgStmt
-	err error // the first write that cannot be expressed
+	tx    *pgTx
+	own   bool // the transaction is the batch's own (kv.newBatch)
+	ops   []pgStmt
+	notes []pgNote // cached state the batch changes (postgres_changes.go)
+	err   error    // the first write that cannot be expressed
 }
 
 func (b *pgBatch) set(key, value []byte) {
+	b.noteKey(key)
 	if isUsageKey(key) {
 		var u Usage
 		if _, err := sumUsage(value, &u); err != nil {
@@ -505,6 +526,7 @@ func (b *pgBatch) setJoined(key, head, tail []byte) {
 }
 
 func (b *pgBatch) delete(key []byte) {
+	b.noteKey(key)
 	sql := sqlDelete
 	if isUsageKey(key) {
 		sql = sqlUsageDelete
@@ -540,6 +562,10 @@ func (b *pgBatch) commit(sync bool) error {
 		defer cancel()
 		b.tx.ctx = ctx
 		defer b.tx.end() // while ctx lives
+	}
+	if len(b.notes) > 0 {
+		b.ops = append(b.ops, b.noteStmts()...)
+		b.notes = nil
 	}
 	err := b.tx.commit(b.ops, sync)
 	b.ops = nil

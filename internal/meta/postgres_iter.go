@@ -197,7 +197,7 @@ func (it *pgIter) fetchBwd(before []byte, seek bool) bool {
 }
 
 func (it *pgIter) stop(err error) bool {
-	it.err = fmt.Errorf("meta: read [%q, %q): %w", it.lower, it.upper, err)
+	it.err = fmt.Errorf("meta: read [%q, %q): %w", it.lower, it.upper, pgErr(err))
 	it.keys, it.vals, it.lo = nil, nil, nil
 	it.i = 0
 	return false

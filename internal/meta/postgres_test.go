@@ -173,8 +173,103 @@ func TestStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1}
+		if e.name == EnginePostgres {
+			want.SchemaVersion, want.KnownVersion = 2, 2 // 0002_changes
+		}
 		if got != want {
 			t.Errorf("Status = %+v, want %+v", got, want)
 		}
 	})
+}
+
+// TestPostgresChanges changes cached state (IAM state, a bucket policy, a
+// bucket configuration, a bucket's deletion) through one node and waits
+// for another node's WatchChanges to report it: through the listener
+// connection, and through the counters' poll alone (the fallback when
+// the listener is down). Each must arrive within a second.
+func TestPostgresChanges(t *testing.T) {
+	for _, listen := range []bool{true, false} {
+		t.Run(fmt.Sprint("listen=", listen), func(t *testing.T) {
+			ctx := t.Context()
+			pg := engines[1]
+			place := pg.place(t)
+			a, b := pg.openAt(t, place), pg.openAt(t, place)
+			b.kv.(*pgKV).noListen = !listen
+			mustCreateBucket(t, a, "bkt")
+			got := make(chan Change, 64)
+			wctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- b.WatchChanges(wctx, func(c Change) error { got <- c; return nil }) }()
+			t.Cleanup(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Error(err)
+				}
+			})
+			if listen {
+				// The listener announces itself with a reload of all.
+				for range changeKinds {
+					<-got
+				}
+			} else {
+				time.Sleep(2 * ChangePoll) // the poll's baseline
+			}
+			// want is what the listener reports; the poll reports the kind
+			// with no bucket.
+			for _, tc := range []struct {
+				name   string
+				change func() error
+				want   Change
+			}{
+				{"iam", func() error { return a.PutIAMState(ctx, []byte(`{}`)) }, Change{Kind: ChangeIAM}},
+				{"policy", func() error { return a.PutBucketPolicy(ctx, "bkt", []byte(`{}`)) }, Change{Kind: ChangePolicy, Bucket: "bkt"}},
+				{"config", func() error { return a.PutBucketConfig(ctx, "bkt", "cors", []byte(`x`)) }, Change{Kind: ChangeConfig, Bucket: "bkt"}},
+				{"delete bucket", func() error { return a.DeleteBucket(ctx, "bkt", testTime) }, Change{Kind: ChangePolicy, Bucket: "bkt"}},
+			} {
+				start := time.Now()
+				if err := tc.change(); err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				want := tc.want
+				if !listen {
+					want.Bucket = ""
+				}
+				timeout := time.After(time.Second)
+			wait:
+				for {
+					select {
+					case c := <-got:
+						if c == want {
+							t.Logf("%s: seen after %v", tc.name, time.Since(start))
+							break wait
+						}
+					case <-timeout:
+						t.Fatalf("%s: %+v not seen within 1s", tc.name, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPostgresGCLease takes the GC lease on one node: the other cannot
+// take it until it is released.
+func TestPostgresGCLease(t *testing.T) {
+	ctx := t.Context()
+	pg := engines[1]
+	place := pg.place(t)
+	a, b := pg.openAt(t, place), pg.openAt(t, place)
+	release, ok, err := a.GCLease(ctx)
+	if err != nil || !ok {
+		t.Fatalf("GCLease on a = %v, %v; want it", ok, err)
+	}
+	if _, ok, err := b.GCLease(ctx); err != nil || ok {
+		t.Fatalf("GCLease on b while a holds it = %v, %v; want false", ok, err)
+	}
+	release()
+	release, ok, err = b.GCLease(ctx)
+	if err != nil || !ok {
+		t.Fatalf("GCLease on b after a released it = %v, %v; want it", ok, err)
+	}
+	release()
 }

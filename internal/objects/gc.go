@@ -32,12 +32,27 @@ const gcPage = 1000
 //
 // One pass runs at a time. The error is the first failure; the stats count
 // what was done until then.
+//
+// On a store shared by several nodes a pass runs under the cluster's GC
+// lease (meta.DB.GCLease): if another node holds it, GC returns at once
+// with Elsewhere set. Blobs of writes in flight on other nodes are not in
+// this node's in-flight set; they are spared by the grace period, which
+// every write on a shared store must beat (writeLimit).
 func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
 	var st GCStats
+	release, ok, err := s.db.GCLease(ctx)
+	if err != nil {
+		return st, fmt.Errorf("gc: %w", err)
+	}
+	if !ok {
+		st.Elsewhere = true
+		return st, nil
+	}
+	defer release()
 	cutoff := s.clock().Add(-grace)
-	if err := s.drainGarbage(ctx, cutoff, &st); err != nil {
+	if err := s.drainGarbage(ctx, cutoff, false, &st); err != nil {
 		return st, err
 	}
 	if err := s.sweepOrphans(ctx, cutoff, &st); err != nil {
@@ -47,8 +62,9 @@ func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) 
 }
 
 // drainGarbage deletes the blobs of garbage entries queued before cutoff
-// whose versions have no readers.
-func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, st *GCStats) error {
+// whose versions have no readers; with own, only of entries this node
+// queued (meta.DB.QueuedHere).
+func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, own bool, st *GCStats) error {
 	s.drainMu.Lock()
 	defer s.drainMu.Unlock()
 	var after *meta.Garbage
@@ -63,6 +79,9 @@ func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, st *GCStat
 		after = &page[len(page)-1]
 		done := page[:0:0]
 		for _, g := range page {
+			if own && !s.db.QueuedHere(g) {
+				continue // another node's to free, or the GC pass's
+			}
 			if g.VersionID != "" && s.readers.active(g.VersionID) {
 				st.Busy++
 				continue // a reader streams it; a later pass takes it
@@ -161,6 +180,13 @@ const (
 // for blobs no record mentions. Readers are safe: GetObject registers as a
 // reader of a version before it trusts the version's blocks, and a drain
 // keeps the blocks of versions with readers (and comes back for them).
+//
+// On a shared store a node sees neither the readers nor the commits of the
+// others. It frees only the entries its own commits queued — it knows
+// those blocks are garbage, and it leaves each node's entries to that
+// node — and waits at least SharedFreeDelay, the time a GET through
+// another node has to finish streaming a version dropped here. What a
+// node queued and never freed (it died) is the GC pass's, after its grace.
 func (s *Service) freeLoop(ctx context.Context) {
 	pause := func(d time.Duration) bool {
 		t := time.NewTimer(d)
@@ -178,13 +204,22 @@ func (s *Service) freeLoop(ctx context.Context) {
 			return
 		case <-s.freed:
 		}
-		if s.cfg.FreeDelay > 0 && !pause(s.cfg.FreeDelay) {
+		delay := s.cfg.FreeDelay
+		if s.shared {
+			delay = max(delay, s.cfg.SharedFreeDelay)
+		}
+		if delay > 0 && !pause(delay) {
 			return
 		}
 		var st GCStats
 		// Entries queued at or before now less the delay.
-		cutoff := s.clock().Add(time.Nanosecond - s.cfg.FreeDelay)
-		err := s.drainGarbage(ctx, cutoff, &st)
+		cutoff := s.clock().Add(time.Nanosecond - delay)
+		err := s.drainGarbage(ctx, cutoff, s.shared, &st)
+		if s.shared {
+			// What this node queued and did not free by now (kept for
+			// readers past the grace) is the GC pass's.
+			s.db.ForgetQueued(s.clock().Add(-s.cfg.GCGrace))
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -220,6 +255,8 @@ func (s *Service) gcLoop(ctx context.Context) {
 			return
 		case err != nil:
 			s.log.WarnContext(ctx, "gc pass failed", "err", err, "deleted", st.Deleted)
+		case st.Elsewhere:
+			s.log.DebugContext(ctx, "gc pass left to the node that holds the lease")
 		case st.Deleted > 0:
 			s.log.InfoContext(ctx, "gc pass", "scanned", st.Scanned, "deleted", st.Deleted,
 				"deleted_bytes", st.DeletedBytes, "duration", time.Since(start))

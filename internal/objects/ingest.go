@@ -10,6 +10,7 @@ import (
 	"hash"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/checksum"
@@ -63,6 +64,9 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 	if err == nil {
 		err = br.finish()
 	}
+	if err == nil {
+		err = s.checkWriteAge(in, res)
+	}
 	if err != nil {
 		s.discard(ctx, in)
 		return nil, br.cause(err)
@@ -72,6 +76,30 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 		in.sum = br.sum.Sum(nil)
 	}
 	return in, nil
+}
+
+// writeLimit is how long a write on a shared store may take from its first
+// block to its commit: the GC grace less a margin (a quarter of it, at
+// most 5 minutes) for the commit itself and for clocks of nodes that
+// disagree. A node's GC pass does not see another node's writes in
+// flight; it spares their blocks only because they are younger than the
+// grace, so a write must commit before its blocks are that old.
+func (s *Service) writeLimit() time.Duration {
+	return s.cfg.GCGrace - min(s.cfg.GCGrace/4, 5*time.Minute)
+}
+
+// checkWriteAge refuses, on a shared store, a write whose first block is
+// older than writeLimit: another node's GC may delete its blocks now.
+func (s *Service) checkWriteAge(in *ingested, res string) error {
+	if !s.shared || len(in.blocks) == 0 {
+		return nil
+	}
+	t, ok := blobKeyTime(in.blocks[0].Key)
+	if !ok || s.clock().Sub(t) <= s.writeLimit() {
+		return nil
+	}
+	return &s3err.Error{Code: s3err.RequestTimeout, Resource: res,
+		Message: "The upload took longer than the cluster allows a write (" + s.writeLimit().String() + "); please retry."}
 }
 
 func (s *Service) ingestInline(br *bodyReader, in *ingested, size int64) error {

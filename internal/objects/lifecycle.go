@@ -200,5 +200,10 @@ func (g *configGen) bump() { g.n.Add(1) }
 // stores or deletes a bucket configuration, or creates or deletes a
 // bucket. A cache of something derived from configurations is current
 // while the number has not changed. Another process writing the same
-// metadata (scale-out) is not seen.
+// metadata (scale-out) is seen once ConfigsChanged reports its change.
 func (s *Service) ConfigGeneration() uint64 { return s.configGen.n.Load() }
+
+// ConfigsChanged tells the service that another node of a shared metadata
+// store changed a bucket configuration (or the set of buckets), so that
+// ConfigGeneration moves and caches read again.
+func (s *Service) ConfigsChanged() { s.configGen.bump() }

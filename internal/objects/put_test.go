@@ -323,7 +323,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{InlineThreshold: 32 << 10, BlockSize: 8 << 20, MaxObjectSize: 5 << 30, MinPartSize: 5 << 20,
-		GCInterval: DefaultGCInterval, GCGrace: DefaultGCGrace}
+		GCInterval: DefaultGCInterval, GCGrace: DefaultGCGrace, SharedFreeDelay: DefaultSharedFreeDelay}
 	got := s.cfg
 	got.Clock = nil
 	if diff := cmp.Diff(want, got); diff != "" {

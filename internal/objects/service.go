@@ -38,6 +38,7 @@ const (
 	DefaultMinPartSize     = 5 << 20
 	DefaultGCInterval      = 10 * time.Minute
 	DefaultGCGrace         = time.Hour
+	DefaultSharedFreeDelay = 5 * time.Minute
 )
 
 // Limits S3 sets.
@@ -66,6 +67,11 @@ type Config struct {
 	// them to the periodic GC and its grace). A block that a reader still
 	// streams is freed when the reader is done.
 	FreeDelay time.Duration
+	// SharedFreeDelay is the least FreeDelay on a metadata store shared
+	// by several nodes (PostgreSQL), where a reader on another node is not
+	// seen: a GET streaming a version through another node must finish
+	// within it (default 5 min).
+	SharedFreeDelay time.Duration
 
 	// Clock returns the current time; nil means time.Now. Tests inject a
 	// fixed or stepping clock.
@@ -104,6 +110,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.GCGrace == 0 {
 		c.GCGrace = DefaultGCGrace
 	}
+	if c.SharedFreeDelay < 0 {
+		return c, fmt.Errorf("objects: negative shared free delay %v", c.SharedFreeDelay)
+	}
+	if c.SharedFreeDelay == 0 {
+		c.SharedFreeDelay = DefaultSharedFreeDelay
+	}
 	if c.Clock == nil {
 		c.Clock = time.Now
 	}
@@ -134,6 +146,12 @@ type Service struct {
 
 	space *diskspace.Guard // the free-space reserve; nil admits everything
 
+	// shared is set when other nodes share the metadata store and the
+	// block store (meta.DB.Shared): GC takes the cluster's lease, prompt
+	// freeing frees only what this node queued, and writes must commit
+	// within writeLimit.
+	shared bool
+
 	gcMu    sync.Mutex    // serialises GC passes
 	drainMu sync.Mutex    // serialises drains of the garbage queue
 	freed   chan struct{} // signalled when a commit queued garbage; capacity 1
@@ -153,7 +171,7 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock, freed: make(chan struct{}, 1)}
+	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock, freed: make(chan struct{}, 1), shared: db.Shared()}
 	if cfg.FreeDelay >= 0 {
 		db.OnGarbage(s.garbageQueued)
 	}
@@ -195,6 +213,13 @@ func (s *Service) admit(n int64, res string) error {
 	}
 	return fmt.Errorf("measure free space: %w", err)
 }
+
+// ErrUnavailable is in the chain of an error caused by a shared metadata
+// store (PostgreSQL) that cannot be reached for now: the request may
+// succeed if retried, on this node, once the database is back. The S3
+// layer answers it with 503 ServiceUnavailable and Retry-After. It is
+// meta's sentinel, so that callers need not import meta.
+var ErrUnavailable = meta.ErrUnavailable
 
 // Err returns nil while the metadata store can commit writes. Once it has
 // failed (meta.DB.Err: a full or failing disk under it, or an error its

@@ -319,4 +319,8 @@ type GCStats struct {
 	DeletedBytes   int64 // when known
 	Busy           int   // queued blobs kept because a reader still streams their version
 	ExpiredUploads int   // abandoned multipart uploads aborted (none yet: uploads never expire by default)
+	// Elsewhere is set when the pass did nothing because another node of
+	// a shared store holds the GC lease (its pass covers this node's
+	// garbage too).
+	Elsewhere bool
 }

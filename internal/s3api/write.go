@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/coffer-s3/coffer/internal/cors"
+	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
@@ -125,6 +126,13 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 		return
 	}
 	e, ok := errors.AsType[*s3err.Error](err)
+	if (!ok || e.Code == s3err.InternalError) && errors.Is(err, objects.ErrUnavailable) {
+		// A shared metadata store (PostgreSQL) is down or restarting:
+		// transient, so the client should come back.
+		e, ok = &s3err.Error{Code: s3err.ServiceUnavailable, Err: err,
+			Message: "The metadata store cannot be reached; please retry."}, true
+		w.Header().Set("Retry-After", retryAfter)
+	}
 	storageFailed := false
 	if !ok || e.Code == s3err.InternalError {
 		// Once the metadata store has failed, an internal error is most

@@ -2,7 +2,9 @@ package server
 
 import (
 	"bytes"
+	"crypto/md5"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/meta/pgtest"
 )
 
@@ -91,5 +94,232 @@ func TestPostgresNodes(t *testing.T) {
 		if status != tc.wantStatus || !bytes.Contains([]byte(body), []byte(tc.wantBody)) {
 			t.Errorf("%s: %s %s = %d %s, want %d with %q", tc.name, tc.method, tc.path, status, body, tc.wantStatus, tc.wantBody)
 		}
+	}
+}
+
+// pgNodes starts n servers on one new PostgreSQL schema, as n nodes of a
+// cluster, each with a storage path of its own; adjust changes each
+// node's configuration first.
+func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, config.Config) {
+	t.Helper()
+	url := testPG.Get(t).NewSchema(t)
+	var nodes []*Server
+	var cfg config.Config
+	// Every node of a cluster is given the same master key.
+	master := bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
+	for range n {
+		cfg = testConfig(t)
+		cfg.Root.MasterKey = master
+		cfg.Meta.Kind = config.MetaPostgres
+		cfg.Meta.Postgres.URL = url
+		cfg.Meta.Postgres.MaxConns = 4
+		if adjust != nil {
+			adjust(&cfg)
+		}
+		s, _ := start(t, cfg, testLogger(io.Discard))
+		nodes = append(nodes, s)
+	}
+	return nodes, cfg
+}
+
+// signedDo sends a request to s, signed with creds unless they are empty
+// (anonymous), and returns the status and body.
+func signedDo(t *testing.T, s *Server, creds aws.Credentials, region, method, path string, body []byte) (int, string) {
+	t.Helper()
+	st, _, b := signedDoHeader(t, s, creds, region, method, path, body, nil)
+	return st, b
+}
+
+// signedDoHeader is signedDo with request headers, returning the response
+// headers too.
+func signedDoHeader(t *testing.T, s *Server, creds aws.Credentials, region, method, path string, body []byte, hdr map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://"+s.Addr()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	if creds.AccessKeyID != "" {
+		sum := sha256.Sum256(body)
+		hash := hex.EncodeToString(sum[:])
+		req.Header.Set("X-Amz-Content-Sha256", hash)
+		if err := v4.NewSigner().SignHTTP(t.Context(), creds, req, hash, "s3", region, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestPostgresPropagation changes IAM state, a bucket policy and a bucket
+// configuration through node A and measures how long node B takes to
+// enforce the change: a new key is accepted, a disabled key refused, a
+// bucket policy applied and removed, a lifecycle rule announced, each
+// within one second.
+func TestPostgresPropagation(t *testing.T) {
+	nodes, cfg := pgNodes(t, 2, nil)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", st, body)
+	}
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt/k", []byte("hello")); st != http.StatusOK {
+		t.Fatalf("put: %d %s", st, body)
+	}
+	// within polls req on node B until want(status) holds, for at most a
+	// second after the change, and reports how long it took.
+	within := func(name string, start time.Time, creds aws.Credentials, path string, want int) {
+		t.Helper()
+		for {
+			st, body := signedDo(t, b, creds, cfg.S3.Region, http.MethodGet, path, nil)
+			if st == want {
+				t.Logf("%s: enforced on node B after %v", name, time.Since(start))
+				return
+			}
+			if time.Since(start) > time.Second {
+				t.Fatalf("%s: node B still answers %d %s after 1s; want %d", name, st, body, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start := time.Now()
+	nk, err := a.iam.CreateUser(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := aws.Credentials{AccessKeyID: nk.AccessKey, SecretAccessKey: nk.SecretKey}
+	within("new key", start, alice, "/", http.StatusOK)
+
+	start = time.Now()
+	if err := a.iam.SetKeyDisabled(ctx, nk.AccessKey, true); err != nil {
+		t.Fatal(err)
+	}
+	within("disabled key", start, alice, "/", http.StatusForbidden)
+
+	start = time.Now()
+	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt?policy", []byte(pol)); st != http.StatusNoContent {
+		t.Fatalf("put policy: %d %s", st, body)
+	}
+	within("bucket policy", start, aws.Credentials{}, "/bkt/k", http.StatusOK)
+
+	start = time.Now()
+	if st, body := signedDo(t, a, root, cfg.S3.Region, http.MethodDelete, "/bkt?policy", nil); st != http.StatusNoContent {
+		t.Fatalf("delete policy: %d %s", st, body)
+	}
+	within("bucket policy deleted", start, aws.Credentials{}, "/bkt/k", http.StatusForbidden)
+
+	// A bucket configuration: lifecycle rules, which node B caches parsed
+	// and announces on reads as x-amz-expiration.
+	if _, h, _ := signedDoHeader(t, b, root, cfg.S3.Region, http.MethodHead, "/bkt/k", nil, nil); h.Get("X-Amz-Expiration") != "" {
+		t.Fatalf("x-amz-expiration before any rule: %q", h.Get("X-Amz-Expiration"))
+	}
+	lc := []byte(`<LifecycleConfiguration><Rule><ID>r</ID><Filter><Prefix></Prefix></Filter><Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule></LifecycleConfiguration>`)
+	sum := md5.Sum(lc)
+	start = time.Now()
+	if st, _, body := signedDoHeader(t, a, root, cfg.S3.Region, http.MethodPut, "/bkt?lifecycle", lc,
+		map[string]string{"Content-MD5": base64.StdEncoding.EncodeToString(sum[:])}); st != http.StatusOK {
+		t.Fatalf("put lifecycle: %d %s", st, body)
+	}
+	for {
+		_, h, _ := signedDoHeader(t, b, root, cfg.S3.Region, http.MethodHead, "/bkt/k", nil, nil)
+		if h.Get("X-Amz-Expiration") != "" {
+			t.Logf("lifecycle rule: enforced on node B after %v", time.Since(start))
+			break
+		}
+		if time.Since(start) > time.Second {
+			t.Fatal("lifecycle rule: node B sends no x-amz-expiration 1s after node A stored the rule")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPostgresOutage cuts a node's connections to PostgreSQL (a proxy in
+// between): writes and reads answer 503 ServiceUnavailable with
+// Retry-After, promptly; readiness goes not-ready; and once the database
+// is reachable again the node serves and is ready, with no restart.
+func TestPostgresOutage(t *testing.T) {
+	pg := testPG.Get(t)
+	proxy, url := pg.Proxy(t, pg.NewSchema(t))
+	cfg := testConfig(t)
+	cfg.Meta.Kind = config.MetaPostgres
+	cfg.Meta.Postgres.URL = url
+	cfg.Meta.Postgres.MaxConns = 4
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	do := func(method, path, body string) (int, string) {
+		return signedDo(t, s, root, cfg.S3.Region, method, path, []byte(body))
+	}
+	ready := func() int {
+		resp, err := client().Get("http://" + s.Addr() + readyPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st, body := do(http.MethodPut, "/bkt", ""); st != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", st, body)
+	}
+	if st, body := do(http.MethodPut, "/bkt/k", "hello"); st != http.StatusOK {
+		t.Fatalf("put: %d %s", st, body)
+	}
+
+	proxy.Down()
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodPut, "/bkt/k2", "written while down"},
+		{http.MethodGet, "/bkt/k", ""},
+		{http.MethodDelete, "/bkt/k", ""},
+	} {
+		start := time.Now()
+		st, body := do(tc.method, tc.path, tc.body)
+		took := time.Since(start)
+		if st != http.StatusServiceUnavailable || !bytes.Contains([]byte(body), []byte("<Code>ServiceUnavailable</Code>")) {
+			t.Errorf("%s %s while PostgreSQL is down = %d %s; want 503 ServiceUnavailable", tc.method, tc.path, st, body)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%s %s took %v to fail", tc.method, tc.path, took)
+		}
+		t.Logf("%s %s while down: %d in %v", tc.method, tc.path, st, took)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ready() != http.StatusServiceUnavailable {
+		if time.Now().After(deadline) {
+			t.Fatal("still ready 5s into the outage")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		st, body := do(http.MethodPut, "/bkt/k2", "after")
+		if st == http.StatusOK {
+			break
+		}
+		if time.Since(back) > 10*time.Second {
+			t.Fatalf("put 10s after PostgreSQL came back: %d %s", st, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("writes work again %v after PostgreSQL came back", time.Since(back))
+	for ready() != http.StatusOK {
+		if time.Since(back) > 10*time.Second {
+			t.Fatal("not ready 10s after PostgreSQL came back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st, body := do(http.MethodGet, "/bkt/k", ""); st != http.StatusOK || body != "hello" {
+		t.Errorf("get after the outage = %d %q, want the object stored before it", st, body)
 	}
 }

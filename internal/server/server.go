@@ -79,6 +79,7 @@ type Server struct {
 	log     *slog.Logger
 	st      *storage
 	root    iam.Config
+	iam     *iam.IAM // set by handler
 	ln      net.Listener
 	srv     *http.Server
 	pprofLn net.Listener // nil when pprof is off
@@ -263,11 +264,15 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 func (s *Server) handler() (http.Handler, error) {
 	ic := s.root
 	ic.Store = iamStore{s.st.db}
+	if s.st.db.Shared() {
+		ic.Store = sharedIAMStore{iamStore{s.st.db}}
+	}
 	ic.Password = s.cfg.PasswordHash.Params()
 	m, err := iam.New(ic)
 	if err != nil {
 		return nil, err
 	}
+	s.iam = m
 	if s.cfg.ConsoleAddress != "" {
 		s.webUI, err = console.New(s.cfg.Console, console.Deps{
 			IAM:     m,
@@ -433,6 +438,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.certs != nil {
 		g.Go(func() error { s.watchCerts(gctx); return nil })
+	}
+	if s.st.db.Shared() {
+		g.Go(func() error { return s.st.db.WatchChanges(gctx, s.applyChange) })
 	}
 	stopAccess := make(chan struct{})
 	if s.access != nil {
