@@ -528,6 +528,9 @@ func classify(err error) (status int, code, message string) {
 	if errors.As(err, &se) && se.Code != s3err.InternalError && s3err.Known(se.Code) {
 		return se.Status(), string(se.Code), se.Msg()
 	}
+	if errors.Is(err, objects.ErrUnavailable) { // a shared metadata store (PostgreSQL) out of reach, for now
+		return http.StatusServiceUnavailable, string(s3err.ServiceUnavailable), "The metadata store is unavailable; please retry."
+	}
 	return http.StatusInternalServerError, CodeInternalError, internalMessage
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 	"github.com/google/go-cmp/cmp"
@@ -535,6 +536,7 @@ func TestErrorMapping(t *testing.T) {
 		{name: "s3 error", err: s3err.New(s3err.SlowDown, ""), wantStatus: 503, wantCode: "SlowDown"},
 		{name: "internal", err: errors.New("disk on fire at /var/lib/coffer"), wantStatus: 500, wantCode: CodeInternalError, wantMsg: "internal error"},
 		{name: "s3 internal", err: s3err.Wrap(s3err.InternalError, "", errors.New("meta: corrupt")), wantStatus: 500, wantCode: CodeInternalError},
+		{name: "store unavailable", err: fmt.Errorf("iam: save: %w", objects.ErrUnavailable), wantStatus: 503, wantCode: "ServiceUnavailable", wantMsg: "unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
