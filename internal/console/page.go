@@ -3,6 +3,7 @@ package console
 import (
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
@@ -36,13 +37,14 @@ type pageRoute struct {
 // pages is the console's navigation, in order; the first is the home
 // page.
 func pages() []page {
-	return []page{bucketsPage(), objectsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage()}
+	return []page{bucketsPage(), objectsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage(), auditPage(), metricsPage()}
 }
 
 // funcs are the template functions of every page.
 var funcs = template.FuncMap{
 	"bytes": func(n int64) string { return bytesize.Format(n) },
 	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"ms":    func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }
 
 // redirectWithFlash sends the browser to path with a message for the
