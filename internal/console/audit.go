@@ -158,16 +158,17 @@ func parseAuditTime(s string) (time.Time, error) {
 }
 
 type auditView struct {
-	Form    auditForm
-	Ranges  []struct{ Value, Label string }
-	Sources []string
-	Ops     []string // suggestions for the op filter
-	Events  []auditRow
-	Error   string
-	Off     bool         // the audit log is off on this server
-	Next    template.URL // the next (older) page; "" when none
-	First   template.URL // the first page, when not on it
-	Export  template.URL // the export of the filtered set
+	Form     auditForm
+	Ranges   []struct{ Value, Label string }
+	Sources  []string
+	Ops      []string // suggestions for the op filter
+	Events   []auditRow
+	Error    string
+	Off      bool         // the audit log is off on this server
+	Next     template.URL // the next (older) page; "" when none
+	First    template.URL // the first page, when not on it
+	Export   template.URL // the export of the filtered set
+	Filtered bool         // a filter is set
 }
 
 // auditRow is one event as the table shows it.
@@ -218,6 +219,7 @@ func (h *Handler) auditList(w http.ResponseWriter, r *http.Request, s *session) 
 	// Query strings built by url.Values.Encode are safe in an href; as
 	// template.URL the template does not escape their & and = again.
 	v.Export = template.URL("/audit/export?" + v.Form.query)
+	v.Filtered = v.Form.query != ""
 	if p.Next != 0 {
 		q := v.Form.values()
 		q.Set("before", strconv.FormatInt(p.Next, 10))
