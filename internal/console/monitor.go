@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/coffer-s3/coffer/internal/bytesize"
 )
 
 // MetricsSeries is the in-memory history of the server's own metrics
@@ -286,5 +284,5 @@ func (v metricValue) Bytes() string {
 	if !v.Known {
 		return "–"
 	}
-	return bytesize.Format(int64(v.V))
+	return humanBytes(int64(v.V))
 }

@@ -70,10 +70,10 @@ func TestMetricsPage(t *testing.T) {
 		`data-check="metadata">metadata <span class="badge on">ok</span>`,
 		`<section id="charts" data-interval="5">`,
 		`<script src="/static/monitor.js" defer></script>`,
-		`data-v="requests">3.0</td>`, // the mean of 2 and 4
-		`data-v="p99">12.0 ms</td>`,  // the latest
-		`data-v="objects">1000</td>`, // the latest
-		`data-v="bytes">1MiB</td>`,   // the latest
+		`data-v="requests">3.0</td>`,  // the mean of 2 and 4
+		`data-v="p99">12.0 ms</td>`,   // the latest
+		`data-v="objects">1000</td>`,  // the latest
+		`data-v="bytes">1.0 MiB</td>`, // the latest
 		`<tr data-op="GetObject"><td>GetObject</td><td class="num">1.5</td><td class="num">0.5</td><td class="num">4.0 ms</td><td class="num">12.0 ms</td></tr>`,
 	} {
 		if !strings.Contains(page, want) {

@@ -88,6 +88,10 @@
     return {fmt: count, lines: []};
   }
 
+  function ago(ms) {
+    const s = Math.round(ms / 1000);
+    return "−" + (s >= 120 ? Math.round(s / 60) + " min" : s + " s");
+  }
   function rate(v) { return v >= 100 ? v.toFixed(0) : v >= 0.1 || v === 0 ? v.toFixed(1) : v.toFixed(3); }
   function millis(v) { return v >= 100 ? v.toFixed(0) + " ms" : v.toFixed(1) + " ms"; }
   function count(v) { return v >= 1e6 ? (v / 1e6).toFixed(1) + "M" : v >= 1e4 ? (v / 1e3).toFixed(0) + "k" : v.toFixed(0); }
@@ -115,19 +119,21 @@
   // time axis, one path per series broken where a value is null.
   function draw(fig, op) {
     const s = series(fig.dataset.chart, op);
+    // The last hour, or since the first sample of a younger server.
     const end = data.time.length ? data.time[data.time.length - 1] : Date.now();
-    const start = end - WINDOW_MS;
+    const span = Math.max(Math.min(WINDOW_MS, end - (data.time.length ? data.time[0] : end)), 10 * intervalMs);
+    const start = end - span;
     let top = 0;
     s.lines.forEach(function (l) { l.values.forEach(function (v) { if (v !== null && v > top) { top = v; } }); });
     top = top > 0 ? top * 1.1 : 1;
-    const x = function (t) { return LEFT + (W - LEFT - RIGHT) * (t - start) / WINDOW_MS; };
+    const x = function (t) { return LEFT + (W - LEFT - RIGHT) * (t - start) / span; };
     const y = function (v) { return TOP + (H - TOP - BOTTOM) * (1 - v / top); };
     const svg = el("svg", {viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": fig.dataset.chart});
     [0, 0.5, 1].forEach(function (f) {
       svg.appendChild(el("line", {"class": "grid-line", x1: LEFT, x2: W - RIGHT, y1: y(top * f), y2: y(top * f)}));
       svg.appendChild(el("text", {"class": "axis", x: LEFT - 4, y: y(top * f) + 4, "text-anchor": "end"}, s.fmt(top * f)));
     });
-    [[start, "−60 min"], [start + WINDOW_MS / 2, "−30 min"], [end, "now"]].forEach(function (p, i) {
+    [[start, ago(span)], [start + span / 2, ago(span / 2)], [end, "now"]].forEach(function (p, i) {
       svg.appendChild(el("text", {"class": "axis", x: x(p[0]), y: H - 4, "text-anchor": ["start", "middle", "end"][i]}, p[1]));
     });
     s.lines.forEach(function (l, i) {
@@ -145,10 +151,10 @@
     const legend = document.createElement("div");
     legend.className = "legend";
     s.lines.forEach(function (l, i) {
-      const span = document.createElement("span");
-      span.className = "s" + i;
-      span.textContent = l.name;
-      legend.appendChild(span);
+      const item = document.createElement("span");
+      item.className = "s" + i;
+      item.textContent = l.name;
+      legend.appendChild(item);
     });
     const caption = fig.querySelector("figcaption");
     while (fig.lastChild && fig.lastChild !== caption) {
