@@ -36,8 +36,9 @@ type Filter struct {
 	// byte for byte (case-sensitive; "%", "_" and "\" are not special).
 	// It is fast with Bucket set.
 	KeyPrefix string
-	// Failed selects only the events with Status >= 400.
-	Failed bool
+	// Failed selects only the events with Status >= 400, and Succeeded
+	// only those below 400. Both select none.
+	Failed, Succeeded bool
 	// Before is Query's cursor: only events with ID < Before; 0 for none.
 	// Page.Next is the Before of the next page.
 	Before int64
@@ -203,6 +204,7 @@ const (
 	condBefore
 	condAfter
 	condUpTo
+	condSucceeded
 	numConds = iota
 
 	orderDesc shape = 1 << 31 // newest first (Query), else oldest first (Export)
@@ -224,6 +226,7 @@ var condSQL = [numConds]string{
 	"id < ?",
 	"id > ?",
 	"id <= ?",
+	"status < 400",
 }
 
 // selectSQL returns the SELECT of shape s, whose last parameter is the
@@ -293,6 +296,11 @@ func (f *Filter) where() selection {
 	}
 	if f.Failed {
 		q.add(condFailed, nil)
+	}
+	if f.Succeeded {
+		// Its bit comes after the cursors', but it binds no parameter, so
+		// the order of the arguments is still the order of the bits.
+		q.add(condSucceeded, nil)
 	}
 	return q
 }

@@ -63,6 +63,8 @@ func TestQueryFilters(t *testing.T) {
 		{name: "source IP", f: Filter{SourceIP: "10.0.0.3"}, want: []int{3, 4, 5}},
 		{name: "failed", f: Filter{Failed: true}, want: []int{1, 3, 10}},
 		{name: "failed s3", f: Filter{Failed: true, Source: SourceS3}, want: []int{1, 3}},
+		{name: "succeeded", f: Filter{Succeeded: true, Source: SourceS3, Bucket: "photos"}, want: []int{0, 2, 11, 12, 13}},
+		{name: "succeeded and failed", f: Filter{Succeeded: true, Failed: true}, want: nil},
 		{name: "key prefix in bucket", f: Filter{Bucket: "photos", KeyPrefix: "2024/"}, want: []int{0, 1}},
 		{name: "key prefix is a whole key", f: Filter{Bucket: "photos", KeyPrefix: "2024"}, want: []int{0, 1, 12, 13}},
 		{name: "percent is literal", f: Filter{KeyPrefix: "100%"}, want: []int{3, 5}},

@@ -264,6 +264,7 @@ func Default() Config {
 			LoginFailures:     console.DefaultLoginFailures,
 			LoginWindow:       console.DefaultLoginWindow,
 			LoginQueueTimeout: console.DefaultLoginQueueTimeout,
+			MetricsInterval:   console.DefaultMetricsInterval,
 		},
 		PasswordHash: PasswordHash{
 			Memory:  int64(iam.DefaultPasswordParams.Memory) << 10,

@@ -51,6 +51,8 @@ func settings(c *Config) []setting {
 			usage: "public origin of the console (scheme://host[:port]) that its forms must come from, when a proxy serves it under another; \"\" means the origin each request reached"},
 		{name: "console.s3-url", value: &stringValue{&c.Console.S3URL},
 			usage: "public base URL of the S3 endpoint (scheme://host[:port]) that the console's share links point at; \"\" means the S3 listener's address"},
+		{name: "console.metrics-interval", value: &durationValue{p: &c.Console.MetricsInterval},
+			usage: "how often the server samples its own metrics for the console's Metrics page, which keeps an hour of samples (at most 3600)"},
 		{name: "console.argon2.memory", value: &sizeValue{&c.PasswordHash.Memory},
 			usage: "argon2id memory per console password hash (OWASP: at least 19MiB); also what each concurrent sign-in costs"},
 		{name: "console.argon2.time", value: &intValue{&c.PasswordHash.Time},

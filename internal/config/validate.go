@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
+	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/iam"
 )
 
@@ -374,6 +375,9 @@ func (c Config) validateConsole() []error {
 		if d.v <= 0 {
 			add(d.name, errors.New("must be positive"))
 		}
+	}
+	if d := c.Console.MetricsInterval; d < console.MinMetricsInterval || d > console.MaxMetricsInterval {
+		add("console.metrics-interval", fmt.Errorf("%v is out of range: want %v to %v", d, console.MinMetricsInterval, console.MaxMetricsInterval))
 	}
 	if n := c.Console.LoginFailures; n < 1 || n > maxLoginFailures {
 		add("console.login-failures", fmt.Errorf("%d is out of range: want 1 to %d", n, maxLoginFailures))

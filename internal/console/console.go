@@ -49,6 +49,10 @@ type Config struct {
 	// point at (scheme://host[:port][/path]); "" means the S3 listener's
 	// own address.
 	S3URL string
+	// MetricsInterval is how often the server samples its own metrics for
+	// the Metrics page's charts; the page keeps an hour of samples (at
+	// most MaxMetricsSamples).
+	MetricsInterval time.Duration
 }
 
 // Defaults of Config.
@@ -98,6 +102,9 @@ func (c Config) withDefaults() Config {
 	if c.LoginQueueTimeout == 0 {
 		c.LoginQueueTimeout = DefaultLoginQueueTimeout
 	}
+	if c.MetricsInterval == 0 {
+		c.MetricsInterval = DefaultMetricsInterval
+	}
 	return c
 }
 
@@ -137,6 +144,10 @@ type Deps struct {
 	// Browser is what the object browser needs; without Objects its
 	// pages answer 404.
 	Browser BrowserDeps
+	// Audit is the audit log the Audit page reads; nil when it is off.
+	Audit AuditLog
+	// Monitor is what the Metrics page shows.
+	Monitor MonitorDeps
 }
 
 // Handler serves the console. It is an http.Handler for every path of
@@ -153,6 +164,8 @@ type Handler struct {
 	gate     *gate
 	pages    []page
 	browser  BrowserDeps
+	audit    AuditLog
+	monitor  MonitorDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
 }
@@ -163,7 +176,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("console: iam and buckets are required")
 	}
 	cfg = cfg.withDefaults()
-	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser}
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, monitor: d.Monitor}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

@@ -3,6 +3,7 @@ package console
 import (
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
@@ -36,13 +37,15 @@ type pageRoute struct {
 // pages is the console's navigation, in order; the first is the home
 // page.
 func pages() []page {
-	return []page{bucketsPage(), objectsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage()}
+	return []page{bucketsPage(), objectsPage(), usersPage(), groupsPage(), policiesPage(), simulatorPage(), auditPage(), metricsPage()}
 }
 
 // funcs are the template functions of every page.
 var funcs = template.FuncMap{
 	"bytes": func(n int64) string { return bytesize.Format(n) },
 	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"size":  humanBytes,
+	"ms":    func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }
 
 // redirectWithFlash sends the browser to path with a message for the
@@ -50,4 +53,19 @@ var funcs = template.FuncMap{
 func (h *Handler) redirectWithFlash(w http.ResponseWriter, r *http.Request, s *session, path, msg string) {
 	h.sessions.setFlash(s.key, msg)
 	http.Redirect(w, r, path, http.StatusSeeOther)
+}
+
+// humanBytes formats a byte count for reading, rounded: 189300 → "184.9 KiB".
+// (The bytes function shows exact counts, as Coffer's flags take them.)
+func humanBytes(n int64) string {
+	const units = "KMGTPE"
+	if n < 1024 && n > -1024 {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	v, i := float64(n)/1024, 0
+	for (v >= 1024 || v <= -1024) && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + " " + units[i:i+1] + "iB"
 }

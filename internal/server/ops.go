@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/metrics"
 )
 
@@ -22,6 +23,13 @@ func (s *Server) opsHandler() http.Handler {
 	}
 	mux.Handle("/", s.webUI)
 	return mux
+}
+
+// consoleHealth is the readiness the console's Metrics page shows: the
+// report /readyz answers with.
+func (rd *readiness) consoleHealth(ctx context.Context) console.Health {
+	rp := rd.check(ctx)
+	return console.Health{Ready: rp.ready(), Status: rp.Status, Checks: rp.Checks, Disk: rp.Disk}
 }
 
 // opsMethodNotAllowed answers a method other than GET or HEAD on an ops

@@ -91,6 +91,7 @@ type Server struct {
 	consoleLn net.Listener
 	console   *http.Server
 	metrics   *metrics.Registry
+	sampler   *metrics.Sampler // the console's Metrics page's history
 	ready     *readiness       // also behind the S3 listener's health endpoints
 	webUI     *console.Handler // the web console, under / of the ops listener
 
@@ -190,6 +191,8 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 		if err = registerLifecycleMetrics(s.metrics, s.lifecycle); err != nil {
 			return s, err
 		}
+		iv := cfg.Console.MetricsInterval
+		s.sampler = s.metrics.NewSampler(metrics.SamplerConfig{Interval: iv, Samples: console.MetricsSamples(iv)})
 	}
 	handler, err := s.handler()
 	if err != nil {
@@ -274,11 +277,17 @@ func (s *Server) handler() (http.Handler, error) {
 	}
 	s.iam = m
 	if s.cfg.ConsoleAddress != "" {
+		var auditLog console.AuditLog // stays a nil interface when the audit log is off
+		if s.audit != nil {
+			auditLog = s.audit
+		}
 		s.webUI, err = console.New(s.cfg.Console, console.Deps{
 			IAM:     m,
 			Buckets: s.st.objects,
 			Logger:  s.log.With("component", "console"),
 			Browser: console.BrowserDeps{Objects: s.st.objects, Region: s.cfg.S3.Region, S3Endpoint: s.s3Endpoint},
+			Audit:   auditLog,
+			Monitor: console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
 		})
 		if err != nil {
 			return nil, err
@@ -441,6 +450,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	if s.st.db.Shared() {
 		g.Go(func() error { return s.st.db.WatchChanges(gctx, s.applyChange) })
+	}
+	if s.sampler != nil {
+		g.Go(func() error { return s.sampler.Run(gctx) })
 	}
 	stopAccess := make(chan struct{})
 	if s.access != nil {
