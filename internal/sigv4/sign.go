@@ -127,31 +127,57 @@ type ChunkedOptions struct {
 // headers (the seed signature), and sets r.Body to the encoded chunks, each
 // signed in chain unless the mode is unsigned.
 func SignChunked(r *http.Request, cred Credentials, region string, t time.Time, payload []byte, opts ChunkedOptions) error {
-	mode := opts.Mode
+	c, err := prepareChunked(r, len(payload), opts.Mode, opts.ChunkSize, opts.Trailers)
+	if err != nil {
+		return fmt.Errorf("sign chunked: %w", err)
+	}
+	var probe chunkSigner // computes the length; signatures are all zero
+	r.ContentLength = int64(len(appendChunked(nil, payload, c.size, c.trailers, c.mode, &probe, c.signed)))
+	cs := sign(r, cred, region, t, c.mode.String())
+	body := appendChunked(make([]byte, 0, r.ContentLength), payload, c.size, c.trailers, c.mode, cs, c.signed)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return nil
+}
+
+// chunked is an aws-chunked upload's encoding, as prepareChunked checked it.
+type chunked struct {
+	mode     PayloadMode
+	size     int       // payload bytes per chunk
+	trailers []Trailer // names lowercased
+	signed   bool      // chunks carry signatures
+}
+
+// prepareChunked checks the options of an aws-chunked upload of n payload
+// bytes (SignChunked, Signer.SignStreaming) and sets r's Content-Encoding,
+// X-Amz-Decoded-Content-Length and X-Amz-Trailer.
+func prepareChunked(r *http.Request, n int, mode PayloadMode, size int, trs []Trailer) (chunked, error) {
 	if mode == PayloadUnsigned {
 		mode = PayloadStreamingSigned
 	}
 	if !mode.Streaming() {
-		return fmt.Errorf("sign chunked: mode %v is not a streaming mode", mode)
+		return chunked{}, fmt.Errorf("mode %v is not a streaming mode", mode)
 	}
-	size := opts.ChunkSize
 	if size == 0 {
 		size = 64 << 10
 	}
 	if size < 1 {
-		return fmt.Errorf("sign chunked: chunk size %d is not positive", size)
+		return chunked{}, fmt.Errorf("chunk size %d is not positive", size)
 	}
-	trailers := make([]Trailer, len(opts.Trailers))
-	names := make([]string, len(opts.Trailers))
-	for i, tr := range opts.Trailers {
+	trailers := make([]Trailer, len(trs))
+	names := make([]string, len(trs))
+	for i, tr := range trs {
 		trailers[i] = Trailer{Name: strings.ToLower(tr.Name), Value: tr.Value}
 		names[i] = trailers[i].Name
 	}
 	if len(trailers) > 0 && mode == PayloadStreamingSigned {
-		return errors.New("sign chunked: trailers need a trailer mode")
+		return chunked{}, errors.New("trailers need a trailer mode")
 	}
 	if _, err := parseTrailerHeader(names); err != nil {
-		return fmt.Errorf("sign chunked: %w", err)
+		return chunked{}, err
+	}
+	if r == nil || r.URL == nil {
+		return chunked{}, errors.New("request has no URL")
 	}
 	if r.Header == nil {
 		r.Header = make(http.Header)
@@ -161,18 +187,11 @@ func SignChunked(r *http.Request, cred Credentials, region string, t time.Time, 
 		ce += "," + v
 	}
 	r.Header.Set("Content-Encoding", ce)
-	r.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(len(payload)))
+	r.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(n))
 	if len(names) > 0 {
 		r.Header.Set("X-Amz-Trailer", strings.Join(names, ","))
 	}
-	signed := mode != PayloadStreamingUnsignedTrailer
-	var probe chunkSigner // computes the length; signatures are all zero
-	r.ContentLength = int64(len(appendChunked(nil, payload, size, trailers, mode, &probe, signed)))
-	cs := sign(r, cred, region, t, mode.String())
-	body := appendChunked(make([]byte, 0, r.ContentLength), payload, size, trailers, mode, cs, signed)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return nil
+	return chunked{mode: mode, size: size, trailers: trailers, signed: mode != PayloadStreamingUnsignedTrailer}, nil
 }
 
 // chunkSigner signs chunks in chain from a seed signature.

@@ -3,12 +3,10 @@ package sigv4
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -39,56 +37,18 @@ type StreamingOptions struct {
 // each chunk when its header is read. The body is safe to read once;
 // r.GetBody returns a fresh one.
 func (s *Signer) SignStreaming(r *http.Request, payload []byte, t time.Time, opts StreamingOptions) error {
-	mode := opts.Mode
-	if mode == PayloadUnsigned {
-		mode = PayloadStreamingSigned
-	}
-	if !mode.Streaming() {
-		return fmt.Errorf("sigv4: sign streaming: mode %v is not a streaming mode", mode)
-	}
-	size := opts.ChunkSize
-	if size == 0 {
-		size = 64 << 10
-	}
-	if size < 1 {
-		return fmt.Errorf("sigv4: sign streaming: chunk size %d is not positive", size)
-	}
-	trailers := make([]Trailer, len(opts.Trailers))
-	names := make([]string, len(opts.Trailers))
-	for i, tr := range opts.Trailers {
-		trailers[i] = Trailer{Name: strings.ToLower(tr.Name), Value: tr.Value}
-		names[i] = trailers[i].Name
-	}
-	if len(trailers) > 0 && mode == PayloadStreamingSigned {
-		return errors.New("sigv4: sign streaming: trailers need a trailer mode")
-	}
-	if _, err := parseTrailerHeader(names); err != nil {
+	c, err := prepareChunked(r, len(payload), opts.Mode, opts.ChunkSize, opts.Trailers)
+	if err != nil {
 		return fmt.Errorf("sigv4: sign streaming: %w", err)
 	}
-	if r == nil || r.URL == nil {
-		return errors.New("sigv4: sign streaming: request has no URL")
-	}
-	if r.Header == nil {
-		r.Header = make(http.Header)
-	}
-	ce := "aws-chunked"
-	if v := r.Header.Get("Content-Encoding"); v != "" && v != ce {
-		ce += "," + v
-	}
-	r.Header.Set("Content-Encoding", ce)
-	r.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(len(payload)))
-	if len(names) > 0 {
-		r.Header.Set("X-Amz-Trailer", strings.Join(names, ","))
-	}
-	signed := mode != PayloadStreamingUnsignedTrailer
-	r.ContentLength = chunkedLength(int64(len(payload)), size, trailers, mode, signed)
-	seed, dk, amzDate, err := s.sign(r, mode.String(), t)
+	r.ContentLength = chunkedLength(int64(len(payload)), c.size, c.trailers, c.mode, c.signed)
+	seed, dk, amzDate, err := s.sign(r, c.mode.String(), t)
 	if err != nil {
 		return err
 	}
 	newBody := func() io.ReadCloser {
-		cs := &chunkStream{payload: payload, size: size, sums: opts.ChunkSums, mode: mode, trailers: trailers, signed: signed}
-		if signed {
+		cs := &chunkStream{payload: payload, size: c.size, sums: opts.ChunkSums, mode: c.mode, trailers: c.trailers, signed: c.signed}
+		if c.signed {
 			cs.cs = chunkSigner{key: dk.key, mac: newHMACer(), amzDate: amzDate, scope: dk.scope, prev: seed}
 		}
 		return cs
