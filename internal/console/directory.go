@@ -137,6 +137,25 @@ func (h *Handler) changed(r *http.Request, s *session, op, target string) {
 		"access_key", s.principal.AccessKeyID)
 }
 
+// confirmDelete returns the handler of the confirmation step before
+// deleting the named user, group or policy (kind): authorized with the
+// admin action op, it explains what the delete does (text) and posts to
+// path(name)+"/delete".
+func (h *Handler) confirmDelete(op, kind string, path func(string) string, text string) sessionHandler {
+	return func(w http.ResponseWriter, r *http.Request, s *session) error {
+		if err := h.mayAdmin(r, s, op); err != nil {
+			return err
+		}
+		name := r.PathValue("name")
+		h.render(w, r, http.StatusOK, "confirm.html", s, "Delete "+kind+" "+name, confirmView{
+			Heading: "Delete " + kind + " " + name + "?",
+			Text:    text,
+			Action:  path(name) + "/delete", Button: "Delete " + name, Cancel: path(name),
+		})
+		return nil
+	}
+}
+
 // confirmView is the data of confirm.html, the confirmation step of a
 // delete.
 type confirmView struct {

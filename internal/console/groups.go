@@ -24,7 +24,10 @@ func groupsPage() page {
 			{"POST /groups/{name}/members", func(h *Handler) sessionHandler { return h.updateMembers }},
 			{"POST /groups/{name}/attach", func(h *Handler) sessionHandler { return h.attachGroupPolicy(true) }},
 			{"POST /groups/{name}/detach", func(h *Handler) sessionHandler { return h.attachGroupPolicy(false) }},
-			{"GET /groups/{name}/delete", func(h *Handler) sessionHandler { return h.confirmDeleteGroup }},
+			{"GET /groups/{name}/delete", func(h *Handler) sessionHandler {
+				return h.confirmDelete("DeleteGroup", "group", groupPath,
+					"Its members lose the policies attached to it at once. The users themselves stay.")
+			}},
 			{"POST /groups/{name}/delete", func(h *Handler) sessionHandler { return h.deleteGroup }},
 		},
 	}
@@ -168,19 +171,6 @@ func (h *Handler) attachGroupPolicy(attach bool) sessionHandler {
 		name := r.PathValue("name")
 		return h.attachPolicy(w, r, s, attach, r.PostFormValue("policy"), iam.Target{Group: name}, groupPath(name))
 	}
-}
-
-func (h *Handler) confirmDeleteGroup(w http.ResponseWriter, r *http.Request, s *session) error {
-	if err := h.mayAdmin(r, s, "DeleteGroup"); err != nil {
-		return err
-	}
-	name := r.PathValue("name")
-	h.render(w, r, http.StatusOK, "confirm.html", s, "Delete group "+name, confirmView{
-		Heading: "Delete group " + name + "?",
-		Text:    "Its members lose the policies attached to it at once. The users themselves stay.",
-		Action:  groupPath(name) + "/delete", Button: "Delete " + name, Cancel: groupPath(name),
-	})
-	return nil
 }
 
 func (h *Handler) deleteGroup(w http.ResponseWriter, r *http.Request, s *session) error {

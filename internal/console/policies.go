@@ -26,7 +26,10 @@ func policiesPage() page {
 			{"GET /policies/{name}", func(h *Handler) sessionHandler { return h.showPolicy }},
 			{"POST /policies/{name}", func(h *Handler) sessionHandler { return h.updatePolicy }},
 			{"POST /policies/{name}/attach", func(h *Handler) sessionHandler { return h.attachNamedPolicy }},
-			{"GET /policies/{name}/delete", func(h *Handler) sessionHandler { return h.confirmDeletePolicy }},
+			{"GET /policies/{name}/delete", func(h *Handler) sessionHandler {
+				return h.confirmDelete("DeletePolicy", "policy", policyPath,
+					"It must be detached from every user and group first. This cannot be undone.")
+			}},
 			{"POST /policies/{name}/delete", func(h *Handler) sessionHandler { return h.deletePolicy }},
 		},
 	}
@@ -189,19 +192,6 @@ func (h *Handler) attachNamedPolicy(w http.ResponseWriter, r *http.Request, s *s
 	name := r.PathValue("name")
 	t := iam.Target{User: r.PostFormValue("user"), Group: r.PostFormValue("group")}
 	return h.attachPolicy(w, r, s, true, name, t, policyPath(name))
-}
-
-func (h *Handler) confirmDeletePolicy(w http.ResponseWriter, r *http.Request, s *session) error {
-	if err := h.mayAdmin(r, s, "DeletePolicy"); err != nil {
-		return err
-	}
-	name := r.PathValue("name")
-	h.render(w, r, http.StatusOK, "confirm.html", s, "Delete policy "+name, confirmView{
-		Heading: "Delete policy " + name + "?",
-		Text:    "It must be detached from every user and group first. This cannot be undone.",
-		Action:  policyPath(name) + "/delete", Button: "Delete " + name, Cancel: policyPath(name),
-	})
-	return nil
 }
 
 func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request, s *session) error {

@@ -29,7 +29,10 @@ func usersPage() page {
 			{"GET /users/{name}", func(h *Handler) sessionHandler { return h.showUser }},
 			{"POST /users/{name}/disable", func(h *Handler) sessionHandler { return h.setUserDisabled(true) }},
 			{"POST /users/{name}/enable", func(h *Handler) sessionHandler { return h.setUserDisabled(false) }},
-			{"GET /users/{name}/delete", func(h *Handler) sessionHandler { return h.confirmDeleteUser }},
+			{"GET /users/{name}/delete", func(h *Handler) sessionHandler {
+				return h.confirmDelete("DeleteUser", "user", userPath,
+					"Its access keys stop working at once and are deleted, with its group memberships and console sessions. This cannot be undone.")
+			}},
 			{"POST /users/{name}/delete", func(h *Handler) sessionHandler { return h.deleteUser }},
 			{"POST /users/{name}/password", func(h *Handler) sessionHandler { return h.setUserPassword }},
 			{"POST /users/{name}/attach", func(h *Handler) sessionHandler { return h.attachUserPolicy(true) }},
@@ -198,19 +201,6 @@ func (h *Handler) setUserDisabled(disabled bool) sessionHandler {
 		h.redirectWithFlash(w, r, s, userPath(name), verb+" user "+name+".")
 		return nil
 	}
-}
-
-func (h *Handler) confirmDeleteUser(w http.ResponseWriter, r *http.Request, s *session) error {
-	if err := h.mayAdmin(r, s, "DeleteUser"); err != nil {
-		return err
-	}
-	name := r.PathValue("name")
-	h.render(w, r, http.StatusOK, "confirm.html", s, "Delete user "+name, confirmView{
-		Heading: "Delete user " + name + "?",
-		Text:    "Its access keys stop working at once and are deleted, with its group memberships and console sessions. This cannot be undone.",
-		Action:  userPath(name) + "/delete", Button: "Delete " + name, Cancel: userPath(name),
-	})
-	return nil
 }
 
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request, s *session) error {
