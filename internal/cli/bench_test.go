@@ -436,8 +436,9 @@ func TestBenchTargetsFile(t *testing.T) {
 func TestBenchMixedFailures(t *testing.T) {
 	t.Parallel()
 	endpoint := startCoffer(t)
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
+	// Port 1 (tcpmux): nothing listens there, and unlike a port freed by a
+	// closed test server, no other test can be given it meanwhile.
+	const closedURL = "http://127.0.0.1:1"
 	for _, tc := range []struct {
 		name       string
 		env        map[string]string
@@ -449,8 +450,8 @@ func TestBenchMixedFailures(t *testing.T) {
 			[]string{"--target", "c=" + endpoint}, 1, "target c (" + endpoint + "): create bucket: SignatureDoesNotMatch (HTTP 403)"},
 		{"unknown key", nil, []string{"--target", "c=" + endpoint, "--access-key", "NOSUCHKEY", "--secret-key", "x"},
 			1, "create bucket: InvalidAccessKeyId (HTTP 403)"},
-		{"unreachable", nil, []string{"--target", "gone=" + closed.URL, "--access-key", "a", "--secret-key", "b"},
-			1, "target gone (" + closed.URL + "): create bucket: ConnectionError: cannot connect"},
+		{"unreachable", nil, []string{"--target", "gone=" + closedURL, "--access-key", "a", "--secret-key", "b"},
+			1, "target gone (" + closedURL + "): create bucket: ConnectionError: cannot connect"},
 		{"no target", nil, []string{"--access-key", "a", "--secret-key", "b"}, 2, "no target: give --target NAME=URL"},
 		{"no credentials", nil, []string{"--target", "c=" + endpoint}, 2, "no credentials for target c"},
 		{"missing targets file", nil, []string{"--targets", "/nonexistent.toml"}, 2, "targets file"},
