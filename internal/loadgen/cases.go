@@ -28,6 +28,7 @@ var allCases = []benchCase{
 	{Name: "put-64MiB", Op: "put", Size: 64 << 20, Objects: 1},
 	{Name: "get-1KiB", Op: "get", Size: 1 << 10, Objects: 1000},
 	{Name: "get-1MiB", Op: "get", Size: 1 << 20, Objects: 100},
+	{Name: "get-10MiB", Op: "get", Size: 10 << 20, Objects: 1},
 	{Name: "get-64MiB", Op: "get", Size: 64 << 20, Objects: 1},
 	{Name: "head", Op: "stat", Size: 1 << 10, Objects: 1000},
 	{Name: "list-1000", Op: "list", Size: 1 << 10, Objects: 1000},
