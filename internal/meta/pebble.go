@@ -464,3 +464,19 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 		"msg", fmt.Sprintf(format, args...))
 	select {}
 }
+
+// HeapCacheBytes returns the bytes of the live Go heap that the engine
+// holds in caches of bounded size: Pebble's block cache and memtables in a
+// build without cgo; 0 with cgo (Pebble's memory is then outside the Go
+// heap) and on PostgreSQL, and once the store has failed or closed (a
+// failed Pebble may hold the locks its metrics take). The server's garbage
+// collector pacing (memlimit.Pace) leaves them out of the heap growth it
+// allows.
+func (db *DB) HeapCacheBytes() int64 {
+	p, ok := db.kv.(*pebbleKV)
+	if !ok || !cachesOnGoHeap || db.closed.Load() || db.Err() != nil {
+		return 0
+	}
+	m := p.db.Metrics()
+	return m.BlockCache.Size + int64(m.MemTable.Size)
+}

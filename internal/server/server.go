@@ -29,6 +29,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
+	"github.com/coffer-s3/coffer/internal/memlimit"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
@@ -454,6 +455,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.sampler != nil {
 		g.Go(func() error { return s.sampler.Run(gctx) })
 	}
+	// Garbage collection paced to the heap outside the metadata engine's
+	// caches (the static build holds them on the Go heap); GOGC=off or a
+	// GOGC of the user's own percentage is honoured.
+	g.Go(func() error { memlimit.PaceFromEnv(gctx, s.st.db.HeapCacheBytes); return nil })
 	stopAccess := make(chan struct{})
 	if s.access != nil {
 		g.Go(func() error { s.access.run(stopAccess); return nil })
