@@ -1,7 +1,6 @@
 package server
 
 import (
-	"database/sql"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -41,11 +40,11 @@ func openAudit(cfg config.Config, st *storage, h testHooks, log *slog.Logger) (*
 		Logger:    log,
 	}
 	if st.db.Shared() {
-		open := h.auditSQL
-		if open == nil {
-			open = func() (*sql.DB, error) { return st.db.SQL(auditConns) }
+		src := st.db
+		if h.auditDB != nil {
+			src = h.auditDB
 		}
-		pool, err := open()
+		pool, err := src.SQL(auditConns)
 		if err != nil {
 			return nil, err
 		}

@@ -2,8 +2,6 @@ package server
 
 import (
 	"bytes"
-	"database/sql"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -83,14 +81,13 @@ func TestPostgresAuditOutage(t *testing.T) {
 	cfg.Meta.Postgres.URL = url
 	cfg.Meta.Postgres.MaxConns = 4
 	const queue = 16
-	s, _ := startWith(t, cfg, testLogger(io.Discard), testHooks{auditQueue: queue, auditBatch: 4, auditSQL: func() (*sql.DB, error) {
-		db, err := meta.Open(meta.Config{Kind: meta.EnginePostgres, Postgres: meta.PostgresConfig{URL: proxied, MaxConns: 1}})
-		if err != nil {
-			return nil, err
-		}
-		h, err := db.SQL(auditConns)
-		return h, errors.Join(err, db.Close())
-	}})
+	// The audit log's pool reaches PostgreSQL through the proxy.
+	viaProxy, err := meta.Open(meta.Config{Kind: meta.EnginePostgres, Postgres: meta.PostgresConfig{URL: proxied, MaxConns: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	s, _ := startWith(t, cfg, testLogger(io.Discard), testHooks{auditQueue: queue, auditBatch: 4, auditDB: viaProxy})
 	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
 	put := func(path string) time.Duration {
 		t.Helper()

@@ -8,7 +8,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -132,10 +131,10 @@ type testHooks struct {
 	// failWrite is the metadata store's meta.Config.FailWrite (tests of
 	// a failing disk).
 	failWrite func(path string) error
-	// auditSQL, if set, opens the PostgreSQL pool of the cluster's audit
-	// log instead of meta.DB.SQL (tests of an outage of the audit log's
-	// connections alone).
-	auditSQL func() (*sql.DB, error)
+	// auditDB, if set, is the metadata store whose SQL pool the
+	// cluster's audit log gets, instead of the server's own (tests of an
+	// outage of the audit log's connections alone).
+	auditDB *meta.DB
 	// auditQueue and auditBatch are the audit log's audit.Config
 	// QueueSize and BatchSize; 0 the defaults.
 	auditQueue, auditBatch int
