@@ -22,6 +22,9 @@ type capState struct {
 	lastCapCheck time.Time // when checkCap last ran
 	evictLeft    int64     // events still to evict in the eviction under way
 	evictBatch   int64     // events to evict per statement (see checkCap)
+	// On PostgreSQL: evict the IDs below evictBelow; evictedAtSize is the
+	// table's size when MaxBytes last made it evict.
+	evictBelow, evictedAtSize int64
 
 	evictUnlogged  int64 // evicted since the last log line
 	lastEvictLog   time.Time
@@ -75,6 +78,10 @@ func (w *writer) measure() (usage, error) {
 // the next checkpoint; an eviction, which writes to the WAL itself,
 // cannot shrink it, and counting it would evict ever more.
 func (w *writer) checkCap() {
+	if w.l.pg {
+		w.checkCapPG()
+		return
+	}
 	w.lastCapCheck = time.Now()
 	defer w.capSettled()
 	u, err := w.measure()
@@ -116,6 +123,10 @@ func (w *writer) capSettled() {
 // evictStep deletes at most pruneBatch of the oldest events of the
 // eviction under way.
 func (w *writer) evictStep() {
+	if w.l.pg {
+		w.evictStepPG()
+		return
+	}
 	n := min(w.evictLeft, pruneBatch)
 	if w.evictBatch > 0 {
 		n = min(n, w.evictBatch)

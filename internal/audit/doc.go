@@ -105,6 +105,12 @@
 //
 // # Where it lives
 //
+// With Config.Postgres instead of Path the log is a cluster's: the table
+// coffer_audit of the shared metadata store's PostgreSQL schema, written
+// by every node and read whole by each. What differs there (held batches
+// during an outage, retention and caps kept for the whole table) is
+// described in postgres.go. The rest of this section is about the file.
+//
 // The integrator chooses the file: <storage-path>/audit.db by default. Its
 // directory is created with mode 0700 and the file is kept at 0600 (the
 // -wal and -shm files SQLite keeps next to it get the same mode). The

@@ -39,11 +39,17 @@ const (
 // events, or about failed writes.
 const dropLogInterval = time.Minute
 
-// Config configures a Log. Only Path is required.
+// Config configures a Log. Path or Postgres is required, not both.
 type Config struct {
 	// Path is the SQLite file. Its directory is created (0700) and the
 	// file is created or kept at mode 0600.
 	Path string
+	// Postgres, instead of Path, is a handle on the PostgreSQL database
+	// and schema of a shared metadata store (meta.DB.SQL), whose table
+	// coffer_audit the metadata migrations created: the cluster's log,
+	// written by every node and read whole by each (see postgres.go).
+	// Open takes it over: Close closes it. Room does not apply.
+	Postgres *sql.DB
 	// Retention is how long events are kept: older ones are deleted at
 	// Open and then every hour, or every Retention/10 if that is shorter
 	// (but not more often than once a second). 0 keeps everything.
@@ -99,8 +105,10 @@ type Config struct {
 // Validate reports whether c is usable.
 func (c Config) Validate() error {
 	switch {
-	case c.Path == "":
+	case c.Path == "" && c.Postgres == nil:
 		return errors.New("audit: config: path is required")
+	case c.Path != "" && c.Postgres != nil:
+		return errors.New("audit: config: path and postgres are exclusive")
 	case c.Retention < 0:
 		return fmt.Errorf("audit: config: retention %v is negative", c.Retention)
 	case c.QueueSize < 0:
@@ -136,7 +144,9 @@ type hooks struct {
 // writer goroutine that stores its events in SQLite, and the queries over
 // them. It is safe for concurrent use. Close it to write what is queued.
 type Log struct {
-	path          string
+	path          string // the SQLite file, or a description of the PostgreSQL table, for log lines
+	pg            bool   // the log is in PostgreSQL (Config.Postgres)
+	table         string // events (SQLite) or coffer_audit (PostgreSQL)
 	db            *sql.DB
 	log           *slog.Logger
 	clock         func() time.Time
@@ -158,9 +168,12 @@ type Log struct {
 	queue  chan Event
 
 	flushReq chan chan error // Flush → writer: write what is queued, then answer
+	closing  chan struct{}   // closed by Close before it closes queue
 	done     chan struct{}   // closed when the writer has returned
 
 	// The writer's own connection and statements, used by no one else.
+	// On PostgreSQL there is no wconn: the statements run on the pool,
+	// which replaces broken connections.
 	wconn   *sql.Conn
 	wInsert *sql.Stmt
 	wPrune  *sql.Stmt
@@ -212,7 +225,9 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 		room:          cfg.Room,
 		hooks:         h,
 		flushReq:      make(chan chan error),
+		closing:       make(chan struct{}),
 		done:          make(chan struct{}),
+		table:         "events",
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -233,8 +248,25 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 	l.queue = make(chan Event, queueSize)
 	l.limit.init(cfg.PerSource, cfg.PerMinute, l.clock())
 
-	if l.db, err = openDB(cfg.Path, walSize(cfg.MaxBytes)); err != nil {
+	if cfg.Postgres != nil {
+		l.pg, l.db, l.table, l.path = true, cfg.Postgres, pgTable, "postgresql:"+pgTable
+		l.room = nil
+		if err := l.openPG(); err != nil {
+			return nil, errors.Join(err, l.closeDB())
+		}
+	} else if err := l.openSQLite(cfg); err != nil {
 		return nil, err
+	}
+	l.stmts.db, l.stmts.pg = l.db, l.pg
+	go l.run()
+	return l, nil
+}
+
+// openSQLite opens the SQLite file of cfg, migrates it and prepares the
+// writer's connection and statements.
+func (l *Log) openSQLite(cfg Config) (err error) {
+	if l.db, err = openDB(cfg.Path, walSize(cfg.MaxBytes)); err != nil {
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -243,31 +275,53 @@ func open(cfg Config, h hooks) (_ *Log, err error) {
 	}()
 	ctx := context.Background()
 	if err := migrate(ctx, l.db, cfg.Path); err != nil {
-		return nil, err
+		return err
 	}
 	if l.wconn, err = l.db.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("audit: open %s: %w", cfg.Path, err)
+		return fmt.Errorf("audit: open %s: %w", cfg.Path, err)
 	}
 	if l.wInsert, err = l.wconn.PrepareContext(ctx, insertSQL); err != nil {
-		return nil, fmt.Errorf("audit: prepare insert: %w", err)
+		return fmt.Errorf("audit: prepare insert: %w", err)
 	}
 	if l.wPrune, err = l.wconn.PrepareContext(ctx, pruneSQL); err != nil {
-		return nil, fmt.Errorf("audit: prepare prune: %w", err)
+		return fmt.Errorf("audit: prepare prune: %w", err)
 	}
 	if l.wEvict, err = l.wconn.PrepareContext(ctx, evictSQL); err != nil {
-		return nil, fmt.Errorf("audit: prepare evict: %w", err)
+		return fmt.Errorf("audit: prepare evict: %w", err)
 	}
 	if l.prune, err = l.db.PrepareContext(ctx, pruneSQL); err != nil {
-		return nil, fmt.Errorf("audit: prepare prune: %w", err)
+		return fmt.Errorf("audit: prepare prune: %w", err)
 	}
 	var stored int64
 	if err := l.wconn.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&stored); err != nil {
-		return nil, fmt.Errorf("audit: count events in %s: %w", cfg.Path, err)
+		return fmt.Errorf("audit: count events in %s: %w", cfg.Path, err)
 	}
 	l.stored.Store(stored)
-	l.stmts.db = l.db
-	go l.run()
-	return l, nil
+	return nil
+}
+
+// openPG checks that the PostgreSQL table exists, reads its ID range and
+// prepares the writer's statements on the pool.
+func (l *Log) openPG() (err error) {
+	ctx, cancel := pgCtx()
+	defer cancel()
+	var lo, hi, size int64
+	if err := l.db.QueryRowContext(ctx, pgCapSQL).Scan(&lo, &hi, &size); err != nil {
+		return fmt.Errorf("audit: read %s (created by the metadata schema, version 3): %w", pgTable, err)
+	}
+	if hi > 0 {
+		l.stored.Store(hi - lo + 1)
+	}
+	l.diskBytes.Store(size)
+	for _, p := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{{&l.wInsert, pgInsertSQL}, {&l.wPrune, pgPruneSQL}, {&l.wEvict, pgEvictSQL}, {&l.prune, pgPruneSQL}} {
+		if *p.st, err = l.db.PrepareContext(ctx, p.sql); err != nil {
+			return fmt.Errorf("audit: prepare: %w", err)
+		}
+	}
+	return nil
 }
 
 // Record queues e to be stored in full and returns at once: it never
@@ -379,6 +433,7 @@ func (l *Log) Flush(ctx context.Context) error {
 // closing. Calling it again returns the same result.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
+		close(l.closing)
 		l.mu.Lock()
 		l.closed = true
 		close(l.queue)
@@ -398,6 +453,9 @@ func (l *Log) closeDB() error {
 		}
 	}
 	errs = append(errs, l.stmts.close())
+	if l.db == nil {
+		return errors.Join(errs...)
+	}
 	if l.wconn != nil {
 		// Let SQLite refresh its planner statistics, as it advises
 		// for every connection that has run queries when it closes.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Page sizes of Query.
@@ -71,7 +72,7 @@ func (l *Log) Query(ctx context.Context, f Filter) (Page, error) {
 	if l.isClosed() {
 		return Page{}, ErrClosed
 	}
-	q := f.where()
+	q := f.where(l.pg)
 	if f.Before > 0 {
 		q.add(condBefore, f.Before)
 	}
@@ -101,7 +102,7 @@ func (l *Log) Export(ctx context.Context, f Filter, w io.Writer) (int64, error) 
 		return 0, ErrClosed
 	}
 	var last int64
-	if err := l.db.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM events").Scan(&last); err != nil {
+	if err := l.db.QueryRowContext(ctx, "SELECT coalesce(max(id), 0) FROM "+l.table).Scan(&last); err != nil {
 		return 0, fmt.Errorf("audit: export: %w", err)
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -109,7 +110,7 @@ func (l *Log) Export(ctx context.Context, f Filter, w io.Writer) (int64, error) 
 	chunk := make([]Event, 0, exportChunk)
 	var n, after int64
 	for {
-		q := f.where()
+		q := f.where(l.pg)
 		q.add(condAfter, after)
 		q.add(condUpTo, last)
 		q.args = append(q.args, exportChunk)
@@ -233,13 +234,13 @@ var condSQL = [numConds]string{
 // LIMIT. The subquery selects only IDs, so that an index on the filtered
 // columns answers it without reading rows (see migrations); the outer
 // query reads the page's rows by ID.
-func selectSQL(s shape) string {
+func selectSQL(s shape, table string) string {
 	order := " ORDER BY id"
 	if s&orderDesc != 0 {
 		order = " ORDER BY id DESC"
 	}
 	var b strings.Builder
-	b.WriteString("SELECT " + columns + " FROM events WHERE id IN (SELECT id FROM events")
+	b.WriteString("SELECT " + columns + " FROM " + table + " WHERE id IN (SELECT id FROM " + table)
 	sep := " WHERE "
 	for i, c := range condSQL {
 		if s&(1<<i) != 0 {
@@ -267,7 +268,13 @@ func (q *selection) add(c shape, v any) {
 }
 
 // where returns the selection of f's filters, without cursor or order.
-func (f *Filter) where() selection {
+// On PostgreSQL (pg) the strings are compared as they are stored there
+// (pgText) and a key prefix's range ends at a valid UTF-8 string.
+func (f *Filter) where(pg bool) selection {
+	text, end := func(s string) string { return s }, prefixEnd
+	if pg {
+		text, end = pgText, prefixEndText
+	}
 	q := selection{args: make([]any, 0, 16)}
 	if !f.Since.IsZero() {
 		q.add(condSince, f.Since.UnixNano())
@@ -283,14 +290,15 @@ func (f *Filter) where() selection {
 		{condUser, f.User}, {condAccessKey, f.AccessKey}, {condSourceIP, f.SourceIP},
 	} {
 		if c.v != "" {
-			q.add(c.cond, c.v)
+			q.add(c.cond, text(c.v))
 		}
 	}
 	if f.KeyPrefix != "" {
 		// A range rather than LIKE: LIKE ignores ASCII case and gives
 		// "%", "_" meaning, and a range uses events_bucket_key.
-		q.add(condKeyFrom, f.KeyPrefix)
-		if end, ok := prefixEnd(f.KeyPrefix); ok {
+		p := text(f.KeyPrefix)
+		q.add(condKeyFrom, p)
+		if end, ok := end(p); ok {
 			q.add(condKeyTo, end)
 		}
 	}
@@ -319,10 +327,34 @@ func prefixEnd(p string) (end string, ok bool) {
 	return "", false
 }
 
+// prefixEndText returns the least valid UTF-8 string greater than every
+// string starting with p, a valid UTF-8 string, in byte order (which for
+// UTF-8 is code point order, PostgreSQL's "C" collation): p with its last
+// rune that is not the greatest replaced by the next one (past the
+// surrogates, which UTF-8 cannot hold), and what follows it cut. ok is
+// false if there is none.
+func prefixEndText(p string) (end string, ok bool) {
+	for i := len(p); i > 0; {
+		r, n := utf8.DecodeLastRuneInString(p[:i])
+		i -= n
+		switch {
+		case r == utf8.MaxRune:
+			continue
+		case r == 0xD7FF:
+			r = 0xE000
+		default:
+			r++
+		}
+		return p[:i] + string(r), true
+	}
+	return "", false
+}
+
 // stmtCache holds the prepared SELECT of each shape used so far: at most
 // a few dozen in practice (the filters an operator combines).
 type stmtCache struct {
 	db *sql.DB
+	pg bool       // PostgreSQL: $n placeholders, table coffer_audit
 	mu sync.Mutex // guards stmts
 	// stmts maps a shape to its statement, which database/sql prepares
 	// on each pool connection as needed.
@@ -336,7 +368,11 @@ func (c *stmtCache) get(ctx context.Context, s shape) (*sql.Stmt, error) {
 	if st := c.stmts[s]; st != nil {
 		return st, nil
 	}
-	st, err := c.db.PrepareContext(ctx, selectSQL(s))
+	q := selectSQL(s, "events")
+	if c.pg {
+		q = rebind(selectSQL(s, pgTable))
+	}
+	st, err := c.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -35,9 +35,10 @@ var filterEvents = []Event{
 // at returns the time of filterEvents[i].
 func at(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
 
-func TestQueryFilters(t *testing.T) {
-	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+func TestQueryFilters(t *testing.T) { forEachBackend(t, testQueryFilters) }
+
+func testQueryFilters(t *testing.T, b backend) {
+	l := b.open(t, Config{}, hooks{})
 	events := slices.Clone(filterEvents)
 	for i := range events {
 		events[i].Time = at(i)
@@ -142,9 +143,10 @@ func parseJSONL(t *testing.T, r *bytes.Buffer) []Event {
 	return events
 }
 
-func TestQueryLimits(t *testing.T) {
-	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+func TestQueryLimits(t *testing.T) { forEachBackend(t, testQueryLimits) }
+
+func testQueryLimits(t *testing.T, b backend) {
+	l := b.open(t, Config{}, hooks{})
 	var events []Event
 	for i := range 150 {
 		events = append(events, Event{Time: at(i), Source: SourceS3, Op: "PutObject"})
@@ -187,9 +189,10 @@ func TestQueryLimits(t *testing.T) {
 	}
 }
 
-func TestPagingWhileRecording(t *testing.T) {
-	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+func TestPagingWhileRecording(t *testing.T) { forEachBackend(t, testPagingWhileRecording) }
+
+func testPagingWhileRecording(t *testing.T, b backend) {
+	l := b.open(t, Config{}, hooks{})
 	next := 0
 	recordSome := func(n int) {
 		var events []Event
@@ -257,9 +260,10 @@ func TestPagingWhileRecording(t *testing.T) {
 	}
 }
 
-func TestExport(t *testing.T) {
-	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+func TestExport(t *testing.T) { forEachBackend(t, testExport) }
+
+func testExport(t *testing.T, b backend) {
+	l := b.open(t, Config{}, hooks{})
 	// Twice the export chunk, so that the last chunk is empty, and a
 	// third of them with another op.
 	var events []Event

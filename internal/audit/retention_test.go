@@ -84,9 +84,10 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-func TestPruneBatches(t *testing.T) {
-	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+func TestPruneBatches(t *testing.T) { forEachBackend(t, testPruneBatches) }
+
+func testPruneBatches(t *testing.T, b backend) {
+	l := b.open(t, Config{}, hooks{})
 	var events []Event
 	for i := range 2*pruneBatch + 10 {
 		events = append(events, Event{Time: t0.Add(time.Duration(i) * time.Second), Source: SourceS3, Op: "PutObject"})

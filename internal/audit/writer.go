@@ -62,17 +62,31 @@ func (l *Log) run() {
 		tick = t.C
 	}
 	w.checkCap()
+	closing := l.closing
 
 	for {
 		var pruneStep, evictStep <-chan struct{}
-		if w.passStart || w.passing {
-			pruneStep = always
-		}
-		if w.evictLeft > 0 {
-			evictStep = always
+		queue := l.queue
+		if w.holding() {
+			// Wait for the retry with the failed batch in hand: the queue
+			// is the buffer, and nothing else needs the database.
+			queue = nil
+		} else {
+			if w.passStart || w.passing {
+				pruneStep = always
+			}
+			if w.evictLeft > 0 {
+				evictStep = always
+			}
 		}
 		select {
-		case e, ok := <-l.queue:
+		case <-closing:
+			closing = nil
+			w.closing = true // no more holding: a failed batch is lost
+		case <-w.retryC:
+			w.retryC = nil
+			w.write() // the error is counted and logged; no one waits for it
+		case e, ok := <-queue:
 			if !ok {
 				w.retryAt = time.Time{} // one last try, whatever failed before
 				w.addSummaries(l.limit.rotate(l.clock(), true))
@@ -86,6 +100,11 @@ func (l *Log) run() {
 			w.timerC = nil
 			w.write() // the error is counted and logged; no one waits for it
 		case reply := <-l.flushReq:
+			if w.holding() {
+				reply <- fmt.Errorf("audit: %d events held: writes are failing, next try after %s: %w",
+					len(w.batch), w.retryAt.UTC().Format(time.RFC3339), w.lastErr)
+				continue
+			}
 			reply <- w.flush()
 		case <-pruneTick:
 			if !w.passing {
@@ -96,6 +115,11 @@ func (l *Log) run() {
 		case <-evictStep:
 			w.evictStep()
 		case <-tick:
+			if w.holding() {
+				// The window goes on until its summaries can be
+				// written: its counts stay, bounded, in the limiter.
+				continue
+			}
 			w.addSummaries(l.limit.rotate(l.clock(), false))
 			w.checkCap()
 		case <-report.C:
@@ -117,6 +141,13 @@ type writer struct {
 	args   []any // reused arguments of the insert
 	timer  *time.Timer
 	timerC <-chan time.Time // timer.C while the batch waits to fill, else nil
+	cols   pgColumns        // the batch as arrays, on PostgreSQL
+
+	// On PostgreSQL a failed batch is held and tried again at retryAt
+	// (retryC fires then), unless the log is closing.
+	retryTimer *time.Timer
+	retryC     <-chan time.Time
+	closing    bool // Close has been called
 
 	passStart bool      // a retention pass is due
 	passing   bool      // a retention pass is under way
@@ -136,6 +167,12 @@ type writer struct {
 	lastErr  error     // of the last failed write
 
 	capState
+}
+
+// holding reports whether the writer holds a failed batch to try again
+// (PostgreSQL only), taking nothing from the queue meanwhile.
+func (w *writer) holding() bool {
+	return w.retryC != nil && !w.closing
 }
 
 // addSummaries adds the summary events of c, if any, to the batch, after
@@ -203,7 +240,11 @@ func (w *writer) write() error {
 	if n == 0 {
 		return nil
 	}
-	if now := w.l.clock(); now.Before(w.retryAt) {
+	if w.holding() {
+		return fmt.Errorf("audit: %d events held: writes are failing, next try after %s: %w",
+			n, w.retryAt.UTC().Format(time.RFC3339), w.lastErr)
+	}
+	if now := w.l.clock(); now.Before(w.retryAt) && (!w.l.pg || w.closing) {
 		w.reset()
 		w.l.writeErrors.Add(uint64(n))
 		return fmt.Errorf("audit: %d events discarded: writes are failing, next try after %s: %w",
@@ -219,7 +260,10 @@ func (w *writer) write() error {
 	if err == nil {
 		err = w.insert()
 	}
-	w.reset()
+	hold := err != nil && w.l.pg && !w.closing
+	if !hold {
+		w.reset()
+	}
 	if err == nil {
 		w.l.written.Add(uint64(n))
 		w.l.stored.Add(int64(n))
@@ -230,14 +274,28 @@ func (w *writer) write() error {
 		}
 		return nil
 	}
-	w.l.writeErrors.Add(uint64(n))
 	w.failures++
 	backoff := min(minBackoff<<min(w.failures-1, 16), maxBackoff)
 	w.retryAt, w.lastErr = w.l.clock().Add(backoff), err
 	w.failedBatches++
+	if hold {
+		if w.retryTimer == nil {
+			w.retryTimer = time.NewTimer(backoff)
+		} else {
+			w.retryTimer.Reset(backoff)
+		}
+		w.retryC = w.retryTimer.C
+	} else {
+		w.l.writeErrors.Add(uint64(n))
+	}
 	if now := time.Now(); w.lastErrLog.IsZero() || now.Sub(w.lastErrLog) >= dropLogInterval {
-		w.l.log.Error("audit events not written", "path", w.l.path, "events", n,
-			"failed_batches", w.failedBatches, "discarding_for", backoff, "err", err)
+		if hold {
+			w.l.log.Error("audit events not written: holding them and retrying", "path", w.l.path, "events", n,
+				"failed_batches", w.failedBatches, "retry_in", backoff, "queued", len(w.l.queue), "err", err)
+		} else {
+			w.l.log.Error("audit events not written", "path", w.l.path, "events", n,
+				"failed_batches", w.failedBatches, "discarding_for", backoff, "err", err)
+		}
 		w.lastErrLog, w.failedBatches = now, 0
 	}
 	w.reportDrops(false)
@@ -257,6 +315,13 @@ func (w *writer) insert() (err error) {
 		if err := w.l.hooks.writeErr(); err != nil {
 			return err
 		}
+	}
+	if w.l.pg {
+		ctx, cancel := pgCtx()
+		defer cancel()
+		_, err := w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch)...)
+		w.cols.reset()
+		return err
 	}
 	ctx := context.Background() // the writer's work is bounded by busyTimeout, not by a caller
 	tx, err := w.l.wconn.BeginTx(ctx, nil)
@@ -287,7 +352,12 @@ func (w *writer) pruneStep() {
 		w.cutoff = w.l.clock().Add(-w.l.retention)
 		w.passN = 0
 	}
-	res, err := w.l.wPrune.ExecContext(context.Background(), w.cutoff.UnixNano(), pruneBatch)
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if w.l.pg {
+		ctx, cancel = pgCtx()
+	}
+	res, err := w.l.wPrune.ExecContext(ctx, w.cutoff.UnixNano(), pruneBatch)
+	cancel()
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()

@@ -134,7 +134,7 @@ func settings(c *Config) []setting {
 		{name: "audit.enabled", value: &boolValue{&c.Audit.Enabled},
 			usage: "keep the audit log: every mutating S3 request, admin change and refused request, with who, what, where from and the outcome"},
 		{name: "audit.path", value: &stringValue{&c.Audit.Path},
-			usage: "SQLite file of the audit log; \"\" means audit.db in storage-path"},
+			usage: "SQLite file of the audit log; \"\" means audit.db in storage-path (not with meta.kind postgres, whose log is a PostgreSQL table)"},
 		{name: "audit.read-sample", value: &fractionValue{&c.Audit.ReadSample},
 			usage: "fraction of successful reads (GET, HEAD) also written to the audit log, from 0 (none) to 1 (all)"},
 		{name: "audit.retention", value: &durationValue{p: &c.Audit.Retention, zeroDisables: true},

@@ -135,12 +135,26 @@ the URL is accepted only from ` + "`COFFER_META_POSTGRES_URL`" + `; otherwise gi
 GC, IAM changes seen by every node) is not finished yet: run one node per
 database for now.
 
+Every node of a database must have the same master key (below), given
+explicitly: with ` + "`meta.kind = \"postgres\"`" + ` a node never generates one, and one
+with no ` + "`" + EnvMasterKey + "`" + ` and no ` + "`<storage-path>/master-key`" + ` file refuses to start.
+The first node stores a check sealed with its key in the database; a node
+whose key does not open it refuses to start.
+
+The audit log is then the cluster's: every node writes its events to the
+table ` + "`coffer_audit`" + ` of the same database (on a pool of three connections of
+its own), and ` + "`coffer admin audit ls`" + ` and the console's Audit page of any node
+show every node's events. ` + "`audit.retention`" + `, ` + "`audit.max-events`" + ` and
+` + "`audit.max-bytes`" + ` (the table with its indexes) apply to the whole table, and
+` + "`audit.path`" + ` must not be set: no node keeps an audit file.
+
 ## Master key
 
 Secrets of users' access keys are stored sealed with AES-256-GCM under a
 master key. ` + "`" + EnvMasterKey + "`" + ` gives it: 32 random bytes in base64 (44 characters) or
 hex (64), for example from ` + "`head -c 32 /dev/urandom | base64`" + `. Without it the server
-reads ` + "`<storage-path>/master-key`" + `, creating it (mode 0600) on the first start. A
+reads ` + "`<storage-path>/master-key`" + `, creating it (mode 0600) on the first start
+(with ` + "`meta.kind = \"postgres\"`" + ` it is never created: see above). A
 server started with a different master key than the one its IAM state was
 sealed with refuses to start. Keep the key with your backups of the storage
 path: without it the users' secret keys cannot be recovered (root's can).

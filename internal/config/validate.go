@@ -149,6 +149,11 @@ func (c Config) validateMeta() []error {
 	if p.StatementTimeout <= 0 {
 		errs = append(errs, &settingError{"meta.postgres.statement-timeout", errors.New("must be positive")})
 	}
+	if c.Audit.Enabled && c.Audit.Path != "" {
+		// One log for the cluster: a file per node would be a second,
+		// partial record, and a node keeps no state of its own.
+		errs = append(errs, &settingError{"audit.path", errors.New("with meta.kind postgres the audit log is the cluster's, in PostgreSQL (table coffer_audit), and no node keeps an audit file: leave audit.path unset")})
+	}
 	return errs
 }
 

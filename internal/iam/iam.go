@@ -23,6 +23,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -253,7 +254,12 @@ func New(cfg Config) (*IAM, error) {
 	if doc.Check == "" {
 		doc.Check = s.seal(checkText, checkAD)
 	} else if txt, err := s.open(doc.Check, checkAD); err != nil || txt != checkText {
-		return nil, errWrongMasterKey
+		return nil, ErrWrongMasterKey
+	}
+	if us, ok := m.store.(UpdateStore); ok && data == nil {
+		if doc, err = m.storeCheck(ctx, us, doc); err != nil {
+			return nil, err
+		}
 	}
 	snap, err := buildSnapshot(doc, s, nil)
 	if err != nil {
@@ -272,6 +278,43 @@ func New(cfg Config) (*IAM, error) {
 	return m, nil
 }
 
+// errStored ends storeCheck's update without writing: another node
+// stored the state first.
+var errStored = errors.New("iam: state already stored")
+
+// storeCheck stores doc, the new state of a shared store that has none
+// yet, so that its master-key check (doc.Check) is in the database from
+// the first start of the first node: a node started later with another
+// key is refused by New, rather than starting with no users and failing
+// at the first change. If another node stored a state meanwhile, that is
+// returned instead, once its check opens with this node's key; else
+// ErrWrongMasterKey.
+func (m *IAM) storeCheck(ctx context.Context, us UpdateStore, doc *stateDoc) (*stateDoc, error) {
+	stored := doc
+	err := us.UpdateIAMState(ctx, func(old []byte) ([]byte, error) {
+		if old == nil {
+			return json.Marshal(doc)
+		}
+		d, err := decodeState(old)
+		if err != nil {
+			return nil, err
+		}
+		if txt, err := m.seal.open(d.Check, checkAD); err != nil || txt != checkText {
+			return nil, ErrWrongMasterKey
+		}
+		stored = d
+		return nil, errStored
+	})
+	switch {
+	case errors.Is(err, errStored):
+	case errors.Is(err, ErrWrongMasterKey):
+		return nil, err
+	case err != nil:
+		return nil, fmt.Errorf("iam: store the master-key check: %w", err)
+	}
+	return stored, nil
+}
+
 // decodeStored returns the snapshot of the stored document data (nil: none
 // saved, which is the current snapshot's empty state), reusing what the
 // current snapshot already decoded. The caller holds m.mu.
@@ -286,7 +329,7 @@ func (m *IAM) decodeStored(data []byte) (*snapshot, error) {
 	}
 	if doc.Check != prev.doc.Check {
 		if txt, err := m.seal.open(doc.Check, checkAD); err != nil || txt != checkText {
-			return nil, errWrongMasterKey
+			return nil, ErrWrongMasterKey
 		}
 	}
 	return buildSnapshot(doc, m.seal, prev)

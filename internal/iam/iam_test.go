@@ -386,7 +386,7 @@ func TestStateIsPersistentAndSealed(t *testing.T) {
 	}
 	// Another master key does not open the state.
 	other := bytes.Repeat([]byte{8}, MasterKeySize)
-	if _, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: other, Store: f.store}); !errors.Is(err, errWrongMasterKey) {
+	if _, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: other, Store: f.store}); !errors.Is(err, ErrWrongMasterKey) {
 		t.Fatalf("New with the wrong master key = %v", err)
 	}
 	// A failed save changes nothing.

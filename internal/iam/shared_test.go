@@ -1,6 +1,7 @@
 package iam
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -83,5 +84,33 @@ func TestSharedNodes(t *testing.T) {
 	rq := Request{Principal: Principal{Anonymous: true}, Action: GetObject, Bucket: "bkt", Key: "k"}
 	if err := b.Authorize(ctx, rq); err != nil {
 		t.Fatalf("anonymous GetObject after the policy reload: %v", err)
+	}
+}
+
+// TestSharedMasterKeyCheck: the first node of a shared store stores the
+// master-key check at its start, before any IAM change, so that a node
+// started with another key is refused by New; one with the same key
+// starts and reads the stored state.
+func TestSharedMasterKeyCheck(t *testing.T) {
+	st := sharedStore{newMemStore()}
+	open := func(key []byte) (*IAM, error) {
+		return New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: key, Store: st,
+			Password: testPasswordParams})
+	}
+	if _, err := open(testMaster); err != nil {
+		t.Fatal(err)
+	}
+	if st.saves != 1 || st.state == nil {
+		t.Fatalf("after the first start: %d saves, state %q; want the check stored once", st.saves, st.state)
+	}
+	other := bytes.Repeat([]byte{0x77}, MasterKeySize)
+	if _, err := open(other); !errors.Is(err, ErrWrongMasterKey) {
+		t.Errorf("New with another master key = %v, want ErrWrongMasterKey", err)
+	}
+	if _, err := open(testMaster); err != nil {
+		t.Errorf("New with the same master key: %v", err)
+	}
+	if st.saves != 1 {
+		t.Errorf("%d saves after three starts, want 1: a stored state is not written again", st.saves)
 	}
 }

@@ -154,8 +154,9 @@ const (
 	secretAD  = "coffer/iam/key/v1:"
 )
 
-// errWrongMasterKey means the state was sealed under another master key.
-var errWrongMasterKey = errors.New("iam: the master key does not open the stored IAM state; start with the master key it was created with (COFFER_MASTER_KEY or the master-key file)")
+// ErrWrongMasterKey means the state was sealed under another master key:
+// New returns it for a stored state the key does not open.
+var ErrWrongMasterKey = errors.New("iam: the master key does not open the stored IAM state; start with the master key it was created with (COFFER_MASTER_KEY or the master-key file)")
 
 func newSealer(key []byte) (*sealer, error) {
 	if len(key) != MasterKeySize {
@@ -186,7 +187,7 @@ func (s *sealer) open(sealed, ad string) (string, error) {
 	n := s.aead.NonceSize()
 	p, err := s.aead.Open(nil, b[:n], b[n:], []byte(ad))
 	if err != nil {
-		return "", errWrongMasterKey
+		return "", ErrWrongMasterKey
 	}
 	return string(p), nil
 }

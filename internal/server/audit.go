@@ -8,7 +8,6 @@ import (
 	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/config"
-	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/metrics"
 	"github.com/coffer-s3/coffer/internal/s3api"
 )
@@ -17,31 +16,49 @@ import (
 // audit.path names another.
 const auditFile = "audit.db"
 
+// auditConns bounds the connections of the audit log's own pool on a
+// shared store: its writer and the queries of the console and admin API.
+const auditConns = 3
+
 // openAudit opens the audit log cfg asks for, or returns nil when it is
-// off. On a filesystem that space watches, the log writes only while
-// more than half the free-space reserve is left (diskspace.Guard.Keep).
-func openAudit(cfg config.Config, space *diskspace.Guard, log *slog.Logger) (*audit.Log, error) {
+// off. On a shared metadata store (meta.kind postgres) it is the
+// cluster's log, in PostgreSQL, on a pool of its own; else a SQLite file.
+// On a filesystem that space watches, the file log writes only while more
+// than half the free-space reserve is left (diskspace.Guard.Keep).
+func openAudit(cfg config.Config, st *storage, h testHooks, log *slog.Logger) (*audit.Log, error) {
 	if !cfg.Audit.Enabled {
 		return nil, nil
 	}
-	path := cfg.Audit.Path
-	if path == "" {
-		path = filepath.Join(cfg.StoragePath, auditFile)
-	}
-	var room func() error
-	if space != nil && space.Watches(filepath.Dir(path)) {
-		room = space.Keep
-	}
-	return audit.Open(audit.Config{
-		Path:      path,
-		Room:      room,
+	ac := audit.Config{
 		Retention: cfg.Audit.Retention,
 		MaxBytes:  cfg.Audit.MaxBytes,
 		MaxEvents: int64(cfg.Audit.MaxEvents),
 		PerSource: cfg.Audit.PerSource,
 		PerMinute: cfg.Audit.PerMinute,
+		QueueSize: h.auditQueue,
+		BatchSize: h.auditBatch,
 		Logger:    log,
-	})
+	}
+	if st.db.Shared() {
+		src := st.db
+		if h.auditDB != nil {
+			src = h.auditDB
+		}
+		pool, err := src.SQL(auditConns)
+		if err != nil {
+			return nil, err
+		}
+		ac.Postgres = pool
+		return audit.Open(ac)
+	}
+	ac.Path = cfg.Audit.Path
+	if ac.Path == "" {
+		ac.Path = filepath.Join(cfg.StoragePath, auditFile)
+	}
+	if st.space != nil && st.space.Watches(filepath.Dir(ac.Path)) {
+		ac.Room = st.space.Keep
+	}
+	return audit.Open(ac)
 }
 
 // registerAuditMetrics exports how complete the audit log is: events
@@ -54,7 +71,7 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 	}{
 		{"coffer_audit_events_recorded_total", "Audit events handed to the audit log.", func(s audit.Stats) uint64 { return s.Recorded }},
 		{"coffer_audit_events_dropped_total", "Audit events dropped because the writer was a whole queue behind, or the log was closed.", func(s audit.Stats) uint64 { return s.Dropped }},
-		{"coffer_audit_events_written_total", "Audit events stored in the audit file.", func(s audit.Stats) uint64 { return s.Written }},
+		{"coffer_audit_events_written_total", "Audit events stored in the audit log (its file, or the cluster's PostgreSQL table).", func(s audit.Stats) uint64 { return s.Written }},
 		{"coffer_audit_write_errors_total", "Failed writes of a batch of audit events (the batch is lost).", func(s audit.Stats) uint64 { return s.WriteErrors }},
 		{"coffer_audit_events_pruned_total", "Audit events deleted by retention.", func(s audit.Stats) uint64 { return s.Pruned }},
 		{"coffer_audit_events_aggregated_total", "Refused or unauthenticated requests counted in an audit summary event instead of recorded one by one.", func(s audit.Stats) uint64 { return s.Aggregated }},
@@ -71,8 +88,8 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 		v          func(audit.Stats) float64
 	}{
 		{"coffer_audit_events_queued", "Audit events recorded and not yet stored.", func(s audit.Stats) float64 { return float64(s.Queued) }},
-		{"coffer_audit_events_stored", "Audit events in the audit file.", func(s audit.Stats) float64 { return float64(s.Stored) }},
-		{"coffer_audit_disk_bytes", "Size of the audit file and its WAL on disk, measured every second.", func(s audit.Stats) float64 { return float64(s.DiskBytes) }},
+		{"coffer_audit_events_stored", "Audit events in the audit log: in the file; in PostgreSQL, every node's, estimated from the ID range.", func(s audit.Stats) float64 { return float64(s.Stored) }},
+		{"coffer_audit_disk_bytes", "Size of the audit file and its WAL on disk, or of the PostgreSQL table with its indexes, measured every second.", func(s audit.Stats) float64 { return float64(s.DiskBytes) }},
 	}
 	for _, g := range gauges {
 		if err := m.GaugeFunc(g.name, g.help, func() float64 { return g.v(l.Stats()) }); err != nil {

@@ -41,6 +41,7 @@ func TestPostgresNodes(t *testing.T) {
 	var cfg config.Config
 	for range 2 {
 		cfg = testConfig(t)
+		cfg.Root.MasterKey = bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
 		cfg.Meta.Kind = config.MetaPostgres
 		cfg.Meta.Postgres.URL = url
 		cfg.Meta.Postgres.MaxConns = 4
@@ -250,6 +251,7 @@ func TestPostgresOutage(t *testing.T) {
 	pg := testPG.Get(t)
 	proxy, url := pg.Proxy(t, pg.NewSchema(t))
 	cfg := testConfig(t)
+	cfg.Root.MasterKey = bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
 	cfg.Meta.Kind = config.MetaPostgres
 	cfg.Meta.Postgres.URL = url
 	cfg.Meta.Postgres.MaxConns = 4

@@ -123,12 +123,26 @@ type Server struct {
 // A second server on the same storage path fails here, with an error
 // saying the metadata is locked.
 func New(cfg config.Config, log *slog.Logger, out io.Writer) (*Server, error) {
-	return newServer(cfg, log, out, nil)
+	return newServer(cfg, log, out, testHooks{})
 }
 
-// newServer is New whose metadata store writes its files through failWrite
-// (meta.Config.FailWrite; nil but in tests of a failing disk).
-func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite func(path string) error) (s *Server, err error) {
+// testHooks let tests reach into what a server opens; New passes the zero
+// value.
+type testHooks struct {
+	// failWrite is the metadata store's meta.Config.FailWrite (tests of
+	// a failing disk).
+	failWrite func(path string) error
+	// auditDB, if set, is the metadata store whose SQL pool the
+	// cluster's audit log gets, instead of the server's own (tests of an
+	// outage of the audit log's connections alone).
+	auditDB *meta.DB
+	// auditQueue and auditBatch are the audit log's audit.Config
+	// QueueSize and BatchSize; 0 the defaults.
+	auditQueue, auditBatch int
+}
+
+// newServer is New with the hooks of tests.
+func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) (s *Server, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -138,7 +152,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if cfg.Blob.Kind == config.BlobMemory {
 		log.Warn("blob.kind is memory: object data lives in memory and is lost on exit, while metadata persists in the storage path; use for tests and benchmarks only")
 	}
-	st, err := openStorage(cfg, log, failWrite)
+	st, err := openStorage(cfg, log, h.failWrite)
 	if err != nil {
 		return nil, err
 	}
@@ -154,13 +168,13 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, failWrite fun
 	if s.root, err = rootCredentials(cfg.StoragePath, cfg.Root, out); err != nil {
 		return s, err
 	}
-	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey); err != nil {
+	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey, st.db.Shared()); err != nil {
 		return s, err
 	}
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))
 	s.ready.space = st.space
 	s.ready.storageErr = st.db.Err
-	if s.audit, err = openAudit(cfg, st.space, log.With("component", "audit")); err != nil {
+	if s.audit, err = openAudit(cfg, st, h, log.With("component", "audit")); err != nil {
 		return s, err
 	}
 	var lcObs lifecycle.Observer
@@ -274,6 +288,9 @@ func (s *Server) handler() (http.Handler, error) {
 	ic.Password = s.cfg.PasswordHash.Params()
 	m, err := iam.New(ic)
 	if err != nil {
+		if s.st.db.Shared() {
+			err = clusterKeyError(err)
+		}
 		return nil, err
 	}
 	s.iam = m

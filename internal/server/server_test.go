@@ -61,7 +61,13 @@ func testLogger(w io.Writer) *slog.Logger {
 // returned function stops it and returns Run's error.
 func start(t *testing.T, cfg config.Config, log *slog.Logger) (*Server, func() error) {
 	t.Helper()
-	s, err := New(cfg, log, io.Discard)
+	return startWith(t, cfg, log, testHooks{})
+}
+
+// startWith is start with hooks.
+func startWith(t *testing.T, cfg config.Config, log *slog.Logger, h testHooks) (*Server, func() error) {
+	t.Helper()
+	s, err := newServer(cfg, log, io.Discard, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -413,12 +419,12 @@ func TestStorageFailureStopsServer(t *testing.T) {
 	cfg.ShutdownTimeout = time.Minute
 	var logs syncBuffer
 	var full atomic.Bool
-	s, err := newServer(cfg, testLogger(&logs), io.Discard, func(string) error {
+	s, err := newServer(cfg, testLogger(&logs), io.Discard, testHooks{failWrite: func(string) error {
 		if full.Load() {
 			return syscall.ENOSPC
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,12 +506,12 @@ func TestShutdownWithHungDisk(t *testing.T) {
 	var hang atomic.Bool
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	s, err := newServer(cfg, testLogger(io.Discard), io.Discard, func(string) error {
+	s, err := newServer(cfg, testLogger(io.Discard), io.Discard, testHooks{failWrite: func(string) error {
 		if hang.Load() {
 			<-release // a disk that never answers
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
