@@ -68,6 +68,7 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 	pathStyle := fs.Bool("to-s3-path-style", true, "address the target bucket path-style (endpoint/bucket/key)")
 	secretFile := fs.String("to-s3-secret-key-file", "", "file whose first line is the bucket's secret key (default $"+envS3SecretKey+")")
 	workers := fs.Int("workers", migrate.DefaultWorkers, "blocks copied or read back at once")
+	batch := fs.Int("batch-keys", migrate.DefaultBatchKeys, "records per transaction of the target: the unit of progress (an interruption repeats at most one batch's block copies)")
 	return func(ctx context.Context, s *adminSession, _ []string) error {
 		switch {
 		case *from == "":
@@ -78,6 +79,8 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 			return usagef("--to-s3 is required")
 		case *workers < 1:
 			return usagef("--workers must be at least 1")
+		case *batch < 1:
+			return usagef("--batch-keys must be at least 1")
 		case config.HasPostgresPassword(*pg):
 			// Never echo the value.
 			return usagef("--to-postgres holds a password, which other users of this machine can read from the process list: use PGPASSWORD, --to-postgres-password-file or a .pgpass file")
@@ -104,8 +107,9 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 			StoragePath: *from,
 			Postgres: config.Postgres{URL: *pg, PasswordFile: *pgPass, MaxConns: *workers + 2,
 				StatementTimeout: def.Meta.Postgres.StatementTimeout},
-			S3:      up,
-			Workers: *workers,
+			S3:        up,
+			Workers:   *workers,
+			BatchKeys: *batch,
 		}
 		if v := s.getenv(config.EnvMasterKey); v != "" {
 			mc.MasterKey, err = iam.ParseMasterKey(v)

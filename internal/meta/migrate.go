@@ -15,7 +15,7 @@ import (
 // commits with the migration's progress (the migration key) in the same
 // transaction of the target, so that an interrupted copy resumes after
 // the last batch that committed and never leaves half a batch. See
-// docs/design/0012-migrate.md.
+// docs/design/0011-postgres-metadata.md ("Moving a single node").
 
 // tableMigration holds one key, the progress of a migration into this
 // store. 'w' is outside every range the typed layer scans ([b, v) for

@@ -7,7 +7,7 @@
 // back from the target and checked against its ETag and checksum).
 //
 // It works over meta.DB and blob.Store only; the server package opens the
-// concrete stores. See docs/design/0012-migrate.md.
+// concrete stores. See docs/design/0011-postgres-metadata.md ("Moving a single node").
 package migrate
 
 import (
@@ -34,7 +34,7 @@ const (
 	DefaultWorkers = 4
 	// A copy batch: one transaction of the target, the unit of progress.
 	// An interruption repeats at most one batch's block copies.
-	defaultBatchKeys       = 500
+	DefaultBatchKeys       = 500
 	defaultBatchBytes      = 4 << 20
 	defaultBatchBlockBytes = 256 << 20
 	// verifyPage is the number of records verified between two saves of
@@ -130,7 +130,7 @@ func newRun(cfg Config) (*run, error) {
 		r.now = time.Now
 	}
 	if r.limits.Keys <= 0 {
-		r.limits.Keys = defaultBatchKeys
+		r.limits.Keys = DefaultBatchKeys
 	}
 	if r.limits.Bytes <= 0 {
 		r.limits.Bytes = defaultBatchBytes

@@ -34,6 +34,9 @@ type MigrateConfig struct {
 	MasterKey []byte
 	// Workers bounds concurrent block copies and reads.
 	Workers int
+	// BatchKeys bounds the records of one copy transaction; 0 means
+	// migrate's default.
+	BatchKeys int
 }
 
 // MigrateResult is what Migrate did.
@@ -102,7 +105,7 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 
 	res.Migration, err = migrate.Run(ctx, migrate.Config{
 		Source: src, SourceBlobs: srcBlobs, Target: dst, TargetBlobs: dstBlobs,
-		SourceID: abs, Workers: mc.Workers, Logger: log.With("component", "migrate"),
+		SourceID: abs, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, Logger: log.With("component", "migrate"),
 	})
 	if err != nil {
 		return res, err
