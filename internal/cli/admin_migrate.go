@@ -126,7 +126,10 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 				s.printf("migration of %s stopped in phase %s: %d keys and %d blocks copied, %d records verified, %d mismatched; run the command again to continue\n",
 					res.Source, res.Phase, res.Keys, res.Blocks, res.Verified, res.Mismatched)
 			}
-			return err
+			// Printed here: the session's description of errors is about
+			// reaching the admin endpoint, which this command never calls.
+			fmt.Fprintf(s.stderr, "coffer admin migrate: %v\n", err)
+			return &exitStatus{code: exitError}
 		}
 		if s.g.json {
 			return s.printJSON(out)
