@@ -62,10 +62,16 @@ var rules = []rule{
 	},
 	{
 		name:   "storage layers never see HTTP or S3 handlers",
-		from:   []string{"internal/meta", "internal/blob", "internal/objects"},
+		from:   []string{"internal/meta", "internal/blob", "internal/objects", "internal/migrate"},
 		forbid: []string{"net/http", mod + "internal/s3api", mod + "internal/server", mod + "internal/cli", mod + "internal/sigv4", mod + "internal/s3xml"},
 		// The gateway's block store is an HTTP client of its upstream.
 		except: []string{"internal/blob/s3blob"},
+	},
+	{
+		// migrate works over the seams; server opens the concrete stores.
+		name:   "migrate sees only the seams",
+		from:   []string{"internal/migrate"},
+		forbid: []string{mod + "internal/objects", mod + "internal/iam", mod + "internal/blob/"},
 	},
 	{
 		name:   "blob stores and meta do not depend on the object service",

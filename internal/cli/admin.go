@@ -52,7 +52,7 @@ const noTimeout = -1
 // adminCommands returns the table of admin commands, in the order of the
 // usage text.
 func adminCommands() []adminCmd {
-	return slices.Concat(adminIAMCommands(), adminBucketCommands(), adminS3Commands(), adminServerCommands(), adminLifecycleCommands(), adminUsageCommands(), adminAuditCommands())
+	return slices.Concat(adminIAMCommands(), adminBucketCommands(), adminS3Commands(), adminServerCommands(), adminLifecycleCommands(), adminUsageCommands(), adminAuditCommands(), adminMigrateCommands())
 }
 
 // adminGroups returns the command groups: every proper prefix of a

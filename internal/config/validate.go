@@ -157,6 +157,10 @@ func (c Config) validateMeta() []error {
 	return errs
 }
 
+// HasPostgresPassword reports whether a PostgreSQL connection string
+// holds a password: commands that take one as a flag refuse it.
+func HasPostgresPassword(conn string) bool { return hasPassword(conn) }
+
 // hasPassword reports whether a PostgreSQL connection string, of either
 // form, holds a password. It never returns the string in an error: the
 // password must not reach a log.

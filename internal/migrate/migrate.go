@@ -1,0 +1,349 @@
+// Package migrate moves a Coffer store — its metadata and its blocks — to
+// other engines: `coffer admin migrate`, from a single node's Pebble
+// metadata and block files to PostgreSQL and an upstream S3 bucket, for
+// scale-out. It is offline (nothing serves either store while it runs),
+// resumable (the progress is stored in the target's metadata with each
+// batch it copies) and verifying (every object version and part is read
+// back from the target and checked against its ETag and checksum).
+//
+// It works over meta.DB and blob.Store only; the server package opens the
+// concrete stores. See docs/design/0011-postgres-metadata.md ("Moving a single node").
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/meta"
+)
+
+// ErrMismatch is wrapped by the error of a migration whose verification
+// found records whose data, read back from the target, does not match.
+var ErrMismatch = errors.New("data read back from the target does not match its records")
+
+// Defaults of Config.
+const (
+	DefaultWorkers = 4
+	// A copy batch: one transaction of the target, the unit of progress.
+	// An interruption repeats at most one batch's block copies.
+	DefaultBatchKeys       = 500
+	defaultBatchBytes      = 4 << 20
+	defaultBatchBlockBytes = 256 << 20
+	// verifyPage is the number of records verified between two saves of
+	// the progress.
+	verifyPage = 64
+)
+
+// Config configures a migration.
+type Config struct {
+	// Source is the store copied; SourceBlobs its blocks.
+	Source      *meta.DB
+	SourceBlobs blob.Store
+	// Target receives the copy and keeps its progress; TargetBlobs its
+	// blocks, under the same keys.
+	Target      *meta.DB
+	TargetBlobs blob.Store
+	// SourceID identifies the source (its storage path): a target
+	// holding a migration from another source is refused.
+	SourceID string
+	// Workers bounds concurrent block copies and reads; 0 means
+	// DefaultWorkers.
+	Workers int
+	// Limits bound a copy batch; zero fields take the defaults.
+	Limits meta.CopyLimits
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run migrates cfg.Source into cfg.Target, or resumes the migration the
+// target holds, and returns its final state. A finished migration is not
+// repeated: Run returns its state. A verification that finds mismatches
+// ends in meta.MigrationFailed with an error wrapping ErrMismatch that
+// lists them; a later Run copies the blocks of those records again (the
+// source may have been repaired) and verifies everything again.
+func Run(ctx context.Context, cfg Config) (meta.Migration, error) {
+	r, err := newRun(cfg)
+	if err != nil {
+		return meta.Migration{}, err
+	}
+	m, err := r.start(ctx)
+	if err != nil {
+		return m, err
+	}
+	for m.Phase == meta.MigrationCopying {
+		done, err := cfg.Target.CopyFrom(ctx, cfg.Source, &m, r.limits, r.copyBlocks)
+		if err != nil {
+			return m, fmt.Errorf("copy: %w", err)
+		}
+		r.log.Info("migration copied a batch", "keys", m.Keys, "blocks", m.Blocks, "block_bytes", m.BlockBytes, "done", done)
+	}
+	if m.Phase == meta.MigrationFailed {
+		if err := r.retry(ctx, &m); err != nil {
+			return m, err
+		}
+	}
+	for m.Phase == meta.MigrationVerifying {
+		if err := r.verifyPage(ctx, &m); err != nil {
+			return m, fmt.Errorf("verify: %w", err)
+		}
+	}
+	if m.Phase == meta.MigrationFailed {
+		return m, mismatchError(&m)
+	}
+	r.log.Info("migration done", "keys", m.Keys, "blocks", m.Blocks, "verified", m.Verified)
+	return m, nil
+}
+
+type run struct {
+	cfg     Config
+	log     *slog.Logger
+	limits  meta.CopyLimits
+	workers int
+	now     func() time.Time
+}
+
+func newRun(cfg Config) (*run, error) {
+	if cfg.Source == nil || cfg.Target == nil || cfg.SourceBlobs == nil || cfg.TargetBlobs == nil {
+		return nil, errors.New("migrate: source and target stores are required")
+	}
+	if cfg.SourceID == "" {
+		return nil, errors.New("migrate: no source ID")
+	}
+	r := &run{cfg: cfg, log: cfg.Logger, limits: cfg.Limits, workers: cfg.Workers, now: cfg.Now}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.workers <= 0 {
+		r.workers = DefaultWorkers
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.limits.Keys <= 0 {
+		r.limits.Keys = DefaultBatchKeys
+	}
+	if r.limits.Bytes <= 0 {
+		r.limits.Bytes = defaultBatchBytes
+	}
+	if r.limits.BlockBytes <= 0 {
+		r.limits.BlockBytes = defaultBatchBlockBytes
+	}
+	return r, nil
+}
+
+// start returns the target's migration, beginning one if it has none.
+func (r *run) start(ctx context.Context) (meta.Migration, error) {
+	m, err := r.cfg.Target.Migration(ctx)
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		has, err := r.cfg.Target.HasRecords(ctx)
+		if err != nil {
+			return m, fmt.Errorf("read the target: %w", err)
+		}
+		if has {
+			return m, errors.New("the target already holds buckets, IAM state or bucket policies that no migration wrote: migrate into an empty database")
+		}
+		m = meta.Migration{Source: r.cfg.SourceID, Phase: meta.MigrationCopying, Started: r.now().UTC()}
+		if err := r.cfg.Target.SaveMigration(ctx, &m); err != nil {
+			return m, fmt.Errorf("write the target: %w", err)
+		}
+		r.log.Info("migration started", "source", m.Source)
+	case err != nil:
+		return m, fmt.Errorf("read the target's migration state: %w", err)
+	case m.Source != r.cfg.SourceID:
+		return m, fmt.Errorf("the target holds a migration from %s, not from %s", m.Source, r.cfg.SourceID)
+	default:
+		r.log.Info("migration resumed", "source", m.Source, "phase", m.Phase, "keys", m.Keys, "verified", m.Verified)
+	}
+	return m, nil
+}
+
+// copyBlocks copies blocks from the source's block store to the target's,
+// under the same keys. A block missing from the source is logged and
+// skipped: the verification then reports the records that need it, with
+// every other damaged record, rather than the first stopping the copy.
+func (r *run) copyBlocks(ctx context.Context, blocks []meta.Block) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.workers)
+	for _, b := range blocks {
+		g.Go(func() error { return r.copyBlock(ctx, b) })
+	}
+	return g.Wait()
+}
+
+func (r *run) copyBlock(ctx context.Context, b meta.Block) error {
+	rc, err := r.cfg.SourceBlobs.Get(ctx, b.Key, 0, b.Size)
+	if errors.Is(err, blob.ErrNotFound) {
+		r.log.Warn("block missing from the source: not copied", "block", b.Key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read block %s from the source: %w", b.Key, err)
+	}
+	defer rc.Close()
+	if err := r.cfg.TargetBlobs.Put(ctx, b.Key, rc, b.Size); err != nil {
+		return fmt.Errorf("write block %s to the target: %w", b.Key, err)
+	}
+	return nil
+}
+
+// retry prepares a new verification after one that failed: the blocks of
+// the records that did not match are copied again.
+func (r *run) retry(ctx context.Context, m *meta.Migration) error {
+	r.log.Info("migration verification failed before: copying the blocks of mismatched records again", "mismatched", m.Mismatched)
+	for _, mm := range m.Mismatches {
+		rec, err := r.cfg.Target.RecordAt(ctx, mm.Key)
+		if errors.Is(err, meta.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", mm.Record, err)
+		}
+		if err := r.copyBlocks(ctx, recordBlocks(&rec)); err != nil {
+			return fmt.Errorf("copy: %w", err)
+		}
+	}
+	m.Phase, m.Cursor, m.Verified, m.Mismatches, m.Mismatched = meta.MigrationVerifying, nil, 0, nil, 0
+	if err := r.cfg.Target.SaveMigration(ctx, m); err != nil {
+		return fmt.Errorf("write the target: %w", err)
+	}
+	return nil
+}
+
+func recordBlocks(rec *meta.StoredRecord) []meta.Block {
+	if rec.Part != nil {
+		return rec.Part.Blocks
+	}
+	return rec.Version.Blocks
+}
+
+// verifyPage verifies the next page of records and saves the progress.
+func (r *run) verifyPage(ctx context.Context, m *meta.Migration) error {
+	recs, next, err := r.cfg.Target.Records(ctx, m.Cursor, verifyPage)
+	if err != nil {
+		return err
+	}
+	problems := make([]string, len(recs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(r.workers)
+	for i := range recs {
+		g.Go(func() error {
+			p, err := r.verify(gctx, &recs[i])
+			problems[i] = p
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, p := range problems {
+		if p == "" {
+			m.Verified++
+			continue
+		}
+		r.log.Error("migrated record does not match", "record", recs[i].String(), "problem", p)
+		m.Mismatched++
+		if len(m.Mismatches) < meta.MaxMismatches {
+			m.Mismatches = append(m.Mismatches, meta.Mismatch{Key: recs[i].Key, Record: recs[i].String(), Problem: p})
+		}
+	}
+	m.Cursor = next
+	if next == nil {
+		m.Phase = meta.MigrationDone
+		if m.Mismatched > 0 {
+			m.Phase = meta.MigrationFailed
+		}
+	}
+	if err := r.cfg.Target.SaveMigration(ctx, m); err != nil {
+		return fmt.Errorf("write the target: %w", err)
+	}
+	r.log.Info("migration verified a page", "verified", m.Verified, "mismatched", m.Mismatched, "done", next == nil)
+	return nil
+}
+
+// verify reads rec's data from the target and checks it against the
+// record. It returns what does not match ("" if all does), or an error
+// if the target cannot be read at all.
+func (r *run) verify(ctx context.Context, rec *meta.StoredRecord) (string, error) {
+	var (
+		want     expected
+		blocks   []meta.Block
+		inline   bool
+		partSums []string
+	)
+	if rec.Part != nil {
+		p := rec.Part
+		want = expected{size: p.Size, etag: p.ETag, checksum: p.Checksum}
+		blocks = p.Blocks
+	} else {
+		o := rec.Version
+		if o.DeleteMarker {
+			return "", nil
+		}
+		want = expected{size: o.Size, etag: o.ETag, checksum: o.Checksum, parts: o.PartSizes}
+		blocks, inline = o.Blocks, len(o.Blocks) == 0 && o.Size > 0
+		partSums = o.PartChecksums
+	}
+	v, err := newVerifier(want, partSums)
+	if err != nil {
+		return err.Error(), nil
+	}
+	if inline {
+		data, _, err := r.cfg.Target.RecordData(ctx, rec, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return fmt.Sprintf("inline data unreadable: %v", err), nil
+		}
+		_, _ = v.Write(data) // never fails
+	}
+	for _, b := range blocks {
+		rc, err := r.cfg.TargetBlobs.Get(ctx, b.Key, 0, b.Size)
+		if errors.Is(err, blob.ErrNotFound) {
+			return fmt.Sprintf("block %s is missing from the target", b.Key), nil
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return fmt.Sprintf("block %s unreadable: %v", b.Key, err), nil
+		}
+		n, err := io.Copy(v, rc)
+		rc.Close()
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", err
+			}
+			return fmt.Sprintf("block %s unreadable after %d bytes: %v", b.Key, n, err), nil
+		}
+		if n != b.Size {
+			return fmt.Sprintf("block %s holds %d bytes, its record says %d", b.Key, n, b.Size), nil
+		}
+	}
+	return v.check(), nil
+}
+
+// mismatchError reports m's mismatches, the first ten by name.
+func mismatchError(m *meta.Migration) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d records", m.Mismatched, m.Mismatched+m.Verified)
+	for i, mm := range m.Mismatches {
+		if i == 10 {
+			fmt.Fprintf(&b, "\n  … and %d more (the log lists every one)", m.Mismatched-10)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", mm.Record, mm.Problem)
+	}
+	return fmt.Errorf("%w: %s", ErrMismatch, b.String())
+}
