@@ -214,6 +214,13 @@ func whenRequired(o *s3.Options) {
 	o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 }
 
+// s3Target is what a test body needs of the server it runs against: SDK
+// clients. A single server is one; so is a cluster, whose clients spread
+// their requests over its nodes.
+type s3Target interface {
+	client(t *testing.T, opts ...func(*s3.Options)) *s3.Client
+}
+
 // client returns the default SDK client for ts.
 func (ts *testServer) client(t *testing.T, opts ...func(*s3.Options)) *s3.Client {
 	return newClient(t, ts.endpoint, opts...)
