@@ -45,6 +45,7 @@ const (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	clusterPG.Stop()
 	cleanupBinary()
 	os.Exit(code)
 }
