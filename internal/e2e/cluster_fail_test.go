@@ -125,15 +125,40 @@ func (l *load) ackedSince(t0 time.Time) int {
 	return n
 }
 
-// TestClusterPostgresOutage cuts the nodes off PostgreSQL (a pgtest.Proxy
-// that resets every connection and refuses new ones) for two seconds in the
-// middle of a load of 12 writers. Every request that fails, fails with 503
-// ServiceUnavailable and within a bound; the nodes recover by themselves;
-// and every acknowledged write reads back byte-exact.
+// TestClusterPostgresOutage takes PostgreSQL away for two seconds in the
+// middle of a load of 12 writers: cut off (a pgtest.Proxy that resets
+// every connection and refuses new ones), or restarted (pg_ctl stop -m
+// fast, which terminates the sessions, then start). Every request that
+// fails, fails with 503 ServiceUnavailable and within a bound; the nodes
+// recover by themselves; and every acknowledged write reads back
+// byte-exact.
 func TestClusterPostgresOutage(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		cfg      clusterConfig
+		down, up func(*testing.T, *cluster)
+	}{
+		{"Cut", clusterConfig{proxy: true, args: clusterLoadArgs},
+			func(_ *testing.T, cl *cluster) { cl.proxy.Down() },
+			func(t *testing.T, cl *cluster) {
+				if err := cl.proxy.Up(); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{"Restart", clusterConfig{ownPG: true, args: clusterLoadArgs},
+			func(t *testing.T, cl *cluster) { cl.pg.Down(t) },
+			func(t *testing.T, cl *cluster) { cl.pg.Up(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testPostgresOutage(t, startCluster(t, tc.cfg), tc.down, tc.up)
+		})
+	}
+}
+
+func testPostgresOutage(t *testing.T, cl *cluster, down, up func(*testing.T, *cluster)) {
 	const outage = 2 * time.Second
-	cl := startCluster(t, clusterConfig{proxy: true, args: clusterLoadArgs})
 	c := cl.client(t)
 	b := mkBucket(t, c, "outage")
 
@@ -147,8 +172,8 @@ func TestClusterPostgresOutage(t *testing.T) {
 		return true
 	})
 	time.Sleep(time.Second)
-	cl.proxy.Down()
-	down := time.Now()
+	down(t, cl)
+	wentDown := time.Now()
 	// While the database is away, reads fail fast with 503 too.
 	for i := range cl.nodes {
 		start := time.Now()
@@ -162,11 +187,9 @@ func TestClusterPostgresOutage(t *testing.T) {
 			t.Errorf("node %d took %v to answer two requests while PostgreSQL is down", i, took)
 		}
 	}
-	time.Sleep(outage - time.Since(down))
-	if err := cl.proxy.Up(); err != nil {
-		t.Fatal(err)
-	}
-	up := time.Now()
+	time.Sleep(outage - time.Since(wentDown))
+	up(t, cl)
+	cameBack := time.Now()
 
 	// Each node takes writes again by itself, without a restart.
 	for i := range cl.nodes {
@@ -176,13 +199,13 @@ func TestClusterPostgresOutage(t *testing.T) {
 			if err == nil {
 				break
 			}
-			if time.Since(up) > 10*time.Second {
+			if time.Since(cameBack) > 10*time.Second {
 				t.Fatalf("node %d still fails 10s after PostgreSQL came back: %v", i, err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	t.Logf("every node writes again %v after PostgreSQL came back", time.Since(up).Round(time.Millisecond))
+	t.Logf("every node writes again %v after PostgreSQL came back", time.Since(cameBack).Round(time.Millisecond))
 	// From now on nothing may fail.
 	time.Sleep(200 * time.Millisecond)
 	recovered.Store(true)

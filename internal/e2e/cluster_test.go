@@ -33,6 +33,9 @@ type clusterConfig struct {
 	// proxy puts a pgtest.Proxy between the nodes and PostgreSQL, so that
 	// the test can cut the database off.
 	proxy bool
+	// ownPG gives the cluster a PostgreSQL server of its own
+	// (pgtest.Start), so that the test can restart it.
+	ownPG bool
 	// args replace clusterNodeArgs.
 	args []string
 }
@@ -44,18 +47,25 @@ type clusterConfig struct {
 type cluster struct {
 	nodes    []*child
 	upstream *child
-	upc      *s3.Client // root client of the upstream
-	bucket   string     // the upstream bucket holding the blocks
-	proxy    *pgtest.Proxy
-	live     *nodeSet // the nodes the round-robin clients use
+	upc      *s3.Client     // root client of the upstream
+	bucket   string         // the upstream bucket holding the blocks
+	proxy    *pgtest.Proxy  // with clusterConfig.proxy
+	pg       *pgtest.Server // with clusterConfig.ownPG
+	live     *nodeSet       // the nodes the round-robin clients use
 }
 
 // startCluster starts a cluster; its processes are killed when t ends.
 func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 	t.Helper()
-	pg := clusterPG.Get(t)
-	url := pg.NewSchema(t)
 	cl := &cluster{live: &nodeSet{}}
+	var pg *pgtest.Server
+	if cfg.ownPG {
+		pg = pgtest.Start(t)
+		cl.pg = pg
+	} else {
+		pg = clusterPG.Get(t)
+	}
+	url := pg.NewSchema(t)
 	if cfg.proxy {
 		cl.proxy, url = pg.Proxy(t, url)
 	}
