@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	mrand "math/rand/v2"
 	"net/http"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
@@ -98,16 +100,15 @@ func fill(t *testing.T, c *s3.Client, bucket string, size int) map[string]versio
 
 // verify stops the load, reads every key through c and checks each holds
 // what some write may have left — every acknowledged write byte-exact,
-// unless a later one replaced it — and returns how many writes were
-// acknowledged.
-func (l *load) verify(t *testing.T, c *s3.Client, bucket string) int {
+// unless a later one replaced it — and returns what the keys hold.
+func (l *load) verify(t *testing.T, c *s3.Client, bucket string) map[string]version {
 	t.Helper()
 	l.stop()
 	got := readState(t, c, bucket, nil)
 	acked, unacked := checkLedger(t, l.led, got, "after the load")
 	longest, what := l.led.longest()
 	t.Logf("%d writes acknowledged, %d not; the longest took %v (%s)", acked, unacked, longest.Round(time.Millisecond), what)
-	return acked
+	return got
 }
 
 // ackedSince counts the acknowledged writes that started at or after t0.
@@ -232,16 +233,30 @@ func testPostgresOutage(t *testing.T, cl *cluster, down, up func(*testing.T, *cl
 	checkUsageAfterCrash(t, cl.nodes[1].endpoint, c, b, "after the outage")
 }
 
-// TestClusterKill kills one of three nodes with SIGKILL under 16 writers.
-// Only requests in flight on it fail; the others keep serving; every
-// acknowledged write reads back byte-exact; and GC on a survivor collects
-// the blocks the dead node's unfinished writes left, and nothing else.
+// TestClusterKill kills one of three nodes with SIGKILL under 16 writers,
+// in a bucket without and with versioning. Only requests in flight on it
+// fail; the others keep serving; every acknowledged write (and, versioned,
+// every acknowledged version and delete marker) reads back byte-exact; and
+// GC on a survivor collects the blocks the dead node's unfinished writes
+// left, and nothing else.
 func TestClusterKill(t *testing.T) {
 	t.Parallel()
+	for _, versioned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Unversioned", true: "Versioned"}[versioned], func(t *testing.T) {
+			t.Parallel()
+			testClusterKill(t, versioned)
+		})
+	}
+}
+
+func testClusterKill(t *testing.T, versioned bool) {
 	const grace = 5 * time.Second
 	cl := startCluster(t, clusterConfig{args: append([]string{"--gc-grace", grace.String()}, clusterLoadArgs...)})
 	c := cl.client(t)
 	b := mkBucket(t, c, "kill")
+	if versioned {
+		setVersioning(t, c, b, types.BucketVersioningStatusEnabled)
+	}
 	dead := cl.nodes[1].addr
 	var inFlight atomic.Int64
 	l := startLoad(t, c, b, nil, 16, func(err error) bool {
@@ -263,7 +278,12 @@ func TestClusterKill(t *testing.T) {
 	if after < 20 {
 		t.Errorf("only %d writes acknowledged by the surviving nodes after the kill", after)
 	}
-	l.verify(t, c, b)
+	state := l.verify(t, c, b)
+	hist := newVersionHistory()
+	if versioned {
+		hist.add(l.led)
+		hist.check(t, c, b, state, "after the kill")
+	}
 	checkUsageAfterCrash(t, cl.nodes[0].endpoint, c, b, "after the kill")
 
 	// Once the grace has passed, a pass on a survivor leaves exactly the
@@ -279,7 +299,12 @@ func TestClusterKill(t *testing.T) {
 	} else {
 		t.Logf("GC deleted %d blobs; %d blocks left, all referenced", st.Deleted, got)
 	}
-	l.verify(t, c, b)
+	if after := l.verify(t, c, b); !maps.Equal(after, state) {
+		t.Error("the objects changed in the GC pass")
+	}
+	if versioned {
+		hist.check(t, c, b, state, "after GC")
+	}
 }
 
 // TestClusterGC writes through nodes 1 and 2 — a load, and PUTs that stall
