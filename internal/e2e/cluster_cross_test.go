@@ -237,3 +237,79 @@ func testClusterIAM(t *testing.T, cl *cluster) {
 	}
 	wait("key disabled", time.Now(), getWith(as(2, k2)), func(err error) bool { return errStatus(err) == 403 })
 }
+
+// testClusterDeleteBucketRace races DeleteBucket through node 0 against
+// PUTs into the bucket through nodes 1 and 2, round after round. A bucket
+// is deleted only when empty, and a PUT commits only into a bucket that
+// exists, so either the delete wins — and no PUT is acknowledged, and the
+// bucket recreated under the same name is empty — or a PUT does, and the
+// delete fails with BucketNotEmpty and the acknowledged objects are there.
+func testClusterDeleteBucketRace(t *testing.T, cl *cluster) {
+	deleter := cl.nodeClient(t, 0)
+	writers := []*s3.Client{cl.nodeClient(t, 1), cl.nodeClient(t, 2)}
+	outcomes := map[bool]int{}
+	for round := range 8 {
+		b := mkBucket(t, deleter, "delrace")
+		var (
+			start   = make(chan struct{})
+			wg      sync.WaitGroup
+			mu      sync.Mutex // guards acked
+			acked   []string
+			deleted bool
+		)
+		for w := range 6 {
+			c := writers[w%len(writers)]
+			size := []int{100, 200 * kib}[w%2] // inline, and blocks
+			wg.Go(func() {
+				<-start
+				for i := range 3 {
+					key := fmt.Sprintf("w%d-%d", w, i)
+					_, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(key), Body: bytes.NewReader(randBytes(size))})
+					switch {
+					case err == nil:
+						mu.Lock()
+						acked = append(acked, key)
+						mu.Unlock()
+					case errCode(err) != "NoSuchBucket":
+						t.Errorf("round %d: PutObject %s: %v, want success or NoSuchBucket", round, key, err)
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			for range 20 {
+				_, err := deleter.DeleteBucket(t.Context(), &s3.DeleteBucketInput{Bucket: aws.String(b)})
+				if err == nil {
+					deleted = true
+					return
+				}
+				if errCode(err) != "BucketNotEmpty" {
+					t.Errorf("round %d: DeleteBucket: %v, want success or BucketNotEmpty", round, err)
+					return
+				}
+			}
+		})
+		close(start)
+		wg.Wait()
+		outcomes[deleted]++
+		if deleted {
+			if len(acked) > 0 {
+				t.Errorf("round %d: the bucket was deleted, yet %d PUTs into it were acknowledged: %v", round, len(acked), acked)
+			}
+			if _, err := deleter.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+				t.Fatal(err)
+			}
+			if keys := upstreamKeys(t, writers[0], b, ""); len(keys) != 0 {
+				t.Errorf("round %d: the bucket recreated after its deletion holds %v", round, keys)
+			}
+			continue
+		}
+		for _, key := range acked {
+			if _, err := writers[1].HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(key)}); err != nil {
+				t.Errorf("round %d: acknowledged %s: %v", round, key, err)
+			}
+		}
+	}
+	t.Logf("the delete won %d rounds, a PUT %d", outcomes[true], outcomes[false])
+}

@@ -204,8 +204,8 @@ func (e *nodeError) Unwrap() error { return e.err }
 // nodes through a round-robin client — objects, ranges, conditional reads
 // and writes, listings, multipart uploads (whose parts land on different
 // nodes), copies, versioning, attributes — and then what only several nodes
-// can get wrong: a multipart upload across named nodes, a conditional-write
-// race between nodes, IAM changes that must reach every node within a
+// can get wrong: a multipart upload across named nodes, conditional-write
+// and DeleteBucket races between nodes, IAM changes that must reach every node within a
 // second, and a load balancer in front (nginx, configured as
 // docs/scale-out.md says).
 func TestCluster(t *testing.T) {
@@ -235,6 +235,7 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("MultipartAcrossNodes", func(t *testing.T) { testClusterMultipart(t, cl) })
 	t.Run("ConditionalRace", func(t *testing.T) { testClusterConditionalRace(t, cl) })
+	t.Run("DeleteBucketRace", func(t *testing.T) { testClusterDeleteBucketRace(t, cl) })
 	t.Run("IAM", func(t *testing.T) { testClusterIAM(t, cl) })
 	t.Run("Nginx", func(t *testing.T) { testClusterNginx(t, cl) }) // last: it kills a node
 }
