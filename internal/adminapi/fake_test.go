@@ -290,7 +290,7 @@ func (g *fakeGC) run(_ context.Context, grace time.Duration) (objects.GCStats, e
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.graces = append(g.graces, grace)
-	return objects.GCStats{Scanned: 7, Deleted: 3, DeletedBytes: 300, ExpiredUploads: 1}, g.err
+	return objects.GCStats{Grace: grace, Scanned: 7, Deleted: 3, DeletedBytes: 300, ExpiredUploads: 1}, g.err
 }
 
 // fakeLifecycle stands for lifecycle.Worker.RunPass: it records the

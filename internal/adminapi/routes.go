@@ -367,7 +367,7 @@ func (h *Handler) runGC(ctx context.Context, rq *request) (any, error) {
 		return nil, err
 	}
 	return GCResult{
-		GraceSeconds:    grace.Seconds(),
+		GraceSeconds:    st.Grace.Seconds(),
 		Scanned:         st.Scanned,
 		Deleted:         st.Deleted,
 		DeletedBytes:    st.DeletedBytes,

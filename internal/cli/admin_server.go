@@ -16,7 +16,10 @@ func adminServerCommands() []adminCmd {
 	return []adminCmd{
 		{name: "gc", flagHint: "[--grace D] [--offline]", summary: "collect garbage: blobs no object references",
 			about: "Runs one garbage-collection pass: removes blobs that no object, part or\n" +
-				"pending upload references and that are older than --grace.\n\n" +
+				"pending upload references and that are older than --grace. On a\n" +
+				"cluster (metadata on PostgreSQL) the grace is at least the server's\n" +
+				"gc-grace, since only that spares the blocks of writes in flight on other\n" +
+				"nodes.\n\n" +
 				"By default the running server at --endpoint does it (admin:RunGC).\n" +
 				"With --offline, this process opens the storage itself, so the server must\n" +
 				"be stopped (it fails if a server holds the storage); the storage path\n" +
@@ -150,7 +153,7 @@ func adminGCOffline(ctx context.Context, s *adminSession, loadArgs []string, gra
 	}
 	res := gcResult{
 		StoragePath:     cfg.StoragePath,
-		GraceSeconds:    grace.Seconds(),
+		GraceSeconds:    stats.Grace.Seconds(),
 		Scanned:         stats.Scanned,
 		Deleted:         stats.Deleted,
 		DeletedBytes:    stats.DeletedBytes,
@@ -161,7 +164,7 @@ func adminGCOffline(ctx context.Context, s *adminSession, loadArgs []string, gra
 		return s.printJSON(res)
 	}
 	s.printf("gc of %s (grace %s): scanned %d blobs, deleted %d (%d bytes), expired %d uploads in %s\n",
-		res.StoragePath, grace, res.Scanned, res.Deleted, res.DeletedBytes, res.ExpiredUploads, time.Since(start).Round(time.Millisecond))
+		res.StoragePath, stats.Grace, res.Scanned, res.Deleted, res.DeletedBytes, res.ExpiredUploads, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

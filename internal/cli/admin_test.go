@@ -133,7 +133,7 @@ func newAdminServer(t *testing.T) *adminServer {
 		Verifier: v,
 		GC: func(_ context.Context, grace time.Duration) (objects.GCStats, error) {
 			s.graces <- grace
-			return objects.GCStats{Scanned: 12, Deleted: 2, DeletedBytes: 2048}, nil
+			return objects.GCStats{Grace: grace, Scanned: 12, Deleted: 2, DeletedBytes: 2048}, nil
 		},
 		Buckets: svc,
 		Logger:  slog.New(slog.DiscardHandler),

@@ -15,7 +15,11 @@ import (
 // SHA-256 checksums, page by page, and of a version, with aws-sdk-go-v2.
 func TestGetObjectAttributes(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testGetObjectAttributes(t, startServer(t))
+}
+
+// testGetObjectAttributes is TestGetObjectAttributes's body, which TestCluster runs against three nodes.
+func testGetObjectAttributes(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "attrs")

@@ -105,7 +105,9 @@ func startChild(t *testing.T, dir string, extra ...string) *child {
 	return startChildEnv(t, dir, nil, extra...)
 }
 
-// startChildEnv is startChild with more environment variables (NAME=value).
+// startChildEnv is startChild with more environment variables
+// ("NAME=value"), for what only the environment sets: secrets, the
+// PostgreSQL URL, the master key.
 func startChildEnv(t *testing.T, dir string, env []string, extra ...string) *child {
 	t.Helper()
 	bin := cofferBinary(t)
@@ -115,9 +117,9 @@ func startChildEnv(t *testing.T, dir string, env []string, extra ...string) *chi
 		args := append([]string{"serve", "--storage-path", dir, "--address", addr, "--console-address", "127.0.0.1:0"}, extra...)
 		c := &child{t: t, dir: dir, addr: addr, endpoint: "http://" + addr, out: &syncBuffer{}, done: make(chan struct{})}
 		c.cmd = exec.Command(bin, args...)
-		c.cmd.Env = append(childEnv(t.TempDir(),
-			"COFFER_ROOT_ACCESS_KEY="+testAccessKey,
-			"COFFER_ROOT_SECRET_KEY="+testSecretKey), env...)
+		c.cmd.Env = childEnv(t.TempDir(), append([]string{
+			"COFFER_ROOT_ACCESS_KEY=" + testAccessKey,
+			"COFFER_ROOT_SECRET_KEY=" + testSecretKey}, env...)...)
 		c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 		if err := c.cmd.Start(); err != nil {
 			t.Fatalf("start %s %q: %v", bin, args, err)

@@ -15,7 +15,11 @@ import (
 
 func TestConditionalWrites(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testConditionalWrites(t, startServer(t))
+}
+
+// testConditionalWrites is TestConditionalWrites's body, which TestCluster runs against three nodes.
+func testConditionalWrites(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "cw")
@@ -157,7 +161,11 @@ func compositeChecksum(alg types.ChecksumAlgorithm, parts ...[]byte) string {
 
 func TestMultipartChecksums(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testMultipartChecksums(t, startServer(t))
+}
+
+// testMultipartChecksums is TestMultipartChecksums's body, which TestCluster runs against three nodes.
+func testMultipartChecksums(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "mpck")

@@ -33,7 +33,11 @@ func copySource(bucket, key string) *string { return aws.String(bucket + "/" + s
 
 func TestCopyObject(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testCopyObject(t, startServer(t))
+}
+
+// testCopyObject is TestCopyObject's body, which TestCluster runs against three nodes.
+func testCopyObject(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "copy")

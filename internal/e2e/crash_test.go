@@ -34,6 +34,18 @@ const (
 // crashArgs are the flags of the crash test's server. Read-only.
 var crashArgs = []string{"--block-size", "256KiB", "--inline-threshold", "32KiB", "--gc-interval", "0"}
 
+// writeMix is what a crashWriter writes, over the keys key-000 to
+// key-<crashKeys-1>: 35 % PUTs of 1 to inline bytes, 25 % PUTs of inline+1
+// to large bytes, multipart percent multipart uploads (two or three parts,
+// every one but the last of 5 MiB), DELETEs for the rest.
+type writeMix struct {
+	inline, large int
+	multipart     int
+}
+
+// crashMix is the crash test's mix. Read-only.
+var crashMix = writeMix{inline: crashInline, large: 2 * mib, multipart: 7}
+
 // version is what a key holds: absent, or content with this hash, size
 // and S3 ETag.
 type version struct {
@@ -89,6 +101,30 @@ func (l *ledger) ack(op *ledgerOp) {
 	l.mu.Unlock()
 }
 
+// fail records that op ended without an acknowledgement.
+func (l *ledger) fail(op *ledgerOp) {
+	now := time.Now()
+	l.mu.Lock()
+	op.end = now
+	l.mu.Unlock()
+}
+
+// longest returns the longest time any write took, and which.
+func (l *ledger) longest() (time.Duration, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var d time.Duration
+	var what string
+	for _, ops := range l.ops {
+		for _, op := range ops[1:] {
+			if took := op.end.Sub(op.start); took > d {
+				d, what = took, op.what
+			}
+		}
+	}
+	return d, what
+}
+
 // candidates returns every version key may hold after a crash. Each write
 // took effect at some instant between its start and its acknowledgement,
 // so an acknowledged write X can be the last one unless another
@@ -124,9 +160,12 @@ type crashWriter struct {
 	t      *testing.T
 	c      *s3.Client
 	bucket string
+	mix    writeMix
 	led    *ledger
-	killed *atomic.Bool
-	rng    *mrand.Rand
+	// expected reports whether a failed write is one the test provokes (a
+	// server killed, a database down); any other failure fails the test.
+	expected func(err error) bool
+	rng      *mrand.Rand
 }
 
 func (w *crashWriter) run(stop <-chan struct{}) {
@@ -139,10 +178,10 @@ func (w *crashWriter) run(stop <-chan struct{}) {
 		key := fmt.Sprintf("key-%03d", w.rng.IntN(crashKeys))
 		switch r := w.rng.IntN(100); {
 		case r < 35:
-			w.put(key, 1+w.rng.IntN(crashInline))
+			w.put(key, 1+w.rng.IntN(w.mix.inline))
 		case r < 60:
-			w.put(key, crashInline+1+w.rng.IntN(2*mib-crashInline))
-		case r < 67:
+			w.put(key, w.mix.inline+1+w.rng.IntN(w.mix.large-w.mix.inline))
+		case r < 60+w.mix.multipart:
 			w.multipart(key)
 		default:
 			w.del(key)
@@ -150,16 +189,17 @@ func (w *crashWriter) run(stop <-chan struct{}) {
 	}
 }
 
-// done records the outcome of op: acknowledged, or unknown. An error before
-// the server was killed is a failure of the test.
+// done records the outcome of op: acknowledged, or unknown. An error that
+// the test did not provoke is a failure of the test.
 func (w *crashWriter) done(op *ledgerOp, versionID *string, err error) {
 	if err == nil {
 		op.versionID = aws.ToString(versionID)
 		w.led.ack(op)
 		return
 	}
-	if !w.killed.Load() {
-		w.t.Errorf("%s failed before the server was killed: %v", op.what, err)
+	w.led.fail(op)
+	if !w.expected(err) {
+		w.t.Errorf("%s failed unexpectedly: %v", op.what, err)
 	}
 }
 
@@ -359,7 +399,9 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for i := 0; i < crashWriters; i++ {
-			w := &crashWriter{t: t, c: c, bucket: bucket, led: led, killed: &killed, rng: mrand.New(mrand.NewPCG(rng.Uint64(), uint64(i)))}
+			w := &crashWriter{t: t, c: c, bucket: bucket, mix: crashMix, led: led,
+				expected: func(error) bool { return killed.Load() }, // only after the kill
+				rng:      mrand.New(mrand.NewPCG(rng.Uint64(), uint64(i)))}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -46,6 +46,7 @@ const (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	migratePG.Stop()
+	clusterPG.Stop()
 	cleanupBinary()
 	os.Exit(code)
 }
@@ -213,6 +214,13 @@ func newClient(t *testing.T, endpoint string, opts ...func(*s3.Options)) *s3.Cli
 // operation requires one.
 func whenRequired(o *s3.Options) {
 	o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+}
+
+// s3Target is what a test body needs of the server it runs against: SDK
+// clients. A single server is one; so is a cluster, whose clients spread
+// their requests over its nodes.
+type s3Target interface {
+	client(t *testing.T, opts ...func(*s3.Options)) *s3.Client
 }
 
 // client returns the default SDK client for ts.

@@ -100,7 +100,11 @@ func listAllV1(t *testing.T, c *s3.Client, in s3.ListObjectsInput) (keys, prefix
 
 func TestListing(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testListing(t, startServer(t))
+}
+
+// testListing is TestListing's body, which TestCluster runs against three nodes.
+func testListing(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 

@@ -86,7 +86,11 @@ func (u *upload) abort() error {
 
 func TestMultipart(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testMultipart(t, startServer(t))
+}
+
+// testMultipart is TestMultipart's body, which TestCluster runs against three nodes.
+func testMultipart(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "mp")

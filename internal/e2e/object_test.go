@@ -142,7 +142,11 @@ func TestChecksumHelper(t *testing.T) {
 
 func TestObjects(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testObjects(t, startServer(t))
+}
+
+// testObjects is TestObjects's body, which TestCluster runs against three nodes.
+func testObjects(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	cw := ts.client(t, whenRequired)
 	ctx := t.Context()

@@ -27,7 +27,11 @@ func wantStatus(t *testing.T, what string, err error, status int) {
 
 func TestRanges(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testRanges(t, startServer(t))
+}
+
+// testRanges is TestRanges's body, which TestCluster runs against three nodes.
+func testRanges(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "range")
@@ -156,7 +160,11 @@ func TestRanges(t *testing.T) {
 
 func TestReadConditions(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testReadConditions(t, startServer(t))
+}
+
+// testReadConditions is TestReadConditions's body, which TestCluster runs against three nodes.
+func testReadConditions(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "cond")

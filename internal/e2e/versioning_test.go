@@ -98,7 +98,11 @@ func getVersion(t *testing.T, c *s3.Client, bucket, key, id string) []byte {
 // in pages.
 func TestVersioning(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testVersioning(t, startServer(t))
+}
+
+// testVersioning is TestVersioning's body, which TestCluster runs against three nodes.
+func testVersioning(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "ver")

@@ -107,7 +107,9 @@ func TestClusterGCLease(t *testing.T) {
 // TestClusterGCSparesRemoteWrite writes an object through node B slowly
 // while node A runs GC passes: the blocks B has stored and not yet
 // committed are in no record and not in A's in-flight set, but younger
-// than the grace, so A keeps them, and B's object is whole. A write that
+// than the grace, so A keeps them, and B's object is whole — also when A's
+// passes ask for a shorter grace (`coffer admin gc --grace 0s`), which a
+// shared store raises to GCGrace, the grace B's write limit rests on. A write that
 // takes longer than writeLimit is refused instead of committed, since
 // another node's GC may already have taken its blocks.
 func TestClusterGCSparesRemoteWrite(t *testing.T) {
@@ -132,9 +134,13 @@ func TestClusterGCSparesRemoteWrite(t *testing.T) {
 	}
 	gcs := 0
 	err := slowPut("k", 500*time.Millisecond, func() {
-		for range 3 {
-			if _, err := a.GC(ctx, clusterCfg.GCGrace); err != nil {
+		for _, grace := range []time.Duration{clusterCfg.GCGrace, 0, time.Millisecond} {
+			st, err := a.GC(ctx, grace)
+			if err != nil {
 				t.Error(err)
+			}
+			if st.Grace != clusterCfg.GCGrace {
+				t.Errorf("GC(%v) on a shared store ran with grace %v, want GCGrace %v", grace, st.Grace, clusterCfg.GCGrace)
 			}
 			gcs++
 		}

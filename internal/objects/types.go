@@ -314,11 +314,12 @@ type ListVersionsResult struct {
 
 // GCStats reports one garbage-collection pass.
 type GCStats struct {
-	Scanned        int   // blobs listed
-	Deleted        int   // blobs removed
-	DeletedBytes   int64 // when known
-	Busy           int   // queued blobs kept because a reader still streams their version
-	ExpiredUploads int   // abandoned multipart uploads aborted (none yet: uploads never expire by default)
+	Grace          time.Duration // the pass's grace: as asked, or on a shared store at least GCGrace
+	Scanned        int           // blobs listed
+	Deleted        int           // blobs removed
+	DeletedBytes   int64         // when known
+	Busy           int           // queued blobs kept because a reader still streams their version
+	ExpiredUploads int           // abandoned multipart uploads aborted (none yet: uploads never expire by default)
 	// Elsewhere is set when the pass did nothing because another node of
 	// a shared store holds the GC lease (its pass covers this node's
 	// garbage too).

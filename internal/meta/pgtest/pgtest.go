@@ -72,11 +72,38 @@ func (l *Lazy) Stop() {
 	}
 }
 
+// Start starts a cluster of t's own, for a test that stops or restarts
+// the server (Down, Up), which it must not do to the one other tests
+// share; it is stopped and removed when t ends. It needs the PostgreSQL
+// binaries of this machine even when EnvURL names a server: it skips t
+// without them (fails it under CI=true).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := findBin()
+	switch {
+	case errors.Is(err, errNoPostgres) && os.Getenv("CI") != "true":
+		t.Skipf("pgtest: %v", err)
+	case err != nil:
+		t.Fatalf("pgtest: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "coffer-pg-")
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	s := &Server{dir: dir, bin: bin}
+	t.Cleanup(s.stop)
+	if err := s.startCluster(); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return s
+}
+
 // Server is a PostgreSQL server for tests.
 type Server struct {
 	base string // connection string of the server's postgres database
 	dir  string // the cluster's directory, if we started it
 	bin  string // directory of pg_ctl
+	opts string // the server's options (pg_ctl -o), if we started it
 	cred *credential
 
 	mu sync.Mutex // guards n
@@ -193,13 +220,44 @@ func (s *Server) startCluster() error {
 	if err = errors.Join(err, conf.Close()); err != nil {
 		return err
 	}
-	opts := "-c listen_addresses='' -c unix_socket_directories=" + s.dir + " -p 5432"
-	if err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(s.dir, "log"), "-o", opts); err != nil {
-		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
-		return fmt.Errorf("%w\n%s", err, log)
+	s.opts = "-c listen_addresses='' -c unix_socket_directories=" + s.dir + " -p 5432"
+	if err := s.pgStart(); err != nil {
+		return err
 	}
 	s.base = fmt.Sprintf("host=%s port=5432 user=postgres dbname=postgres sslmode=disable", s.dir)
 	return nil
+}
+
+// pgStart starts the cluster in s.dir and waits until it accepts
+// connections.
+func (s *Server) pgStart() error {
+	data := filepath.Join(s.dir, "data")
+	if err := s.run("pg_ctl", "start", "-w", "-t", "60", "-D", data, "-l", filepath.Join(s.dir, "log"), "-o", s.opts); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
+		return fmt.Errorf("%w\n%s", err, log)
+	}
+	return nil
+}
+
+// Down shuts a server Start started down as an operator's restart does
+// (pg_ctl stop -m fast): sessions are terminated (SQLSTATE 57P01), new
+// connections refused, until Up.
+func (s *Server) Down(t testing.TB) {
+	t.Helper()
+	if s.opts == "" {
+		t.Fatal("pgtest: Down needs a server of Start's")
+	}
+	if err := s.run("pg_ctl", "stop", "-w", "-m", "fast", "-D", filepath.Join(s.dir, "data")); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+}
+
+// Up starts a server that Down stopped, on the same socket.
+func (s *Server) Up(t testing.TB) {
+	t.Helper()
+	if err := s.pgStart(); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 }
 
 // stop stops the cluster we started (fast: no checkpoint) and removes it.

@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/meta/pgtest"
+)
+
+// clusterPG is the PostgreSQL server of this test binary's clusters,
+// started by the first cluster test; TestMain stops it.
+var clusterPG pgtest.Lazy
+
+// clusterBlockPrefix is where the nodes keep their blocks in the upstream
+// bucket.
+const clusterBlockPrefix = "cluster/"
+
+// clusterNodeArgs are the flags of every node: the blocks and inline
+// threshold of the in-process servers, whose test bodies TestCluster
+// runs, and no background GC. Read-only.
+var clusterNodeArgs = []string{"--block-size", "1MiB", "--inline-threshold", "128KiB", "--gc-interval", "0"}
+
+// clusterConfig says how to start a cluster.
+type clusterConfig struct {
+	// proxy puts a pgtest.Proxy between the nodes and PostgreSQL, so that
+	// the test can cut the database off.
+	proxy bool
+	// ownPG gives the cluster a PostgreSQL server of its own
+	// (pgtest.Start), so that the test can restart it.
+	ownPG bool
+	// args replace clusterNodeArgs.
+	args []string
+}
+
+// cluster is three `coffer serve` processes on one PostgreSQL schema
+// (--meta.kind postgres) and one upstream bucket and prefix (--blob.kind
+// s3) of a fourth, in its default fs mode, with the same root credentials
+// and master key: scale-out as docs/scale-out.md describes it.
+type cluster struct {
+	nodes    []*child
+	upstream *child
+	upc      *s3.Client     // root client of the upstream
+	bucket   string         // the upstream bucket holding the blocks
+	proxy    *pgtest.Proxy  // with clusterConfig.proxy
+	pg       *pgtest.Server // with clusterConfig.ownPG
+	live     *nodeSet       // the nodes the round-robin clients use
+}
+
+// startCluster starts a cluster; its processes are killed when t ends.
+func startCluster(t *testing.T, cfg clusterConfig) *cluster {
+	t.Helper()
+	cl := &cluster{live: &nodeSet{}}
+	var pg *pgtest.Server
+	if cfg.ownPG {
+		pg = pgtest.Start(t)
+		cl.pg = pg
+	} else {
+		pg = clusterPG.Get(t)
+	}
+	url := pg.NewSchema(t)
+	if cfg.proxy {
+		cl.proxy, url = pg.Proxy(t, url)
+	}
+	cl.upstream = startChild(t, t.TempDir(), "--fsync=false") // a test's blocks need not survive a power cut
+	cl.upc = newClient(t, cl.upstream.endpoint)
+	cl.bucket = mkBucket(t, cl.upc, "blocks")
+
+	args := cfg.args
+	if args == nil {
+		args = clusterNodeArgs
+	}
+	args = append([]string{"--meta.kind", "postgres",
+		"--blob.kind", "s3", "--blob.s3.endpoint", cl.upstream.endpoint, "--blob.s3.bucket", cl.bucket,
+		"--blob.s3.prefix", clusterBlockPrefix, "--blob.s3.access-key", testAccessKey}, args...)
+	env := []string{
+		"COFFER_META_POSTGRES_URL=" + url,
+		"COFFER_MASTER_KEY=" + base64.StdEncoding.EncodeToString(randBytes(32)),
+		"COFFER_BLOB_S3_SECRET_KEY=" + testSecretKey,
+	}
+	for range 3 {
+		n := startChildEnv(t, t.TempDir(), env, args...)
+		cl.nodes = append(cl.nodes, n)
+		cl.live.add(n.addr)
+	}
+	return cl
+}
+
+// client returns a root SDK client whose requests go to the live nodes in
+// turn, as behind a round-robin load balancer: each request to the next
+// node. It signs for the first node's address, and the Host header stays
+// that, whichever node a request reaches.
+func (cl *cluster) client(t *testing.T, opts ...func(*s3.Options)) *s3.Client {
+	t.Helper()
+	return cl.clientOf(t, cl.live, opts...)
+}
+
+// clientOf is client over the nodes of set.
+func (cl *cluster) clientOf(t *testing.T, set *nodeSet, opts ...func(*s3.Options)) *s3.Client {
+	t.Helper()
+	hc := newHTTPClient()
+	hc.Transport = &roundRobin{base: hc.Transport, nodes: set}
+	return newClient(t, cl.nodes[0].endpoint, append([]func(*s3.Options){func(o *s3.Options) { o.HTTPClient = hc }}, opts...)...)
+}
+
+// nodeClient returns a root SDK client of node i alone.
+func (cl *cluster) nodeClient(t *testing.T, i int, opts ...func(*s3.Options)) *s3.Client {
+	t.Helper()
+	return newClient(t, cl.nodes[i].endpoint, opts...)
+}
+
+// admin returns an admin API client of node i as root.
+func (cl *cluster) admin(t *testing.T, i int) *adminapi.Client {
+	t.Helper()
+	ac, err := adminapi.NewClient(cl.nodes[i].endpoint, testAccessKey, testSecretKey, testRegion, newHTTPClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ac
+}
+
+// blocks returns the keys of every block in the upstream.
+func (cl *cluster) blocks(t *testing.T) []string {
+	t.Helper()
+	return upstreamKeys(t, cl.upc, cl.bucket, clusterBlockPrefix)
+}
+
+// kill takes node i out of the round-robin rotation, as a balancer's
+// health check would, and kills it with SIGKILL: requests in flight on it
+// fail, later ones go to the others.
+func (cl *cluster) kill(i int) {
+	cl.live.remove(cl.nodes[i].addr)
+	cl.nodes[i].kill()
+}
+
+// nodeSet is the set of node addresses a balancer sends requests to. Safe
+// for concurrent use.
+type nodeSet struct {
+	mu    sync.Mutex // guards addrs
+	addrs []string
+}
+
+func (s *nodeSet) add(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addrs = append(s.addrs, addr)
+}
+
+func (s *nodeSet) remove(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.addrs = slices.DeleteFunc(s.addrs, func(a string) bool { return a == addr })
+}
+
+// pick returns the node for the n-th request.
+func (s *nodeSet) pick(n uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addrs[n%uint64(len(s.addrs))]
+}
+
+// roundRobin is an http.RoundTripper that sends each request to the next
+// node of a nodeSet. It rewrites the URL's host only: the Host header, which
+// SigV4 signs, stays what the client signed, as behind a balancer that
+// passes it on.
+type roundRobin struct {
+	base  http.RoundTripper
+	nodes *nodeSet
+	n     atomic.Uint64
+}
+
+func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
+	addr := rr.nodes.pick(rr.n.Add(1) - 1)
+	r2 := r.Clone(r.Context())
+	if r2.Host == "" {
+		r2.Host = r.URL.Host
+	}
+	r2.URL.Host = addr
+	resp, err := rr.base.RoundTrip(r2)
+	if err != nil {
+		return nil, &nodeError{addr: addr, err: err}
+	}
+	return resp, nil
+}
+
+// nodeError is a request that failed below HTTP, and the node it was sent
+// to.
+type nodeError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeError) Error() string { return fmt.Sprintf("node %s: %v", e.addr, e.err) }
+func (e *nodeError) Unwrap() error { return e.err }
+
+// TestCluster runs test bodies of the single-server suite against three
+// nodes through a round-robin client — objects, ranges, conditional reads
+// and writes, listings, multipart uploads (whose parts land on different
+// nodes), copies, versioning, attributes — and then what only several nodes
+// can get wrong: a multipart upload across named nodes, conditional-write
+// and DeleteBucket races between nodes, IAM changes that must reach every node within a
+// second, and a load balancer in front (nginx, configured as
+// docs/scale-out.md says).
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	cl := startCluster(t, clusterConfig{})
+	t.Run("Suite", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			body func(*testing.T, s3Target)
+		}{
+			{"Objects", testObjects},
+			{"Ranges", testRanges},
+			{"ReadConditions", testReadConditions},
+			{"ConditionalWrites", testConditionalWrites},
+			{"Listing", testListing},
+			{"Multipart", testMultipart},
+			{"MultipartChecksums", testMultipartChecksums},
+			{"CopyObject", testCopyObject},
+			{"Versioning", testVersioning},
+			{"GetObjectAttributes", testGetObjectAttributes},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.body(t, cl)
+			})
+		}
+	})
+	t.Run("MultipartAcrossNodes", func(t *testing.T) { testClusterMultipart(t, cl) })
+	t.Run("ConditionalRace", func(t *testing.T) { testClusterConditionalRace(t, cl) })
+	t.Run("DeleteBucketRace", func(t *testing.T) { testClusterDeleteBucketRace(t, cl) })
+	t.Run("IAM", func(t *testing.T) { testClusterIAM(t, cl) })
+	t.Run("Nginx", func(t *testing.T) { testClusterNginx(t, cl) }) // last: it kills a node
+}
+
+// checkOnEveryNode reads bucket/key through each node and checks it holds
+// want.
+func checkOnEveryNode(t *testing.T, cl *cluster, bucket, key string, want []byte) {
+	t.Helper()
+	for i := range cl.nodes {
+		checkBody(t, fmt.Sprintf("GET %s through node %d", key, i), get(t, cl.nodeClient(t, i), bucket, key), want)
+	}
+}
