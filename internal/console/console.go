@@ -117,6 +117,9 @@ type IAM interface {
 	Authorize(ctx context.Context, rq iam.Request) error
 	CanSeeBucket(p iam.Principal, bucket string) bool
 	RefreshBucketPolicy(ctx context.Context, bucket string) error
+	// SignInName returns the principal a sign-in name stands for, or
+	// false if it names none.
+	SignInName(name string) (iam.Principal, bool)
 }
 
 var _ IAM = (*iam.IAM)(nil)
@@ -148,6 +151,9 @@ type Deps struct {
 	Audit AuditLog
 	// Monitor is what the Metrics page shows.
 	Monitor MonitorDeps
+	// Events is where sign-ins and every state-changing request are
+	// recorded; nil when the audit log is off.
+	Events AuditRecorder
 }
 
 // Handler serves the console. It is an http.Handler for every path of
@@ -165,6 +171,7 @@ type Handler struct {
 	pages    []page
 	browser  BrowserDeps
 	audit    AuditLog
+	events   AuditRecorder // nil without an audit log
 	monitor  MonitorDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
@@ -176,7 +183,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("console: iam and buckets are required")
 	}
 	cfg = cfg.withDefaults()
-	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, monitor: d.Monitor}
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, events: d.Events, monitor: d.Monitor}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -278,6 +285,13 @@ func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc { return h.guard(
 // X-CSRF-Token header.
 func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		var a *action
+		sw := &statusWriter{ResponseWriter: w}
+		if stateChanging(r.Method) {
+			if a = h.beginAction(r); a != nil {
+				w = sw
+			}
+		}
 		s, ok := h.session(r)
 		if ok && !h.iam.SessionValid(s.principal, s.start) {
 			h.sessions.remove(s.key)
@@ -288,30 +302,47 @@ func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}
-			h.writeError(w, r, nil, pageError(http.StatusForbidden, "Your session has ended. Sign in again."))
+			err := pageError(http.StatusForbidden, "Your session has ended. Sign in again.")
+			h.writeError(w, r, nil, err)
+			h.endAction(r, a.refused(codeNoSession), nil, sw, err)
 			return
 		}
-		if stateChanging(r.Method) {
-			if !sameOrigin(r, h.cfg.Origin) {
-				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed)."))
-				return
-			}
-			if !stream {
-				r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-				if err := r.ParseForm(); err != nil {
-					h.writeError(w, r, &s, pageError(http.StatusBadRequest, "The form could not be read."))
-					return
-				}
-			}
-			if !validCSRF(r, &s, stream) {
-				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again."))
-				return
-			}
+		s.act = a
+		err := h.admit(w, r, &s, stream)
+		if err == nil {
+			err = fn(w, r, &s)
 		}
-		if err := fn(w, r, &s); err != nil {
+		if err != nil {
 			h.writeError(w, r, &s, err)
 		}
+		h.endAction(r, a, &s, sw, err)
 	}
+}
+
+// admit checks a signed-in request: a state-changing one must come from
+// the console's own origin and carry the session's CSRF token (its form
+// is parsed here, unless stream). A refusal's code goes in the audit
+// record.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stream bool) error {
+	if !stateChanging(r.Method) {
+		return nil
+	}
+	if !sameOrigin(r, h.cfg.Origin) {
+		s.act.refused(codeOrigin)
+		return pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed).")
+	}
+	if !stream {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			s.act.refused(codeBadForm)
+			return pageError(http.StatusBadRequest, "The form could not be read.")
+		}
+	}
+	if !validCSRF(r, s, stream) {
+		s.act.refused(codeCSRF)
+		return pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again.")
+	}
+	return nil
 }
 
 // session returns the session of the request's cookie.

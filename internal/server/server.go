@@ -277,9 +277,10 @@ func (s *Server) handler() (http.Handler, error) {
 	}
 	s.iam = m
 	if s.cfg.ConsoleAddress != "" {
-		var auditLog console.AuditLog // stays a nil interface when the audit log is off
+		var auditLog console.AuditLog // both stay nil interfaces when the audit log is off
+		var events console.AuditRecorder
 		if s.audit != nil {
-			auditLog = s.audit
+			auditLog, events = s.audit, s.audit
 		}
 		s.webUI, err = console.New(s.cfg.Console, console.Deps{
 			IAM:     m,
@@ -287,6 +288,7 @@ func (s *Server) handler() (http.Handler, error) {
 			Logger:  s.log.With("component", "console"),
 			Browser: console.BrowserDeps{Objects: s.st.objects, Region: s.cfg.S3.Region, S3Endpoint: s.s3Endpoint},
 			Audit:   auditLog,
+			Events:  events,
 			Monitor: console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
 		})
 		if err != nil {
