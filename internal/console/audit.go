@@ -52,6 +52,7 @@ func auditPage() page {
 	return page{
 		title:     "Audit",
 		path:      "/audit",
+		need:      "GetAuditLog",
 		templates: []string{"audit.html"},
 		routes: []pageRoute{
 			{"GET /audit", func(h *Handler) sessionHandler { return h.auditList }},

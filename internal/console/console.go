@@ -450,9 +450,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.User = displayName(s.principal)
 		v.CSRF = s.csrf
 		v.Flash = h.sessions.takeFlash(s.key)
-		for _, p := range h.pages {
-			v.Nav = append(v.Nav, navItem{Title: p.title, Path: p.path})
-		}
+		v.Nav = h.nav(r, s)
 	}
 	var b bytes.Buffer
 	if err := h.tmpl[name].ExecuteTemplate(&b, "layout", v); err != nil {
@@ -463,6 +461,17 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
+}
+
+// nav is the navigation of s: the pages its principal may use.
+func (h *Handler) nav(r *http.Request, s *session) []navItem {
+	var items []navItem
+	for _, p := range h.pages {
+		if p.need == "" || h.may(r, s, p.need) {
+			items = append(items, navItem{Title: p.title, Path: p.path})
+		}
+	}
+	return items
 }
 
 // displayName names a principal in the page header.

@@ -22,6 +22,7 @@ func usersPage() page {
 	return page{
 		title:     "Users",
 		path:      "/users",
+		need:      "ListUsers",
 		templates: []string{"users.html", "user.html", "new_key.html", "confirm.html"},
 		routes: []pageRoute{
 			{"GET /users", func(h *Handler) sessionHandler { return h.listUsers }},
