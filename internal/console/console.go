@@ -154,6 +154,12 @@ type Deps struct {
 	// Events is where sign-ins and every state-changing request are
 	// recorded; nil when the audit log is off.
 	Events AuditRecorder
+	// Unavailable, if not nil, says why the server can take no changes
+	// (the metadata store failed: objects.Service.Err): every
+	// state-changing request, and every request that failed with an
+	// internal error, then answers its error, 503, as S3 and the admin
+	// API do.
+	Unavailable func() error
 }
 
 // Handler serves the console. It is an http.Handler for every path of
@@ -172,6 +178,7 @@ type Handler struct {
 	browser  BrowserDeps
 	audit    AuditLog
 	events   AuditRecorder // nil without an audit log
+	down     func() error  // Deps.Unavailable; nil for never
 	monitor  MonitorDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
@@ -183,7 +190,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("console: iam and buckets are required")
 	}
 	cfg = cfg.withDefaults()
-	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, events: d.Events, monitor: d.Monitor}
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, events: d.Events, down: d.Unavailable, monitor: d.Monitor}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -342,6 +349,11 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stre
 		s.act.refused(codeCSRF)
 		return pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again.")
 	}
+	if h.down != nil {
+		if err := h.down(); err != nil {
+			return err // before an upload's body is read
+		}
+	}
 	return nil
 }
 
@@ -403,8 +415,9 @@ func pageError(status int, format string, a ...any) *errorPage {
 }
 
 // describe returns the status and message to show for err: an
-// errorPage's own, an S3 error's (AccessDenied, BucketNotEmpty, …), or
-// 500 with a generic message for anything else, which is logged.
+// errorPage's own, an S3 error's (AccessDenied, BucketNotEmpty, …), 503
+// for a metadata store out of reach or failed, or 500 with a generic
+// message for anything else, which is logged.
 func (h *Handler) describe(r *http.Request, err error) (int, string) {
 	var pe *errorPage
 	if errors.As(err, &pe) {
@@ -418,14 +431,40 @@ func (h *Handler) describe(r *http.Request, err error) (int, string) {
 		}
 		return se.Status(), msg
 	}
+	if errors.Is(err, objects.ErrUnavailable) {
+		h.log.WarnContext(r.Context(), "console request failed: metadata store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		return http.StatusServiceUnavailable, unavailableMessage
+	}
+	if h.down != nil {
+		if derr := h.down(); derr != nil {
+			// Once the metadata store has failed, an internal error is
+			// most likely its doing: the server restarts, and the user
+			// should try again, not report a bug.
+			h.log.WarnContext(r.Context(), "console request failed: metadata store failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			return h.describe(r, derr)
+		}
+	}
 	h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
 }
 
+// unavailableMessage is the page of a request that failed because the
+// metadata store (PostgreSQL) could not be reached.
+const unavailableMessage = "The metadata store cannot be reached just now. Try again in a moment."
+
+// retryAfterUnavailable is Retry-After of a 503 for a metadata store
+// out of reach or failed, in seconds: S3's.
+const retryAfterUnavailable = "1"
+
 // writeError shows err as the error page; s is the session, if any.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	status, msg := h.describe(r, err)
-	h.render(w, r, status, "error.html", s, "Error", msg)
+	title := "Error"
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+		title = "Unavailable"
+	}
+	h.render(w, r, status, "error.html", s, title, msg)
 }
 
 // view is what every template sees: the layout's data and the page's.

@@ -63,6 +63,9 @@ func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, err error) 
 		return nil
 	}
 	status, msg := h.describe(r, err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
 	writeJSON(w, status, map[string]string{"error": msg})
 	return nil
 }

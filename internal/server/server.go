@@ -289,7 +289,10 @@ func (s *Server) handler() (http.Handler, error) {
 			Browser: console.BrowserDeps{Objects: s.st.objects, Region: s.cfg.S3.Region, S3Endpoint: s.s3Endpoint},
 			Audit:   auditLog,
 			Events:  events,
-			Monitor: console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
+			// After a fatal metadata error changes answer 503, as S3 and
+			// the admin API do.
+			Unavailable: s.st.objects.Err,
+			Monitor:     console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
 		})
 		if err != nil {
 			return nil, err
