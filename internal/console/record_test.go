@@ -83,6 +83,7 @@ func TestConsoleActionsAudited(t *testing.T) {
 
 	id, csrf := f.signIn(t, testRootKey, testRootSecret)
 	status("create bucket", f.post(t, id, csrf, "/buckets", url.Values{"name": {"photos"}}), 303)
+	status("alice uploads", f.raw(t, "/objects/photos/upload?key=nope.txt", aliceID, aliceCSRF, []byte("x"), nil), 403)
 	page := status("create user", f.post(t, id, csrf, "/users", url.Values{"name": {"bob"}}), 200)
 	bobSecret := regexp.MustCompile(`id="secret-key">([^<]+)<`).FindStringSubmatch(page)
 	if bobSecret == nil {
@@ -135,6 +136,7 @@ func TestConsoleActionsAudited(t *testing.T) {
 		{"CreateBucket", 403, "AccessDenied", "alice", ip, "alices", "", ""},
 		{"SignIn", 303, "", "root", ip, "", "", ""},
 		{"CreateBucket", 303, "", "root", ip, "photos", "", ""},
+		{"PutObject", 403, "AccessDenied", "alice", ip, "photos", "nope.txt", ""},
 		{"CreateUser", 200, "", "root", ip, "", "", "users/bob new key K"},
 		{"SetUserPassword", 303, "", "root", ip, "", "", "users/bob"},
 		{"PutObject", 200, "", "root", ip, "photos", "a.txt", ""},
