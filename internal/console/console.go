@@ -419,21 +419,11 @@ func pageError(status int, format string, a ...any) *errorPage {
 // for a metadata store out of reach or failed, or 500 with a generic
 // message for anything else, which is logged.
 func (h *Handler) describe(r *http.Request, err error) (int, string) {
-	var pe *errorPage
-	if errors.As(err, &pe) {
-		return pe.status, pe.msg
-	}
-	var se *s3err.Error
-	if errors.As(err, &se) && se.Code != s3err.InternalError && s3err.Known(se.Code) {
-		msg := se.Msg()
-		if se.Code == s3err.AccessDenied {
-			msg = "Your policies do not allow this."
+	if status, msg, ok := known(err); ok {
+		if status == http.StatusServiceUnavailable && unavailable(err) {
+			h.log.WarnContext(r.Context(), "console request failed: metadata store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
-		return se.Status(), msg
-	}
-	if errors.Is(err, objects.ErrUnavailable) {
-		h.log.WarnContext(r.Context(), "console request failed: metadata store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		return http.StatusServiceUnavailable, unavailableMessage
+		return status, msg
 	}
 	if h.down != nil {
 		if derr := h.down(); derr != nil {
@@ -441,11 +431,42 @@ func (h *Handler) describe(r *http.Request, err error) (int, string) {
 			// most likely its doing: the server restarts, and the user
 			// should try again, not report a bug.
 			h.log.WarnContext(r.Context(), "console request failed: metadata store failed", "method", r.Method, "path", r.URL.Path, "err", err)
-			return h.describe(r, derr)
+			if status, msg, ok := known(derr); ok {
+				return status, msg
+			}
+			return http.StatusServiceUnavailable, unavailableMessage
 		}
 	}
 	h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
+}
+
+// unavailable reports whether a 503 error is the metadata store's (not
+// the console's own, such as a missing setting): then it is worth
+// retrying, and says so with Retry-After.
+func unavailable(err error) bool {
+	_, page := errors.AsType[*errorPage](err)
+	return !page
+}
+
+// known returns the status and message of an error the user is told
+// about as it is: an errorPage, an S3 error other than InternalError, or
+// a metadata store out of reach (503).
+func known(err error) (int, string, bool) {
+	if pe, ok := errors.AsType[*errorPage](err); ok {
+		return pe.status, pe.msg, true
+	}
+	if se, ok := errors.AsType[*s3err.Error](err); ok && se.Code != s3err.InternalError && s3err.Known(se.Code) {
+		msg := se.Msg()
+		if se.Code == s3err.AccessDenied {
+			msg = "Your policies do not allow this."
+		}
+		return se.Status(), msg, true
+	}
+	if errors.Is(err, objects.ErrUnavailable) {
+		return http.StatusServiceUnavailable, unavailableMessage, true
+	}
+	return 0, "", false
 }
 
 // unavailableMessage is the page of a request that failed because the
@@ -460,7 +481,7 @@ const retryAfterUnavailable = "1"
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	status, msg := h.describe(r, err)
 	title := "Error"
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable && unavailable(err) {
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 		title = "Unavailable"
 	}

@@ -75,6 +75,11 @@ func TestMetadataUnavailable(t *testing.T) {
 				tc.name, resp.StatusCode, resp.Header.Get("Retry-After"), b)
 		}
 	}
+	// A failure Unavailable reports in no S3 terms still answers 503.
+	f.h.down = func() error { return errors.New("pebble: closed") }
+	if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("internal error once the store failed with a plain error: %d, want 503", resp.StatusCode)
+	}
 	fb.err.Store(nil)
 	if f.exists(t, "bkt", "k") {
 		t.Error("the upload was stored while the metadata store had failed")

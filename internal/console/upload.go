@@ -64,7 +64,7 @@ func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, s *session,
 		return nil
 	}
 	status, msg := h.describe(r, err)
-	if status == http.StatusServiceUnavailable {
+	if status == http.StatusServiceUnavailable && unavailable(err) {
 		w.Header().Set("Retry-After", retryAfterUnavailable)
 	}
 	s.act.failed(err)
