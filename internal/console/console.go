@@ -339,7 +339,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stre
 		return pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed).")
 	}
 	if !stream {
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		r.Body = http.MaxBytesReader(unwrap(w), r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			s.act.refused(codeBadForm)
 			return pageError(http.StatusBadRequest, "The form could not be read.")

@@ -360,3 +360,13 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// unwrap returns the connection's own writer under a statusWriter, for
+// http.MaxBytesReader: only that one can close the connection after a
+// body over the limit.
+func unwrap(w http.ResponseWriter) http.ResponseWriter {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw.ResponseWriter
+	}
+	return w
+}

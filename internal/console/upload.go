@@ -183,7 +183,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, s *sess
 			return err
 		}
 		var cr completeRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompleteBody)).Decode(&cr); err != nil {
+		if err := json.NewDecoder(http.MaxBytesReader(unwrap(w), r.Body, maxCompleteBody)).Decode(&cr); err != nil {
 			return pageError(http.StatusBadRequest, "The list of parts could not be read.")
 		}
 		in := objects.CompleteInput{}
