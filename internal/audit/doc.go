@@ -15,7 +15,11 @@
 //     (0 by default: none);
 //   - admin API actions (Source "admin", Op "admin:CreateUser", ...), which
 //     the server records with Log.Record, or Log.RecordBounded when they
-//     were refused or unauthenticated.
+//     were refused or unauthenticated;
+//   - web console sign-ins, sign-outs and changes (Source "console", Op
+//     "SignIn", "CreateBucket", "CreateUser", ...), which the console
+//     records itself, bounded in the same way when they were refused or
+//     came without a session.
 //
 // An Event says who (user, access key, source IP without the port), what
 // (operation, bucket, key or admin target), the outcome (HTTP status and

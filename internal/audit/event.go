@@ -11,6 +11,7 @@ const (
 	SourceS3        = "s3"        // an S3 API request
 	SourceAdmin     = "admin"     // an admin API action
 	SourceLifecycle = "lifecycle" // an action of the lifecycle worker (user "lifecycle")
+	SourceConsole   = "console"   // a sign-in or a change made in the web console
 )
 
 // Event is one audited action. JSON (admin API, export) uses the tags
@@ -18,8 +19,8 @@ const (
 type Event struct {
 	ID        int64     `json:"id"`                  // assigned when stored; 0 before
 	Time      time.Time `json:"time"`                // when the request started; stored in UTC with nanoseconds
-	Source    string    `json:"source"`              // SourceS3 or SourceAdmin
-	Op        string    `json:"op"`                  // S3 op name ("PutObject"), admin action ("admin:CreateUser") or lifecycle action ("S3.EXPIRE.OBJECT")
+	Source    string    `json:"source"`              // SourceS3, SourceAdmin, SourceLifecycle or SourceConsole
+	Op        string    `json:"op"`                  // S3 op name ("PutObject"), admin action ("admin:CreateUser"), lifecycle action ("S3.EXPIRE.OBJECT") or console action ("SignIn", "CreateBucket")
 	Status    int       `json:"status"`              // HTTP status sent
 	Code      string    `json:"code,omitempty"`      // S3/admin error code, "" on success
 	Bucket    string    `json:"bucket,omitempty"`    // target bucket, "" if none

@@ -19,7 +19,7 @@ func adminAuditCommands() []adminCmd {
 	const filters = "Filters (all optional, combined with AND):\n" +
 		"  --since T|D  events at or after T (RFC 3339) or in the last D (e.g. 1h)\n" +
 		"  --until T|D  events before T or before D ago\n" +
-		"  --source S   s3, admin or lifecycle\n" +
+		"  --source S   s3, admin, lifecycle or console\n" +
 		"  --op OP      S3 operation (PutObject) or admin operation (CreateUser)\n" +
 		"  --bucket B, --prefix P   bucket, and key prefix within it\n" +
 		"  --user U, --key-id K, --ip IP   who, with which access key, from where\n" +
@@ -43,7 +43,7 @@ func auditFlags(fs *flag.FlagSet) func(now time.Time) (audit.Filter, error) {
 	since := fs.String("since", "", "events at or after this time (RFC 3339) or this long ago (1h)")
 	until := fs.String("until", "", "events before this time (RFC 3339) or this long ago")
 	var f audit.Filter
-	fs.StringVar(&f.Source, "source", "", "s3, admin or lifecycle")
+	fs.StringVar(&f.Source, "source", "", "s3, admin, lifecycle or console")
 	fs.StringVar(&f.Op, "op", "", "operation name, e.g. PutObject or CreateUser")
 	fs.StringVar(&f.Bucket, "bucket", "", "bucket")
 	fs.StringVar(&f.KeyPrefix, "prefix", "", "key prefix")
@@ -60,9 +60,9 @@ func auditFlags(fs *flag.FlagSet) func(now time.Time) (audit.Filter, error) {
 			return f, err
 		}
 		switch f.Source {
-		case "", audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle:
+		case "", audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle, audit.SourceConsole:
 		default:
-			return f, usagef("--source %q: want s3, admin or lifecycle", f.Source)
+			return f, usagef("--source %q: want s3, admin, lifecycle or console", f.Source)
 		}
 		return f, nil
 	}

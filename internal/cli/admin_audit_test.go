@@ -57,7 +57,7 @@ func TestAdminAuditUsage(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{[]string{"admin", "audit", "ls", "--source", "ftp"}, `--source "ftp": want s3, admin or lifecycle`},
+		{[]string{"admin", "audit", "ls", "--source", "ftp"}, `--source "ftp": want s3, admin, lifecycle or console`},
 		{[]string{"admin", "audit", "ls", "--limit", "0"}, "--limit must be at least 1"},
 		{[]string{"admin", "audit", "ls", "--since", "soon"}, "--since \"soon\""},
 		{[]string{"admin", "audit", "export", "--until", "-5m"}, "a duration must be positive"},

@@ -25,7 +25,10 @@ Workloads:
   cases     one case at a time: PUT of 1 KiB, 1, 10 and 64 MiB, GET of 1 KiB,
             1 MiB and 64 MiB, HEAD, LIST
             of 1000 keys, DELETE, multipart 256 MiB, presigned GET, rejected
-            bad signature
+            bad signature, GET under floods; and the web console's sign-in,
+            Buckets page, object list of 1000 keys and 1 KiB download, for
+            targets with console_url, console_user and console_password in
+            the --targets file (skipped for the others)
   get       GET of prepared objects only
   put       PUT of new objects only
   stat      HEAD of prepared objects only
@@ -111,7 +114,7 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		gobench        bool
 	)
 	fs.Var(&targets, "target", "endpoint to benchmark as NAME=URL; repeat for several")
-	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region)")
+	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region; console_url, console_user, console_password for the console cases)")
 	fs.StringVar(&ak, "access-key", getenv("COFFER_ACCESS_KEY"), "access key for every target (env COFFER_ACCESS_KEY)")
 	fs.StringVar(&sk, "secret-key", getenv("COFFER_SECRET_KEY"), "secret key for every target (env COFFER_SECRET_KEY)")
 	fs.StringVar(&region, "region", "us-east-1", "signing region")

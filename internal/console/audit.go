@@ -52,6 +52,7 @@ func auditPage() page {
 	return page{
 		title:     "Audit",
 		path:      "/audit",
+		need:      "GetAuditLog",
 		templates: []string{"audit.html"},
 		routes: []pageRoute{
 			{"GET /audit", func(h *Handler) sessionHandler { return h.auditList }},
@@ -96,9 +97,9 @@ func (f *auditForm) build(now time.Time) string {
 		return "Outcome is success, failed or empty."
 	}
 	switch f.Source {
-	case "", audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle:
+	case "", audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle, audit.SourceConsole:
 	default:
-		return "Source is s3, admin, lifecycle or empty."
+		return "Source is s3, admin, lifecycle, console or empty."
 	}
 	if f.Last != "" {
 		d, err := time.ParseDuration(f.Last)
@@ -193,7 +194,7 @@ func (h *Handler) auditList(w http.ResponseWriter, r *http.Request, s *session) 
 		return err
 	}
 	v := auditView{Form: parseAuditForm(r.URL.Query()), Ranges: auditRanges,
-		Sources: []string{audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle}}
+		Sources: []string{audit.SourceS3, audit.SourceAdmin, audit.SourceLifecycle, audit.SourceConsole}}
 	v.Ops = auditOps
 	if h.audit == nil {
 		v.Off = true

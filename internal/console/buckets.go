@@ -99,6 +99,7 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, s *sessio
 			return lerr
 		}
 		v.NewName, v.Error = name, msg
+		s.act.failed(err)
 		h.render(w, r, status, "buckets.html", s, "Buckets", v)
 		return nil
 	}

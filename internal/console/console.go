@@ -117,6 +117,9 @@ type IAM interface {
 	Authorize(ctx context.Context, rq iam.Request) error
 	CanSeeBucket(p iam.Principal, bucket string) bool
 	RefreshBucketPolicy(ctx context.Context, bucket string) error
+	// SignInName returns the principal a sign-in name stands for, or
+	// false if it names none.
+	SignInName(name string) (iam.Principal, bool)
 }
 
 var _ IAM = (*iam.IAM)(nil)
@@ -148,6 +151,15 @@ type Deps struct {
 	Audit AuditLog
 	// Monitor is what the Metrics page shows.
 	Monitor MonitorDeps
+	// Events is where sign-ins and every state-changing request are
+	// recorded; nil when the audit log is off.
+	Events AuditRecorder
+	// Unavailable, if not nil, says why the server can take no changes
+	// (the metadata store failed: objects.Service.Err): every
+	// state-changing request, and every request that failed with an
+	// internal error, then answers its error, 503, as S3 and the admin
+	// API do.
+	Unavailable func() error
 }
 
 // Handler serves the console. It is an http.Handler for every path of
@@ -165,6 +177,8 @@ type Handler struct {
 	pages    []page
 	browser  BrowserDeps
 	audit    AuditLog
+	events   AuditRecorder // nil without an audit log
+	down     func() error  // Deps.Unavailable; nil for never
 	monitor  MonitorDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
@@ -176,7 +190,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return nil, errors.New("console: iam and buckets are required")
 	}
 	cfg = cfg.withDefaults()
-	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, monitor: d.Monitor}
+	h := &Handler{cfg: cfg, iam: d.IAM, buckets: d.Buckets, log: d.Logger, clock: d.Clock, browser: d.Browser, audit: d.Audit, events: d.Events, down: d.Unavailable, monitor: d.Monitor}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -278,6 +292,13 @@ func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc { return h.guard(
 // X-CSRF-Token header.
 func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		var a *action
+		sw := &statusWriter{ResponseWriter: w}
+		if stateChanging(r.Method) {
+			if a = h.beginAction(r); a != nil {
+				w = sw
+			}
+		}
 		s, ok := h.session(r)
 		if ok && !h.iam.SessionValid(s.principal, s.start) {
 			h.sessions.remove(s.key)
@@ -288,30 +309,52 @@ func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
 			}
-			h.writeError(w, r, nil, pageError(http.StatusForbidden, "Your session has ended. Sign in again."))
+			err := pageError(http.StatusForbidden, "Your session has ended. Sign in again.")
+			h.writeError(w, r, nil, err)
+			h.endAction(r, a.refused(codeNoSession), nil, sw, err)
 			return
 		}
-		if stateChanging(r.Method) {
-			if !sameOrigin(r, h.cfg.Origin) {
-				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed)."))
-				return
-			}
-			if !stream {
-				r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-				if err := r.ParseForm(); err != nil {
-					h.writeError(w, r, &s, pageError(http.StatusBadRequest, "The form could not be read."))
-					return
-				}
-			}
-			if !validCSRF(r, &s, stream) {
-				h.writeError(w, r, &s, pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again."))
-				return
-			}
+		s.act = a
+		err := h.admit(w, r, &s, stream)
+		if err == nil {
+			err = fn(w, r, &s)
 		}
-		if err := fn(w, r, &s); err != nil {
+		if err != nil {
 			h.writeError(w, r, &s, err)
 		}
+		h.endAction(r, a, &s, sw, err)
 	}
+}
+
+// admit checks a signed-in request: a state-changing one must come from
+// the console's own origin and carry the session's CSRF token (its form
+// is parsed here, unless stream). A refusal's code goes in the audit
+// record.
+func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stream bool) error {
+	if !stateChanging(r.Method) {
+		return nil
+	}
+	if !sameOrigin(r, h.cfg.Origin) {
+		s.act.refused(codeOrigin)
+		return pageError(http.StatusForbidden, "The request did not come from the console's own pages (Origin check failed).")
+	}
+	if !stream {
+		r.Body = http.MaxBytesReader(unwrap(w), r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			s.act.refused(codeBadForm)
+			return pageError(http.StatusBadRequest, "The form could not be read.")
+		}
+	}
+	if !validCSRF(r, s, stream) {
+		s.act.refused(codeCSRF)
+		return pageError(http.StatusForbidden, "The form is stale or forged (CSRF token missing or wrong). Reload the page and try again.")
+	}
+	if h.down != nil {
+		if err := h.down(); err != nil {
+			return err // before an upload's body is read
+		}
+	}
+	return nil
 }
 
 // session returns the session of the request's cookie.
@@ -372,29 +415,77 @@ func pageError(status int, format string, a ...any) *errorPage {
 }
 
 // describe returns the status and message to show for err: an
-// errorPage's own, an S3 error's (AccessDenied, BucketNotEmpty, …), or
-// 500 with a generic message for anything else, which is logged.
+// errorPage's own, an S3 error's (AccessDenied, BucketNotEmpty, …), 503
+// for a metadata store out of reach or failed, or 500 with a generic
+// message for anything else, which is logged.
 func (h *Handler) describe(r *http.Request, err error) (int, string) {
-	var pe *errorPage
-	if errors.As(err, &pe) {
-		return pe.status, pe.msg
-	}
-	var se *s3err.Error
-	if errors.As(err, &se) && se.Code != s3err.InternalError && s3err.Known(se.Code) {
-		msg := se.Msg()
-		if se.Code == s3err.AccessDenied {
-			msg = "Your policies do not allow this."
+	if status, msg, ok := known(err); ok {
+		if status == http.StatusServiceUnavailable && unavailable(err) {
+			h.log.WarnContext(r.Context(), "console request failed: metadata store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
-		return se.Status(), msg
+		return status, msg
+	}
+	if h.down != nil {
+		if derr := h.down(); derr != nil {
+			// Once the metadata store has failed, an internal error is
+			// most likely its doing: the server restarts, and the user
+			// should try again, not report a bug.
+			h.log.WarnContext(r.Context(), "console request failed: metadata store failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			if status, msg, ok := known(derr); ok {
+				return status, msg
+			}
+			return http.StatusServiceUnavailable, unavailableMessage
+		}
 	}
 	h.log.ErrorContext(r.Context(), "console request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
 }
 
+// unavailable reports whether a 503 error is the metadata store's (not
+// the console's own, such as a missing setting): then it is worth
+// retrying, and says so with Retry-After.
+func unavailable(err error) bool {
+	_, page := errors.AsType[*errorPage](err)
+	return !page
+}
+
+// known returns the status and message of an error the user is told
+// about as it is: an errorPage, an S3 error other than InternalError, or
+// a metadata store out of reach (503).
+func known(err error) (int, string, bool) {
+	if pe, ok := errors.AsType[*errorPage](err); ok {
+		return pe.status, pe.msg, true
+	}
+	if se, ok := errors.AsType[*s3err.Error](err); ok && se.Code != s3err.InternalError && s3err.Known(se.Code) {
+		msg := se.Msg()
+		if se.Code == s3err.AccessDenied {
+			msg = "Your policies do not allow this."
+		}
+		return se.Status(), msg, true
+	}
+	if errors.Is(err, objects.ErrUnavailable) {
+		return http.StatusServiceUnavailable, unavailableMessage, true
+	}
+	return 0, "", false
+}
+
+// unavailableMessage is the page of a request that failed because the
+// metadata store (PostgreSQL) could not be reached.
+const unavailableMessage = "The metadata store cannot be reached just now. Try again in a moment."
+
+// retryAfterUnavailable is Retry-After of a 503 for a metadata store
+// out of reach or failed, in seconds: S3's.
+const retryAfterUnavailable = "1"
+
 // writeError shows err as the error page; s is the session, if any.
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, s *session, err error) {
 	status, msg := h.describe(r, err)
-	h.render(w, r, status, "error.html", s, "Error", msg)
+	title := "Error"
+	if status == http.StatusServiceUnavailable && unavailable(err) {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+		title = "Unavailable"
+	}
+	h.render(w, r, status, "error.html", s, title, msg)
 }
 
 // view is what every template sees: the layout's data and the page's.
@@ -419,9 +510,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.User = displayName(s.principal)
 		v.CSRF = s.csrf
 		v.Flash = h.sessions.takeFlash(s.key)
-		for _, p := range h.pages {
-			v.Nav = append(v.Nav, navItem{Title: p.title, Path: p.path})
-		}
+		v.Nav = h.nav(r, s)
 	}
 	var b bytes.Buffer
 	if err := h.tmpl[name].ExecuteTemplate(&b, "layout", v); err != nil {
@@ -432,6 +521,17 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
+}
+
+// nav is the navigation of s: the pages its principal may use.
+func (h *Handler) nav(r *http.Request, s *session) []navItem {
+	var items []navItem
+	for _, p := range h.pages {
+		if p.need == "" || h.may(r, s, p.need) {
+			items = append(items, navItem{Title: p.title, Path: p.path})
+		}
+	}
+	return items
 }
 
 // displayName names a principal in the page header.

@@ -16,6 +16,7 @@ func groupsPage() page {
 	return page{
 		title:     "Groups",
 		path:      "/groups",
+		need:      "ListGroups",
 		templates: []string{"groups.html", "group.html", "confirm.html"},
 		routes: []pageRoute{
 			{"GET /groups", func(h *Handler) sessionHandler { return h.listGroups }},

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/iam"
 )
 
 // loginView is the sign-in form's data.
@@ -37,20 +39,27 @@ func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
 // the same time (iam.SignIn hashes once either way) and get the same
 // answer.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	start := h.clock()
 	if !sameOrigin(r, h.cfg.Origin) {
 		h.writeError(w, r, nil, pageError(http.StatusForbidden, "The sign-in did not come from the console's own page (Origin check failed)."))
+		h.recordSignIn(r, start, "", iam.Principal{}, http.StatusForbidden, codeOrigin)
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		h.writeError(w, r, nil, pageError(http.StatusBadRequest, "The form could not be read."))
+		h.recordSignIn(r, start, "", iam.Principal{}, http.StatusBadRequest, codeBadForm)
 		return
 	}
 	name, password := r.PostFormValue("username"), r.PostFormValue("password")
 	form := loginView{Username: name}
+	refuse := func(status int, code, msg string) {
+		form.Error = msg
+		h.render(w, r, status, "login.html", nil, "Sign in", form)
+		h.recordSignIn(r, start, name, iam.Principal{}, status, code)
+	}
 	if name == "" || password == "" {
-		form.Error = "Enter a user name and a password."
-		h.render(w, r, http.StatusUnauthorized, "login.html", nil, "Sign in", form)
+		refuse(http.StatusUnauthorized, codeSignInFailed, "Enter a user name and a password.")
 		return
 	}
 	addr := clientAddr(r)
@@ -58,8 +67,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		h.log.DebugContext(r.Context(), "console sign-in locked out", "user", name, "client", addr)
 		w.Header().Set("Retry-After", retryAfter(wait))
-		form.Error = "Too many failed sign-ins. Try again in " + wait.Round(time.Second).String() + "."
-		h.render(w, r, http.StatusTooManyRequests, "login.html", nil, "Sign in", form)
+		refuse(http.StatusTooManyRequests, codeLockedOut, "Too many failed sign-ins. Try again in "+wait.Round(time.Second).String()+".")
 		return
 	}
 	if err := h.gate.acquire(r.Context()); err != nil {
@@ -69,16 +77,14 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		}
 		h.log.WarnContext(r.Context(), "console sign-in refused: password checks saturated", "client", addr)
 		w.Header().Set("Retry-After", retryAfterBusy)
-		form.Error = "The server is busy checking other sign-ins. Try again in a moment."
-		h.render(w, r, http.StatusServiceUnavailable, "login.html", nil, "Sign in", form)
+		refuse(http.StatusServiceUnavailable, codeBusy, "The server is busy checking other sign-ins. Try again in a moment.")
 		return
 	}
 	p, err := h.iam.SignIn(r.Context(), name, password)
 	h.gate.release()
 	if err != nil {
 		h.log.DebugContext(r.Context(), "console sign-in failed", "user", name, "client", addr)
-		form.Error = "Wrong user name or password."
-		h.render(w, r, http.StatusUnauthorized, "login.html", nil, "Sign in", form)
+		refuse(http.StatusUnauthorized, codeSignInFailed, "Wrong user name or password.")
 		return
 	}
 	h.limiter.forgive(at)
@@ -97,6 +103,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	})
 	h.log.InfoContext(r.Context(), "console sign-in", "user", displayName(p), "client", addr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
+	h.recordSignIn(r, start, name, p, http.StatusSeeOther, "")
 }
 
 // logout serves POST /logout: it ends the session and clears the cookie.

@@ -78,6 +78,7 @@ func metricsPage() page {
 	return page{
 		title:     "Metrics",
 		path:      "/monitoring",
+		need:      "ServerInfo",
 		templates: []string{"monitoring.html"},
 		routes: []pageRoute{
 			{"GET /monitoring", func(h *Handler) sessionHandler { return h.monitoring }},

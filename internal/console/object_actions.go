@@ -180,6 +180,7 @@ func (h *Handler) share(w http.ResponseWriter, r *http.Request, s *session) erro
 		if status >= http.StatusInternalServerError {
 			return err
 		}
+		s.act.failed(err)
 	} else {
 		h.log.InfoContext(r.Context(), "console share link", "bucket", v.Bucket, "key", v.Key, "expires_in", d, "user", displayName(s.principal))
 	}

@@ -14,8 +14,13 @@ import (
 // routes. A new page is one more entry in pages and a file of handlers;
 // the layout, sessions, CSRF and security headers come with it.
 type page struct {
-	title     string // in the navigation
-	path      string // the navigation's link
+	title string // in the navigation
+	path  string // the navigation's link
+	// need is the admin action (without "admin:") the page's main view
+	// needs, "" for none: the navigation shows the page only to a
+	// principal that may perform it. (The page itself refuses anyone
+	// else; the link only spares them a 403.)
+	need      string
 	templates []string
 	routes    []pageRoute
 	// streams are routes whose handler reads the raw request body (an

@@ -19,6 +19,7 @@ func policiesPage() page {
 	return page{
 		title:     "Policies",
 		path:      "/policies",
+		need:      "ListPolicies",
 		templates: []string{"policies.html", "policy.html", "confirm.html"},
 		routes: []pageRoute{
 			{"GET /policies", func(h *Handler) sessionHandler { return h.listPolicies }},

@@ -20,6 +20,9 @@ type session struct {
 	start     time.Time // when it signed in
 	lastSeen  time.Time
 	flash     string // a message for the next page shown, then cleared
+	// act is the audit record of the request this copy serves, for its
+	// handler to add to; never set in the store.
+	act *action
 }
 
 // sessionKey is the SHA-256 of a session ID. The store is keyed by it,

@@ -19,6 +19,7 @@ func simulatorPage() page {
 	return page{
 		title:     "Simulator",
 		path:      "/simulator",
+		need:      "SimulatePolicy",
 		templates: []string{"simulator.html"},
 		routes: []pageRoute{
 			{"GET /simulator", func(h *Handler) sessionHandler { return h.simulator }},

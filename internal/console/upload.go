@@ -51,10 +51,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // jsonErrors answers an upload endpoint's error as JSON, with the status
-// and message the console would show on a page. A body cut short is a
+// and message the console would show on a page (and its S3 code in the
+// audit record of session s). A body cut short is a
 // browser that went away (Cancel, a closed tab): logged at Debug, and
 // nobody reads the answer.
-func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, err error) error {
+func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, s *session, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -63,6 +64,10 @@ func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, err error) 
 		return nil
 	}
 	status, msg := h.describe(r, err)
+	if status == http.StatusServiceUnavailable && unavailable(err) {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
+	s.act.failed(err)
 	writeJSON(w, status, map[string]string{"error": msg})
 	return nil
 }
@@ -79,7 +84,7 @@ func bodySize(r *http.Request) (int64, error) {
 // putObject stores the request body as one object: PutObject, authorized
 // as s3:PutObject. The body's Content-Type becomes the object's.
 func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, s *session) error {
-	return h.jsonErrors(w, r, func() error {
+	return h.jsonErrors(w, r, s, func() error {
 		t, err := parseUploadTarget(r)
 		if err != nil {
 			return err
@@ -108,7 +113,7 @@ func (h *Handler) putObject(w http.ResponseWriter, r *http.Request, s *session) 
 // createUpload starts a multipart upload (query: key, contentType):
 // CreateMultipartUpload, authorized as s3:PutObject.
 func (h *Handler) createUpload(w http.ResponseWriter, r *http.Request, s *session) error {
-	return h.jsonErrors(w, r, func() error {
+	return h.jsonErrors(w, r, s, func() error {
 		t, err := parseUploadTarget(r)
 		if err != nil {
 			return err
@@ -132,7 +137,7 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *http.Request, s *sessio
 // uploadPart stores the body as a part (query: key, uploadId,
 // partNumber): UploadPart, authorized as s3:PutObject.
 func (h *Handler) uploadPart(w http.ResponseWriter, r *http.Request, s *session) error {
-	return h.jsonErrors(w, r, func() error {
+	return h.jsonErrors(w, r, s, func() error {
 		t, err := parseUploadTarget(r)
 		if err != nil {
 			return err
@@ -169,7 +174,7 @@ type completeRequest struct {
 // body (query: key, uploadId): CompleteMultipartUpload, authorized as
 // s3:PutObject.
 func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, s *session) error {
-	return h.jsonErrors(w, r, func() error {
+	return h.jsonErrors(w, r, s, func() error {
 		t, err := parseUploadTarget(r)
 		if err != nil {
 			return err
@@ -178,7 +183,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, s *sess
 			return err
 		}
 		var cr completeRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxCompleteBody)).Decode(&cr); err != nil {
+		if err := json.NewDecoder(http.MaxBytesReader(unwrap(w), r.Body, maxCompleteBody)).Decode(&cr); err != nil {
 			return pageError(http.StatusBadRequest, "The list of parts could not be read.")
 		}
 		in := objects.CompleteInput{}
@@ -200,7 +205,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, s *sess
 // key, uploadId): AbortMultipartUpload, authorized as
 // s3:AbortMultipartUpload.
 func (h *Handler) abortUpload(w http.ResponseWriter, r *http.Request, s *session) error {
-	return h.jsonErrors(w, r, func() error {
+	return h.jsonErrors(w, r, s, func() error {
 		t, err := parseUploadTarget(r)
 		if err != nil {
 			return err

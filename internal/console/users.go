@@ -22,6 +22,7 @@ func usersPage() page {
 	return page{
 		title:     "Users",
 		path:      "/users",
+		need:      "ListUsers",
 		templates: []string{"users.html", "user.html", "new_key.html", "confirm.html"},
 		routes: []pageRoute{
 			{"GET /users", func(h *Handler) sessionHandler { return h.listUsers }},
@@ -100,6 +101,7 @@ func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, s *session)
 		return h.renderUsers(w, r, s, http.StatusBadRequest, usersView{NewName: name, Error: msg})
 	}
 	h.changed(r, s, "CreateUser", name)
+	s.act.note("new key " + nk.AccessKey)
 	h.render(w, r, http.StatusOK, "new_key.html", s, "User "+name+" created", newKeyView{Heading: "Created user " + name, Key: nk})
 	return nil
 }
@@ -326,6 +328,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 		return h.renderUser(w, r, s, http.StatusBadRequest, userView{KeyForm: f, KeyError: pe})
 	}
 	h.changed(r, s, "CreateAccessKey", name+" "+nk.AccessKey)
+	s.act.note("new key " + nk.AccessKey)
 	h.render(w, r, http.StatusOK, "new_key.html", s, "New access key", newKeyView{Heading: "New access key for " + name, Key: nk})
 	return nil
 }
@@ -364,6 +367,7 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s *session) 
 		return err
 	}
 	h.changed(r, s, "RotateAccessKey", old.User+" "+old.AccessKey+" "+nk.AccessKey)
+	s.act.note("new key " + nk.AccessKey)
 	h.render(w, r, http.StatusOK, "new_key.html", s, "Rotated access key", newKeyView{Heading: "New access key for " + old.User, Key: nk, Old: old.AccessKey})
 	return nil
 }

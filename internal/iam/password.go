@@ -198,6 +198,21 @@ func (m *IAM) SignIn(_ context.Context, name, password string) (Principal, error
 	return Principal{User: name, Session: true}, nil
 }
 
+// SignInName returns the principal a console sign-in name stands for:
+// root for root's access key ID, or the user of that name, whether or
+// not it has a password or is enabled. A name that is neither may be a
+// password typed into the wrong field: the audit log of a failed
+// sign-in records it only when this says it names a principal.
+func (m *IAM) SignInName(name string) (Principal, bool) {
+	if m.isRoot(name) {
+		return Principal{AccessKeyID: name, Root: true}, true
+	}
+	if _, ok := m.snap.Load().doc.Users[name]; ok {
+		return Principal{User: name}, true
+	}
+	return Principal{}, false
+}
+
 // SessionValid reports whether a console session of p that signed in at
 // start may still act: root always (its credentials change only with a
 // restart, which ends every session); a user while it exists, is enabled

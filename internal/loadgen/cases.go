@@ -18,6 +18,11 @@ type benchCase struct {
 	Size    int64
 	Objects int    // objects prepared; at least one per worker is added
 	Flood   *Flood // hostile connections held open while it measures
+	// Workers, if not 0, caps the run's workers for this case.
+	Workers int
+	// Console cases run only against the targets with a console (see
+	// Target.ConsoleURL); the others are skipped, and say so.
+	Console bool
 }
 
 // allCases are the cases of `coffer bench cases`, in run order.
@@ -40,7 +45,18 @@ var allCases = []benchCase{
 	// server's default connection limit: compare with get-1KiB.
 	{Name: "get-1KiB-slowloris", Op: "get", Size: 1 << 10, Objects: 1000, Flood: &Flood{Kind: "slowloris", Conns: 3000}},
 	{Name: "get-1KiB-bad-signature-flood", Op: "get", Size: 1 << 10, Objects: 1000, Flood: &Flood{Kind: "bad-signature", Conns: 3000}},
+	// The web console (console.go). Sign-in is argon2id-bound by design,
+	// and the console's limiter counts sign-ins in flight from one
+	// address as possible failures (10 per address), so it runs with at
+	// most 4 workers, all signing in as the target's console user.
+	{Name: "console-sign-in", Op: "console-sign-in", Size: 1 << 10, Objects: 1, Workers: 4, Console: true},
+	{Name: "console-buckets", Op: "console-buckets", Size: 1 << 10, Objects: 1, Console: true},
+	{Name: "console-objects-1000", Op: "console-objects", Size: 1 << 10, Objects: 1000, Console: true},
+	{Name: "console-download-1KiB", Op: "console-download", Size: 1 << 10, Objects: 1000, Console: true},
 }
+
+// noConsole is why a console case skips a target.
+const noConsole = "no web console given for this target (console_url, console_user and console_password in the targets file)"
 
 // CasesConfig configures RunCases.
 type CasesConfig struct {
@@ -116,11 +132,15 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 		out.Failed = append(out.Failed, CaseFailure{Case: name, Error: err.Error()})
 		errs = append(errs, fmt.Errorf("case %s: %w", name, err))
 	}
-	cpu := make([]float64, len(targets)) // CPU µs summed over ops
+	cpu := map[string]float64{} // CPU µs summed over ops, by target
 	for _, c := range selected {
+		workers := cfg.Workers
+		if c.Workers > 0 {
+			workers = min(workers, c.Workers)
+		}
 		mc := MixedConfig{
-			Size: c.Size, Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds,
-			Objects: max(c.Objects, cfg.Workers), Keep: cfg.Keep, Label: c.Name, Payload: cfg.Payload,
+			Size: c.Size, Workers: workers, Duration: cfg.Duration, Rounds: cfg.Rounds,
+			Objects: max(c.Objects, workers), Keep: cfg.Keep, Label: c.Name, Payload: cfg.Payload,
 			Progress: cfg.Progress.Progress, TTY: cfg.Progress.TTY, Flood: c.Flood,
 		}
 		if cfg.Profile != nil {
@@ -128,7 +148,24 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 			p.Dir = filepath.Join(p.Dir, c.Name)
 			mc.Profile = &p
 		}
-		res, err := RunSingle(ctx, c.Op, mc, targets)
+		ts := targets
+		if c.Console {
+			ts = nil
+			for _, t := range targets {
+				if t.ConsoleURL != "" {
+					ts = append(ts, t)
+					continue
+				}
+				out.Skipped = append(out.Skipped, CaseSkip{Case: c.Name, Target: t.Name, Reason: noConsole})
+				if cfg.Progress.Progress != nil {
+					fmt.Fprintf(cfg.Progress.Progress, "%s: skipped on %s: %s\n", c.Name, t.Name, noConsole)
+				}
+			}
+			if len(ts) == 0 {
+				continue
+			}
+		}
+		res, err := RunSingle(ctx, c.Op, mc, ts)
 		if err != nil {
 			fail(c.Name, err) // with res set, the case ran but its clean-up failed
 		}
@@ -139,9 +176,11 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 			continue
 		}
 		out.Config.Cases = append(out.Config.Cases, c.Name)
-		for i, t := range res.Targets {
-			if len(out.Targets) <= i {
+		for _, t := range res.Targets {
+			i := slices.IndexFunc(out.Targets, func(o TargetStat) bool { return o.Name == t.Name })
+			if i < 0 {
 				out.Targets = append(out.Targets, TargetStat{Name: t.Name, URL: t.URL})
+				i = len(out.Targets) - 1
 			}
 			ot := &out.Targets[i]
 			ot.ElapsedSeconds += t.ElapsedSeconds
@@ -153,7 +192,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 				}
 				o.ElapsedSeconds = t.ElapsedSeconds
 				o.SizeBytes = c.Size
-				cpu[i] += t.ClientCPUPerOpMicros * float64(o.Ops)
+				cpu[t.Name] += t.ClientCPUPerOpMicros * float64(o.Ops)
 				ot.Ops = append(ot.Ops, o)
 			}
 		}
@@ -164,7 +203,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 			ops += o.Ops
 		}
 		if ops > 0 {
-			out.Targets[i].ClientCPUPerOpMicros = cpu[i] / float64(ops)
+			out.Targets[i].ClientCPUPerOpMicros = cpu[out.Targets[i].Name] / float64(ops)
 		}
 	}
 	if len(out.Config.Cases) == 0 {
@@ -190,6 +229,14 @@ func opOf(name string) int {
 		return opBadSig
 	case "multipart":
 		return opMultipart
+	case "console-sign-in":
+		return opConsoleSignIn
+	case "console-buckets":
+		return opConsoleBuckets
+	case "console-objects":
+		return opConsoleObjects
+	case "console-download":
+		return opConsoleDownload
 	}
 	return opGet
 }

@@ -25,6 +25,12 @@ type Target struct {
 	AccessKey string
 	SecretKey string
 	Region    string // signing region; "" means us-east-1
+
+	// ConsoleURL is the target's web console (Coffer's ops listener,
+	// http://127.0.0.1:6790), and ConsoleUser and ConsolePassword a
+	// console sign-in, for the console cases; "" for a target without one
+	// (MinIO, Garage), whose console cases are skipped.
+	ConsoleURL, ConsoleUser, ConsolePassword string
 }
 
 // ParseTarget parses NAME=URL.
@@ -52,6 +58,7 @@ type client struct {
 	// operation.
 	badSigner *sigv4.Signer
 	hc        *http.Client
+	consoleHC *http.Client // the same transport, not following redirects
 	tr        *http.Transport
 	payload   Payload      // how uploads are signed
 	sums      *payloadSums // of the run's payload; nil if none
@@ -77,6 +84,7 @@ func newClient(t Target, conns int, sums *payloadSums) *client {
 		signer:    sigv4.NewSigner(cred, t.Region, "s3"),
 		badSigner: sigv4.NewSigner(bad, t.Region, "s3"),
 		hc:        &http.Client{Transport: tr},
+		consoleHC: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		tr:        tr,
 		payload:   PayloadUnsigned,
 		sums:      sums,

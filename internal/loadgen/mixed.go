@@ -26,11 +26,16 @@ const (
 	opPresign
 	opBadSig
 	opMultipart
+	opConsoleSignIn
+	opConsoleBuckets
+	opConsoleObjects
+	opConsoleDownload
 	numOps
 )
 
 // opNames are the report names of the operations.
-var opNames = [numOps]string{"GET", "PUT", "DELETE", "STAT", "LIST", "PRESIGNED-GET", "BAD-SIGNATURE", "MULTIPART"}
+var opNames = [numOps]string{"GET", "PUT", "DELETE", "STAT", "LIST", "PRESIGNED-GET", "BAD-SIGNATURE", "MULTIPART",
+	"CONSOLE-SIGN-IN", "CONSOLE-BUCKETS", "CONSOLE-OBJECTS", "CONSOLE-DOWNLOAD"}
 
 // MixedConfig configures RunMixed. Zero fields other than the weights take
 // the defaults of `coffer bench mixed`.
@@ -50,6 +55,9 @@ type MixedConfig struct {
 	// parts of partSize(Size): create, upload the parts one after the
 	// other, complete.
 	Get, Put, Delete, Stat, List, PresignedGet, BadSignature, Multipart int
+	// The console operations (see console.go) need every target's
+	// ConsoleURL, ConsoleUser and ConsolePassword.
+	ConsoleSignIn, ConsoleBuckets, ConsoleObjects, ConsoleDownload int
 
 	Keep bool // leave the benchmark buckets and their objects in place
 
@@ -83,7 +91,8 @@ func DefaultMixed() MixedConfig {
 }
 
 func (c MixedConfig) weights() [numOps]int {
-	return [numOps]int{c.Get, c.Put, c.Delete, c.Stat, c.List, c.PresignedGet, c.BadSignature, c.Multipart}
+	return [numOps]int{c.Get, c.Put, c.Delete, c.Stat, c.List, c.PresignedGet, c.BadSignature, c.Multipart,
+		c.ConsoleSignIn, c.ConsoleBuckets, c.ConsoleObjects, c.ConsoleDownload}
 }
 
 func (c MixedConfig) totalWeight() int {
@@ -117,6 +126,17 @@ func (c MixedConfig) validate() error {
 	return nil
 }
 
+// console reports whether c measures any console operation.
+func (c MixedConfig) console() bool {
+	w := c.weights()
+	for op, n := range w {
+		if n > 0 && isConsoleOp(op) {
+			return true
+		}
+	}
+	return false
+}
+
 // worker is one worker's share of a target: the keys it owns and its
 // buffers. Keys are partitioned between workers so that no GET or STAT can
 // meet a key another worker is deleting: no operation fails by design, and
@@ -129,6 +149,9 @@ type worker struct {
 	hist [numOps]Histogram
 	byts [numOps]int64
 	errs map[string]int64 // by op name + "/" + code
+	// session is the worker's console session cookie, for the console
+	// pages; "" unless the run measures them.
+	session string
 }
 
 // targetRun is the state of one target across rounds.
@@ -155,11 +178,22 @@ func RunMixed(ctx context.Context, cfg MixedConfig, targets []Target) (res *Resu
 }
 
 // RunSingle runs one operation alone: op is get, put, delete, stat, list,
-// presigned-get, bad-signature or multipart, and cfg's weights are ignored. A worker that has deleted all of its
-// objects PUTs a new one, which shows as PUT operations.
+// presigned-get, bad-signature, multipart, console-sign-in,
+// console-buckets, console-objects or console-download, and cfg's weights
+// are ignored. A worker that has deleted all of its objects PUTs a new
+// one, which shows as PUT operations.
 func RunSingle(ctx context.Context, op string, cfg MixedConfig, targets []Target) (*Results, error) {
 	cfg.Get, cfg.Put, cfg.Delete, cfg.Stat, cfg.List, cfg.PresignedGet, cfg.BadSignature, cfg.Multipart = 0, 0, 0, 0, 0, 0, 0, 0
+	cfg.ConsoleSignIn, cfg.ConsoleBuckets, cfg.ConsoleObjects, cfg.ConsoleDownload = 0, 0, 0, 0
 	switch op {
+	case "console-sign-in":
+		cfg.ConsoleSignIn = 100
+	case "console-buckets":
+		cfg.ConsoleBuckets = 100
+	case "console-objects":
+		cfg.ConsoleObjects = 100
+	case "console-download":
+		cfg.ConsoleDownload = 100
 	case "multipart":
 		cfg.Multipart = 100
 	case "presigned-get":
@@ -196,6 +230,9 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 			return nil, fmt.Errorf("target name %q used twice", t.Name)
 		}
 		seen[t.Name] = true
+		if cfg.console() && t.ConsoleURL == "" {
+			return nil, fmt.Errorf("target %s has no console (console_url, console_user and console_password in the targets file)", t.Name)
+		}
 	}
 	var prof *profiling
 	profiled := 0 // index of the profiled target
@@ -250,6 +287,11 @@ func run(ctx context.Context, workload string, cfg MixedConfig, targets []Target
 		runs = append(runs, r)
 		if err := r.prepare(ctx, cfg, payload); err != nil {
 			return nil, fmt.Errorf("target %s (%s): prepare objects: %w", t.Name, t.URL, err)
+		}
+		if cfg.console() {
+			if err := r.signIn(ctx); err != nil {
+				return nil, fmt.Errorf("target %s (%s): console sign-in: %w", t.Name, t.ConsoleURL, err)
+			}
 		}
 	}
 	per := cfg.Duration / time.Duration(cfg.Rounds)
@@ -337,6 +379,18 @@ func (r *targetRun) prepare(ctx context.Context, cfg MixedConfig, payload []byte
 	return <-errc
 }
 
+// signIn gives every worker a console session.
+func (r *targetRun) signIn(ctx context.Context) error {
+	for _, w := range r.workers {
+		s, err := r.c.consoleSignIn(ctx)
+		if err != nil {
+			return err
+		}
+		w.session = s
+	}
+	return nil
+}
+
 func (w *worker) newKey(id int) string {
 	w.seq++
 	return "obj-" + strconv.Itoa(id) + "-" + strconv.Itoa(w.seq)
@@ -373,7 +427,7 @@ func (r *targetRun) round(ctx context.Context, cfg MixedConfig, d time.Duration,
 		wg.Go(func() {
 			for rctx.Err() == nil && time.Now().Before(deadline) {
 				op := pickOp(w.rng.IntN(total), weights)
-				if len(w.keys) == 0 && op != opPut && op != opList {
+				if len(w.keys) == 0 && op != opPut && op != opList && (!isConsoleOp(op) || op == opConsoleDownload) {
 					op = opPut
 				}
 				err := r.one(rctx, w, i, op, payload)
@@ -517,7 +571,7 @@ func (r *targetRun) one(ctx context.Context, w *worker, id, op int, payload []by
 	switch op {
 	case opPut, opMultipart:
 		key = w.newKey(id)
-	case opList:
+	case opList, opConsoleSignIn, opConsoleBuckets, opConsoleObjects:
 	default:
 		idx = w.rng.IntN(len(w.keys))
 		key = w.keys[idx]
@@ -545,6 +599,10 @@ func (r *targetRun) one(ctx context.Context, w *worker, id, op int, payload []by
 	case opMultipart:
 		err = r.c.multipart(ctx, path, r.size, payload, w.buf)
 		n = r.size
+	case opConsoleSignIn:
+		_, err = r.c.consoleSignIn(ctx)
+	case opConsoleBuckets, opConsoleObjects, opConsoleDownload:
+		n, err = r.c.consoleGet(ctx, w.session, consolePath(op, r.bucket, key), w.buf)
 	case opBadSig:
 		_, err = r.c.doAs(ctx, r.c.badSigner, http.MethodGet, path, "", nil, w.buf)
 		if oe, ok := errors.AsType[*opError](err); ok && oe.Code == "SignatureDoesNotMatch" {

@@ -148,6 +148,12 @@ func WriteMarkdown(w io.Writer, res *Results, baseline string, charts bool) erro
 			fmt.Fprintf(&b, "- **%s**: %s\n", mdEscape(f.Case), mdEscape(strings.ReplaceAll(f.Error, "\n", "; ")))
 		}
 	}
+	if len(res.Skipped) > 0 {
+		b.WriteString("\n## Skipped\n\n")
+		for _, s := range res.Skipped {
+			fmt.Fprintf(&b, "- **%s** on %s: %s\n", mdEscape(s.Case), mdEscape(s.Target), mdEscape(s.Reason))
+		}
+	}
 	for _, r := range ranked {
 		fmt.Fprintf(&b, "\n## %s\n\n", r.op)
 		b.WriteString("| Rank | Target | ops/s | MiB/s | p50 | p99 | ratio |\n|---:|---|---:|---:|---:|---:|---:|\n")

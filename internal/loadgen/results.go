@@ -24,6 +24,17 @@ type Results struct {
 	// the others are in Targets. A case that is both here and in
 	// Config.Cases ran, but cleaning up after it failed.
 	Failed []CaseFailure `json:"failed,omitempty"`
+	// Skipped lists the cases of a cases run that did not run against a
+	// target, and why (a console case against a target without a
+	// console).
+	Skipped []CaseSkip `json:"skipped,omitempty"`
+}
+
+// CaseSkip is a case of a cases run that a target skipped, and why.
+type CaseSkip struct {
+	Case   string `json:"case"`
+	Target string `json:"target"`
+	Reason string `json:"reason"`
 }
 
 // CaseFailure is a case of a cases run that failed, and why.
@@ -220,10 +231,11 @@ func Merge(runs []*Results) *Results {
 	}
 	out := *runs[0]
 	out.Targets = nil
-	out.Failed = nil
+	out.Failed, out.Skipped = nil, nil
 	seen := map[string]int{}
 	for _, r := range runs {
 		out.Failed = append(out.Failed, r.Failed...)
+		out.Skipped = append(out.Skipped, r.Skipped...)
 		for _, t := range r.Targets {
 			seen[t.Name]++
 			if n := seen[t.Name]; n > 1 {

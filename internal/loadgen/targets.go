@@ -14,6 +14,9 @@ import (
 //	access_key = "minioadmin"   # optional: else --access-key / COFFER_ACCESS_KEY
 //	secret_key = "minioadmin"
 //	region = "us-east-1"        # optional
+//	console_url = "http://127.0.0.1:6790"  # optional, with the two below: the
+//	console_user = "alice"                 # web console and a sign-in for the
+//	console_password = "…"                 # console cases (Coffer's own)
 //
 // Unknown keys are an error, so that a typo does not silently fall back to
 // the default credentials.
@@ -25,6 +28,10 @@ func LoadTargets(path string) ([]Target, error) {
 			AccessKey string `toml:"access_key"`
 			SecretKey string `toml:"secret_key"`
 			Region    string `toml:"region"`
+
+			ConsoleURL      string `toml:"console_url"`
+			ConsoleUser     string `toml:"console_user"`
+			ConsolePassword string `toml:"console_password"`
 		} `toml:"target"`
 	}
 	md, err := toml.DecodeFile(path, &f)
@@ -47,6 +54,16 @@ func LoadTargets(path string) ([]Target, error) {
 			return nil, fmt.Errorf("targets file %s: target %s: give both access_key and secret_key, or neither", path, ft.Name)
 		}
 		t.AccessKey, t.SecretKey, t.Region = ft.AccessKey, ft.SecretKey, ft.Region
+		if ft.ConsoleURL != "" || ft.ConsoleUser != "" || ft.ConsolePassword != "" {
+			c, err := ParseTarget(ft.Name + "=" + ft.ConsoleURL)
+			if err != nil {
+				return nil, fmt.Errorf("targets file %s: console_url of target %s: %w", path, ft.Name, err)
+			}
+			if ft.ConsoleUser == "" || ft.ConsolePassword == "" {
+				return nil, fmt.Errorf("targets file %s: target %s: give console_url, console_user and console_password together", path, ft.Name)
+			}
+			t.ConsoleURL, t.ConsoleUser, t.ConsolePassword = c.URL, ft.ConsoleUser, ft.ConsolePassword
+		}
 		out = append(out, t)
 	}
 	return out, nil

@@ -25,6 +25,13 @@ func TestLoadTargets(t *testing.T) {
 				{Name: "minio", URL: "http://127.0.0.1:9100", AccessKey: "ak", SecretKey: "sk", Region: "eu-west-1"},
 			},
 		},
+		{
+			name: "console",
+			file: "[[target]]\nname = \"coffer\"\nurl = \"http://127.0.0.1:9000\"\nconsole_url = \"http://127.0.0.1:6790/\"\nconsole_user = \"alice\"\nconsole_password = \"pw\"\n",
+			want: []Target{{Name: "coffer", URL: "http://127.0.0.1:9000", ConsoleURL: "http://127.0.0.1:6790", ConsoleUser: "alice", ConsolePassword: "pw"}},
+		},
+		{name: "console without password", file: "[[target]]\nname = \"a\"\nurl = \"http://x\"\nconsole_url = \"http://y\"\nconsole_user = \"alice\"\n", wantErr: "console_url, console_user and console_password together"},
+		{name: "console password without url", file: "[[target]]\nname = \"a\"\nurl = \"http://x\"\nconsole_user = \"alice\"\nconsole_password = \"pw\"\n", wantErr: "console_url of target a"},
 		{name: "typo", file: "[[target]]\nname = \"a\"\nurl = \"http://x\"\nsecret = \"s\"\n", wantErr: "unknown key target.secret"},
 		{name: "empty", file: "", wantErr: "no [[target]]"},
 		{name: "bad url", file: "[[target]]\nname = \"a\"\nurl = \"x\"\n", wantErr: "URL must be http(s)"},

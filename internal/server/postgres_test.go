@@ -8,7 +8,10 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -324,4 +327,120 @@ func TestPostgresOutage(t *testing.T) {
 	if st, body := do(http.MethodGet, "/bkt/k", ""); st != http.StatusOK || body != "hello" {
 		t.Errorf("get after the outage = %d %q, want the object stored before it", st, body)
 	}
+}
+
+// TestPostgresOutageConsole cuts a node's connections to PostgreSQL and
+// checks that the web console answers its pages and changes 503 with a
+// page saying the metadata store cannot be reached, not 500; signing in
+// (which needs only IAM's state in memory) still works; and the pages
+// come back with the database.
+func TestPostgresOutageConsole(t *testing.T) {
+	pg := testPG.Get(t)
+	proxy, url := pg.Proxy(t, pg.NewSchema(t))
+	cfg := testConfig(t)
+	cfg.Meta.Kind = config.MetaPostgres
+	cfg.Meta.Postgres.URL = url
+	cfg.Meta.Postgres.MaxConns = 4
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, s, root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", st, body)
+	}
+	console := consoleSession(t, "http://"+s.ConsoleAddr(), cfg.Root.RootAccessKey, cfg.Root.RootSecretKey)
+
+	proxy.Down()
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/buckets"},
+		{http.MethodGet, "/objects/bkt"},
+		{http.MethodPost, "/buckets"},
+	} {
+		start := time.Now()
+		st, hdr, body := console.do(tc.method, tc.path, "name=new-bucket")
+		if st != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" || !strings.Contains(body, "metadata store cannot be reached") {
+			t.Errorf("console %s %s while PostgreSQL is down = %d (Retry-After %q); want 503 saying the metadata store cannot be reached\n%s",
+				tc.method, tc.path, st, hdr.Get("Retry-After"), body)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("console %s %s took %v to fail", tc.method, tc.path, took)
+		}
+	}
+	consoleSession(t, "http://"+s.ConsoleAddr(), cfg.Root.RootAccessKey, cfg.Root.RootSecretKey)
+
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		st, _, body := console.do(http.MethodGet, "/buckets", "")
+		if st == http.StatusOK && strings.Contains(body, "bkt") {
+			break
+		}
+		if time.Since(back) > 10*time.Second {
+			t.Fatalf("console /buckets 10s after PostgreSQL came back: %d\n%s", st, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A consoleClient is a browser signed in to the console.
+type consoleClient struct {
+	t            *testing.T
+	base, cookie string
+	csrf         string
+}
+
+// consoleSession signs in to the console at base as name.
+func consoleSession(t *testing.T, base, name, password string) *consoleClient {
+	t.Helper()
+	c := &consoleClient{t: t, base: base}
+	st, hdr, body := c.do(http.MethodPost, "/login", neturl.Values{"username": {name}, "password": {password}}.Encode())
+	if st != http.StatusSeeOther {
+		t.Fatalf("console sign-in: %d\n%s", st, body)
+	}
+	c.cookie = strings.SplitN(hdr.Get("Set-Cookie"), ";", 2)[0]
+	st, _, body = c.do(http.MethodGet, "/login", "")
+	if st != http.StatusSeeOther {
+		t.Fatalf("console GET /login once signed in: %d, want 303\n%s", st, body)
+	}
+	if m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(c.page("/buckets")); m != nil {
+		c.csrf = m[1]
+	}
+	return c
+}
+
+// page returns the body of a GET of path.
+func (c *consoleClient) page(path string) string {
+	_, _, body := c.do(http.MethodGet, path, "")
+	return body
+}
+
+// do sends a request (a POST with form, and the CSRF token once known)
+// and returns its status, headers and body, without following redirects.
+func (c *consoleClient) do(method, path, form string) (int, http.Header, string) {
+	c.t.Helper()
+	if method == http.MethodPost && c.csrf != "" {
+		form += "&csrf=" + neturl.QueryEscape(c.csrf)
+	}
+	req, err := http.NewRequestWithContext(c.t.Context(), method, c.base+path, strings.NewReader(form))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set("Origin", c.base)
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if c.cookie != "" {
+		req.Header.Set("Cookie", c.cookie)
+	}
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, string(b)
 }

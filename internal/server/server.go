@@ -295,9 +295,10 @@ func (s *Server) handler() (http.Handler, error) {
 	}
 	s.iam = m
 	if s.cfg.ConsoleAddress != "" {
-		var auditLog console.AuditLog // stays a nil interface when the audit log is off
+		var auditLog console.AuditLog // both stay nil interfaces when the audit log is off
+		var events console.AuditRecorder
 		if s.audit != nil {
-			auditLog = s.audit
+			auditLog, events = s.audit, s.audit
 		}
 		s.webUI, err = console.New(s.cfg.Console, console.Deps{
 			IAM:     m,
@@ -305,7 +306,11 @@ func (s *Server) handler() (http.Handler, error) {
 			Logger:  s.log.With("component", "console"),
 			Browser: console.BrowserDeps{Objects: s.st.objects, Region: s.cfg.S3.Region, S3Endpoint: s.s3Endpoint},
 			Audit:   auditLog,
-			Monitor: console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
+			Events:  events,
+			// After a fatal metadata error changes answer 503, as S3 and
+			// the admin API do.
+			Unavailable: s.st.objects.Err,
+			Monitor:     console.MonitorDeps{Metrics: s.sampler, Health: s.ready.consoleHealth, Version: version.Version()},
 		})
 		if err != nil {
 			return nil, err
