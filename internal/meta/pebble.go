@@ -478,5 +478,14 @@ func (db *DB) HeapCacheBytes() int64 {
 		return 0
 	}
 	m := p.db.Metrics()
-	return m.BlockCache.Size + int64(m.MemTable.Size)
+	// Zombie memtables (flushed, still read by an iterator, or kept for
+	// reuse) hold their arenas too; and a memtable Pebble has freed stays
+	// on the heap until nothing references its arena, which was seen to
+	// take a while after a flush: one more memtable's worth is counted
+	// while any is allocated (Pace caps the figure at the live heap).
+	n := m.BlockCache.Size + int64(m.MemTable.Size+m.MemTable.ZombieSize)
+	if m.MemTable.Size > 0 {
+		n += memTableSize
+	}
+	return n
 }
