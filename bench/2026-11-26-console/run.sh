@@ -2,7 +2,8 @@
 # The console cases of `coffer bench cases` against a local `coffer serve`
 # limited to one CPU (GOMAXPROCS=1, pinned to CPU 0 with taskset), the
 # generator pinned to CPU 1: 16 workers (4 for sign-in), 5 s per case,
-# everything on 127.0.0.1. Usage: run.sh OUTDIR (from the repository root).
+# everything on 127.0.0.1. Usage: run.sh OUTDIR (from the repository root);
+# CASES=case,case run.sh OUTDIR runs only those cases.
 set -eu
 out=${1:?usage: run.sh OUTDIR}
 work=$(mktemp -d)
@@ -31,7 +32,7 @@ console_password = "bench-console-password"
 TOML
 cat /proc/loadavg >"$work/loadavg-before"
 taskset -c 1 "$work/coffer" bench cases --targets "$work/targets.toml" \
-	--cases console-sign-in,console-buckets,console-objects-1000,console-download-1KiB \
+	--cases "${CASES:-console-sign-in,console-buckets,console-objects-1000,console-download-1KiB}" \
 	--duration 5s --workers 16 --profile --pprof http://127.0.0.1:6960 --out "$out"
 grep -E '^Vm(HWM|RSS)' "/proc/$pid/status" >"$out/rss.txt"
 { echo "before: $(cat "$work/loadavg-before")"; echo "after:  $(cat /proc/loadavg)"; } >"$out/loadavg.txt"

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -144,6 +145,9 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, s *session
 	h.render(w, r, http.StatusOK, "objects.html", s, bucket+" · Objects", v)
 	return nil
 }
+
+// Rows returns the table's rows, escaped in Go (see rows.go).
+func (v listView) Rows() template.HTML { return objectRows(v.Bucket, v.Folders, v.Objects) }
 
 // folderOf returns prefix up to and including its last "/".
 func folderOf(prefix string) string {

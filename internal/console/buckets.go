@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"html/template"
 	"net/http"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type bucketsView struct {
 	NewName string // the name in the create form, after a failure
 	Error   string // why the create failed
 }
+
+// Rows returns the table's rows, escaped in Go (see rows.go).
+func (v bucketsView) Rows() template.HTML { return bucketRows(v.Buckets) }
 
 func (h *Handler) listBuckets(w http.ResponseWriter, r *http.Request, s *session) error {
 	v, err := h.bucketList(r, s)

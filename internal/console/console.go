@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -182,6 +183,7 @@ type Handler struct {
 	monitor  MonitorDeps
 	tmpl     map[string]*template.Template // by template file name
 	mux      *http.ServeMux
+	bufs     sync.Pool // of *bytes.Buffer, to render pages into
 }
 
 // New returns the console over d.
@@ -501,6 +503,11 @@ type view struct {
 
 type navItem struct{ Title, Path string }
 
+// maxPooledPage is the largest page buffer kept for the next page: a
+// few pages are much larger than the rest (a long policy, an audit
+// export), and their buffers are left to the garbage collector.
+const maxPooledPage = 256 << 10
+
 // render executes template name with the layout and writes it with
 // status. Rendering into a buffer first means a template error becomes
 // a clean 500, not half a page.
@@ -512,8 +519,17 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		v.Flash = h.sessions.takeFlash(s.key)
 		v.Nav = h.nav(r, s)
 	}
-	var b bytes.Buffer
-	if err := h.tmpl[name].ExecuteTemplate(&b, "layout", v); err != nil {
+	b, _ := h.bufs.Get().(*bytes.Buffer)
+	if b == nil {
+		b = new(bytes.Buffer)
+	}
+	b.Reset()
+	defer func() {
+		if b.Cap() <= maxPooledPage {
+			h.bufs.Put(b)
+		}
+	}()
+	if err := h.tmpl[name].ExecuteTemplate(b, "layout", v); err != nil {
 		h.log.ErrorContext(r.Context(), "console template failed", "template", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return

@@ -48,7 +48,7 @@ func pages() []page {
 // funcs are the template functions of every page.
 var funcs = template.FuncMap{
 	"bytes": func(n int64) string { return bytesize.Format(n) },
-	"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+	"time":  func(t time.Time) string { return t.UTC().Format(minuteLayout) },
 	"size":  humanBytes,
 	"ms":    func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }
