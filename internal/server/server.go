@@ -353,6 +353,7 @@ func (s *Server) handler() (http.Handler, error) {
 		IAM:       m,
 		Verifier:  v,
 		GC:        s.st.objects.GC,
+		GCGrace:   s.cfg.Objects.GCGrace, // a pass asked for with no grace keeps what the node's own keep
 		Lifecycle: s.lifecycle.RunPass,
 		Buckets:   s.st.objects,
 		Audit:     auditLog,
