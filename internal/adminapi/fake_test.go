@@ -345,8 +345,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture with adjust applied to the Deps first.
+func newFixtureWith(t *testing.T, adjust func(*Deps)) *fixture {
+	t.Helper()
 	f := &fixture{be: newFakeBackend(), gc: &fakeGC{}, lc: &fakeLifecycle{}, logs: &syncBuffer{}, obs: &recordingObserver{}}
-	h, err := New(Deps{
+	d := Deps{
 		IAM:          f.be,
 		Verifier:     sigv4.NewVerifier(sigv4.Config{}, f.be),
 		GC:           f.gc.run,
@@ -356,7 +362,11 @@ func newFixture(t *testing.T) *fixture {
 		Observer:     f.obs,
 		Logger:       slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		NewRequestID: func() string { return "REQ1" },
-	})
+	}
+	if adjust != nil {
+		adjust(&d)
+	}
+	h, err := New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

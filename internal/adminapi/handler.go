@@ -80,6 +80,10 @@ type Deps struct {
 	// GC runs one garbage-collection pass keeping blobs younger than
 	// grace, as objects.Service.GC does. Nil makes POST /gc answer 501.
 	GC func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	// GCGrace is the grace of a POST /gc that names none: the server's
+	// gc-grace setting, which its own passes use. Zero means
+	// DefaultGCGrace; negative is an error.
+	GCGrace time.Duration
 	// Lifecycle runs one lifecycle pass over bucket ("" for every bucket
 	// with a lifecycle configuration), as lifecycle.Worker.RunPass does.
 	// Nil makes POST /lifecycle/run answer 501.
@@ -112,6 +116,7 @@ type Handler struct {
 	iam      Backend
 	verifier *sigv4.Verifier
 	gc       func(ctx context.Context, grace time.Duration) (objects.GCStats, error)
+	gcGrace  time.Duration // default grace of POST /gc
 	runLC    func(ctx context.Context, bucket string) (lifecycle.PassResult, error)
 	buckets  Buckets
 	audit    AuditLog
@@ -137,9 +142,14 @@ func New(d Deps) (*Handler, error) {
 		return nil, errors.New("adminapi: no signature verifier")
 	case d.Logger == nil:
 		return nil, errors.New("adminapi: no logger")
+	case d.GCGrace < 0:
+		return nil, fmt.Errorf("adminapi: negative GC grace %v", d.GCGrace)
 	}
 	h := &Handler{iam: d.IAM, verifier: d.Verifier, gc: d.GC, runLC: d.Lifecycle, buckets: d.Buckets, audit: d.Audit, observer: d.Observer,
-		log: d.Logger, newID: d.NewRequestID, down: d.Unavailable}
+		log: d.Logger, newID: d.NewRequestID, down: d.Unavailable, gcGrace: d.GCGrace}
+	if h.gcGrace == 0 {
+		h.gcGrace = DefaultGCGrace
+	}
 	if h.newID == nil {
 		h.newID = newRequestIDs()
 	}

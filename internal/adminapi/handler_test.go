@@ -575,16 +575,20 @@ func TestGC(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, body string
+		gcGrace    time.Duration // Deps.GCGrace: the server's gc-grace
 		want       time.Duration
 	}{
 		{name: "empty body", want: time.Hour},
 		{name: "empty object", body: `{}`, want: time.Hour},
 		{name: "zero", body: `{"graceSeconds":0}`, want: 0},
 		{name: "fraction", body: `{"graceSeconds":1.5}`, want: 1500 * time.Millisecond},
+		{name: "empty body, server's gc-grace", gcGrace: 10 * time.Minute, want: 10 * time.Minute},
+		{name: "empty object, server's gc-grace", body: `{}`, gcGrace: 3 * time.Hour, want: 3 * time.Hour},
+		{name: "asked grace over server's gc-grace", body: `{"graceSeconds":60}`, gcGrace: 10 * time.Minute, want: time.Minute},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t)
+			f := newFixtureWith(t, func(d *Deps) { d.GCGrace = tc.gcGrace })
 			w := f.serve(signed(t, rootCred, "POST", BasePath+"/gc", tc.body))
 			if w.Code != 200 {
 				t.Fatalf("status %d: %s", w.Code, w.Body)
@@ -685,9 +689,10 @@ func TestNewValidates(t *testing.T) {
 		{Verifier: v, Logger: slog.New(slog.DiscardHandler)},
 		{IAM: be, Logger: slog.New(slog.DiscardHandler)},
 		{IAM: be, Verifier: v},
+		{IAM: be, Verifier: v, Logger: slog.New(slog.DiscardHandler), GCGrace: -time.Second},
 	} {
 		if _, err := New(d); err == nil {
-			t.Errorf("New(%+v) succeeded, want an error for the missing dependency", d)
+			t.Errorf("New(%+v) succeeded, want an error for the missing or invalid dependency", d)
 		}
 	}
 }

@@ -354,7 +354,7 @@ func (h *Handler) runGC(ctx context.Context, rq *request) (any, error) {
 			return nil, err
 		}
 	}
-	grace := DefaultGCGrace
+	grace := h.gcGrace
 	if g := in.GraceSeconds; g != nil {
 		if !(*g >= 0 && *g <= maxGraceSeconds) {
 			return nil, errorf(http.StatusBadRequest, CodeInvalidInput, "graceSeconds must be between 0 and %.0f", maxGraceSeconds)

@@ -17,9 +17,10 @@ const BasePath = PathPrefix + "v1"
 // sent, are limited to 20 KiB by iam.
 const MaxBodySize = 1 << 20
 
-// DefaultGCGrace is the grace period of POST /gc when the request names
-// none: blobs younger than this are kept, since a write may still be
-// committing them.
+// DefaultGCGrace is the grace period of POST /gc when neither the request
+// nor Deps.GCGrace names one: blobs younger than this are kept, since a
+// write may still be committing them. It is the default of the server's
+// gc-grace setting.
 const DefaultGCGrace = time.Hour
 
 // Error codes of the admin API besides the S3 codes of authentication
@@ -150,7 +151,8 @@ type AttachRequest struct {
 // GCRequest is the body of POST /gc; the body may also be empty.
 type GCRequest struct {
 	// GraceSeconds keeps blobs younger than this many seconds; absent
-	// means DefaultGCGrace. It must not be negative.
+	// means the server's gc-grace setting (Deps.GCGrace). It must not be
+	// negative.
 	GraceSeconds *float64 `json:"graceSeconds,omitempty"`
 }
 

@@ -87,7 +87,7 @@ type gcResult struct {
 }
 
 func adminGC(fs *flag.FlagSet) adminRun {
-	grace := fs.Duration("grace", adminapi.DefaultGCGrace, "keep blobs younger than this (a write may still be committing them)")
+	grace := fs.Duration("grace", 0, "keep blobs younger than this (a write may still be committing them); default: the server's gc-grace")
 	offline := fs.Bool("offline", false, "collect in the storage of a stopped server instead of asking the running one")
 	// These two are passed on to config.Load, so that the environment and
 	// the file apply as they do for serve.
@@ -106,7 +106,11 @@ func adminGC(fs *flag.FlagSet) adminRun {
 					loadArgs = append(loadArgs, "--"+name, fs.Lookup(name).Value.String())
 				}
 			}
-			return adminGCOffline(ctx, s, loadArgs, *grace)
+			var g *time.Duration // nil: the gc-grace of the loaded configuration
+			if set["grace"] {
+				g = grace
+			}
+			return adminGCOffline(ctx, s, loadArgs, g)
 		}
 		if set["storage-path"] || set["config"] {
 			return usagef("--storage-path and --config name the storage of a stopped server: add --offline")
@@ -140,14 +144,21 @@ func adminGC(fs *flag.FlagSet) adminRun {
 
 // adminGCOffline runs a pass over the storage named by loadArgs and the
 // environment, with the server stopped.
-func adminGCOffline(ctx context.Context, s *adminSession, loadArgs []string, grace time.Duration) error {
+// adminGCOffline runs a pass in the storage that loadArgs and the
+// environment name, with grace, or with that configuration's gc-grace if
+// grace is nil, as the server's own passes and POST /gc do.
+func adminGCOffline(ctx context.Context, s *adminSession, loadArgs []string, grace *time.Duration) error {
 	cfg, err := config.Load(loadArgs, s.getenv)
 	if err != nil {
 		return usagef("%v", err)
 	}
+	g := cfg.Objects.GCGrace
+	if grace != nil {
+		g = *grace
+	}
 	log := newLogger(s.stderr, cfg.Log)
 	start := time.Now()
-	stats, err := server.GC(ctx, cfg, log, grace)
+	stats, err := server.GC(ctx, cfg, log, g)
 	if err != nil {
 		return err
 	}

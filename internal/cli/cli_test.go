@@ -85,6 +85,13 @@ func TestAdminGC(t *testing.T) {
 		t.Errorf("admin gc with COFFER_STORAGE_PATH: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
+	// Without --grace the pass keeps what the configuration's gc-grace
+	// keeps, as the server's own passes do.
+	code, stdout, stderr = runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir, "COFFER_GC_GRACE": "10m"}, "admin", "gc", "--offline")
+	if code != 0 || !strings.Contains(stdout, "(grace 10m0s)") {
+		t.Errorf("admin gc with COFFER_GC_GRACE=10m: exit %d, stdout %q, stderr %q; want grace 10m0s", code, stdout, stderr)
+	}
+
 	code, _, stderr = runCLI(t, nil, "admin", "gc", "--offline", "--storage-path", filepath.Join(dir, "missing"))
 	if code != 1 || !strings.Contains(stderr, "storage path") {
 		t.Errorf("admin gc on a missing dir: exit %d, stderr %q; want 1 and a clear error", code, stderr)

@@ -106,8 +106,9 @@ flags (which any user can see in ` + "`ps`" + `) or the file:
 Set both or neither. When both are set they are used and nothing is written to
 disk. When neither is set, the server reads ` + "`<storage-path>/root-credentials`" + `; on the
 first start it generates a key pair, writes it there (mode 0600, fsynced) and
-prints it once to standard output. The server refuses to start if that file is
-readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
+prints it once to standard output — except with ` + "`meta.kind = \"postgres\"`" + `, where
+a node given neither refuses to start (see below). The server refuses to start if
+that file is readable or writable by group or others; fix it with ` + "`chmod 600`" + `.
 
 ## Gateway mode
 
@@ -132,12 +133,14 @@ share it (docs/design/0011-postgres-metadata.md). The schema is created and
 upgraded at start; ` + "`coffer admin meta status`" + ` shows its version. A password in
 the URL is accepted only from ` + "`COFFER_META_POSTGRES_URL`" + `; otherwise give it with
 ` + "`meta.postgres.password-file`" + ` or a ` + "`.pgpass`" + ` file. Multi-node operation (shared
-GC, IAM changes seen by every node) is not finished yet: run one node per
-database for now.
+GC, IAM changes seen by every node, the shared block store) is described in
+docs/scale-out.md.
 
-Every node of a database must have the same master key (below), given
-explicitly: with ` + "`meta.kind = \"postgres\"`" + ` a node never generates one, and one
-with no ` + "`" + EnvMasterKey + "`" + ` and no ` + "`<storage-path>/master-key`" + ` file refuses to start.
+Every node of a database must have the same master key (below) and the same
+root credentials, given explicitly: with ` + "`meta.kind = \"postgres\"`" + ` a node never
+generates either, and one with no ` + "`" + EnvMasterKey + "`" + ` and no ` + "`<storage-path>/master-key`" + `
+file, or with neither ` + "`" + EnvRootAccessKey + "`/`" + EnvRootSecretKey + "`" + ` nor a
+` + "`<storage-path>/root-credentials`" + ` file, refuses to start.
 The first node stores a check sealed with its key in the database; a node
 whose key does not open it refuses to start.
 

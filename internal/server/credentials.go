@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 )
 
@@ -24,12 +25,15 @@ type storedCredentials struct {
 
 // rootCredentials returns the root credentials: env when both keys are set
 // (config.Validate has checked they come as a pair), else those stored in
-// dir, else new ones, which it stores in dir and prints once to out. The
-// secret is never logged.
+// dir, else new ones, which it stores in dir and prints once to out —
+// unless the metadata store is shared (meta.kind postgres): then every
+// node must accept the same root user, and credentials of this node's own
+// would be accepted by no other node, so a node given none refuses to
+// start instead, as masterKey does. The secret is never logged.
 //
 // A credentials file that group or others may read or write is refused, not
 // repaired: someone may already have read it, and the operator should know.
-func rootCredentials(dir string, env iam.Config, out io.Writer) (iam.Config, error) {
+func rootCredentials(dir string, env iam.Config, out io.Writer, shared bool) (iam.Config, error) {
 	if env.RootAccessKey != "" && env.RootSecretKey != "" {
 		return env, nil
 	}
@@ -37,6 +41,11 @@ func rootCredentials(dir string, env iam.Config, out io.Writer) (iam.Config, err
 	c, err := readCredentials(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return c, err
+	}
+	if shared {
+		return iam.Config{}, fmt.Errorf("no root credentials: with meta.kind postgres every node must accept the cluster's one root user, and a node does not make its own; "+
+			"set %s and %s on every node to the same values, or put the same %s file (mode 0600, JSON with access_key_id and secret_access_key) in every node's storage path",
+			config.EnvRootAccessKey, config.EnvRootSecretKey, path)
 	}
 	c, err = generateCredentials()
 	if err != nil {

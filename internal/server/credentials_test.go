@@ -176,3 +176,38 @@ func TestWriteCredentialsRefusesToReplace(t *testing.T) {
 		t.Errorf("readCredentials = %+v, %v; want the first credentials", got, err)
 	}
 }
+
+// TestRootCredentialsShared: with a shared metadata store no credentials
+// are generated, and the refusal says what to set; the environment's or
+// an existing file's are used.
+func TestRootCredentialsShared(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	_, err := rootCredentials(dir, iam.Config{}, &out, true)
+	if err == nil {
+		t.Fatal("rootCredentials(shared, none given) succeeded, want a refusal")
+	}
+	for _, want := range []string{"no root credentials", "COFFER_ROOT_ACCESS_KEY", "COFFER_ROOT_SECRET_KEY", "every node", filepath.Join(dir, credentialsFile)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, credentialsFile)); !os.IsNotExist(err) {
+		t.Errorf("a credentials file was generated (stat: %v)", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("printed %q while refusing", out.String())
+	}
+	env := iam.Config{RootAccessKey: "ENVKEY", RootSecretKey: "env-secret"}
+	if got, err := rootCredentials(dir, env, &out, true); err != nil || got.RootAccessKey != env.RootAccessKey || got.RootSecretKey != env.RootSecretKey {
+		t.Errorf("rootCredentials(shared, env) = %+v, %v; want the environment's", got, err)
+	}
+	file := iam.Config{RootAccessKey: "FILEKEY", RootSecretKey: "file-secret"}
+	if err := writeCredentials(filepath.Join(dir, credentialsFile), file); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rootCredentials(dir, iam.Config{}, &out, true); err != nil || got.RootAccessKey != file.RootAccessKey || got.RootSecretKey != file.RootSecretKey {
+		t.Errorf("rootCredentials(shared, file) = %+v, %v; want the file's", got, err)
+	}
+}

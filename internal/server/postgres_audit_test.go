@@ -213,3 +213,44 @@ func TestPostgresMasterKeyCheck(t *testing.T) {
 	}
 	start(t, node(key), testLogger(io.Discard)) // the same key: starts
 }
+
+// TestPostgresRootCredentialsRequired: a node on a shared database given
+// no root credentials refuses to start, saying what to set, and writes
+// and prints none; a node given them in its credentials file starts and
+// accepts them.
+func TestPostgresRootCredentialsRequired(t *testing.T) {
+	url := testPG.Get(t).NewSchema(t)
+	cfg := testConfig(t)
+	cfg.Root = iam.Config{MasterKey: bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)}
+	cfg.Meta.Kind = config.MetaPostgres
+	cfg.Meta.Postgres.URL = url
+	cfg.Meta.Postgres.MaxConns = 2
+
+	var out bytes.Buffer
+	s, err := New(cfg, testLogger(io.Discard), &out)
+	if err == nil {
+		s.Close()
+		t.Fatal("New succeeded without root credentials")
+	}
+	for _, w := range []string{"no root credentials", config.EnvRootAccessKey, config.EnvRootSecretKey, "every node"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("New: %v\nwant it to say %q", err, w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StoragePath, credentialsFile)); !os.IsNotExist(err) {
+		t.Errorf("a root-credentials file was made in the node's storage path: %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("New printed %q", out.String())
+	}
+
+	creds := iam.Config{RootAccessKey: "CLUSTERROOT", RootSecretKey: "cluster-root-secret"}
+	if err := writeCredentials(filepath.Join(cfg.StoragePath, credentialsFile), creds); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = start(t, cfg, testLogger(io.Discard))
+	sc := aws.Credentials{AccessKeyID: creds.RootAccessKey, SecretAccessKey: creds.RootSecretKey}
+	if st, body := signedDo(t, s, sc, cfg.S3.Region, http.MethodPut, "/filecreds", nil); st != http.StatusOK {
+		t.Errorf("CreateBucket with the file's credentials = %d %s, want 200", st, body)
+	}
+}

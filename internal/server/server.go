@@ -165,7 +165,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 	}()
 	// Credentials are read or created after the metadata lock is held, so
 	// two servers starting at once cannot both generate them.
-	if s.root, err = rootCredentials(cfg.StoragePath, cfg.Root, out); err != nil {
+	if s.root, err = rootCredentials(cfg.StoragePath, cfg.Root, out, st.db.Shared()); err != nil {
 		return s, err
 	}
 	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey, st.db.Shared()); err != nil {
@@ -358,6 +358,7 @@ func (s *Server) handler() (http.Handler, error) {
 		IAM:       m,
 		Verifier:  v,
 		GC:        s.st.objects.GC,
+		GCGrace:   s.cfg.Objects.GCGrace, // a pass asked for with no grace keeps what the node's own keep
 		Lifecycle: s.lifecycle.RunPass,
 		Buckets:   s.st.objects,
 		Audit:     auditLog,

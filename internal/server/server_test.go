@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/adminapi"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/meta"
@@ -535,5 +536,35 @@ func TestShutdownWithHungDisk(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return with a hung disk")
+	}
+}
+
+// TestAdminGCDefaultGrace: POST /gc naming no grace runs with the node's
+// gc-grace, not a fixed hour; one naming a grace runs with that.
+func TestAdminGCDefaultGrace(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Objects.GCGrace = 10 * time.Minute
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	c, err := adminapi.NewClient("http://"+s.Addr(), cfg.Root.RootAccessKey, cfg.Root.RootSecretKey, cfg.S3.Region, client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 30.0
+	for _, tc := range []struct {
+		name string
+		in   adminapi.GCRequest
+		want float64
+	}{
+		{name: "no grace", want: (10 * time.Minute).Seconds()},
+		{name: "grace given", in: adminapi.GCRequest{GraceSeconds: &asked}, want: asked},
+	} {
+		res, err := c.GC(t.Context(), tc.in)
+		if err != nil {
+			t.Fatalf("%s: GC: %v", tc.name, err)
+		}
+		if res.GraceSeconds != tc.want {
+			t.Errorf("%s: GC ran with grace %vs, want %vs", tc.name, res.GraceSeconds, tc.want)
+		}
 	}
 }
