@@ -341,6 +341,7 @@ func TestPostgresOutageConsole(t *testing.T) {
 	cfg.Meta.Kind = config.MetaPostgres
 	cfg.Meta.Postgres.URL = url
 	cfg.Meta.Postgres.MaxConns = 4
+	cfg.Root.MasterKey = bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
 	s, _ := start(t, cfg, testLogger(io.Discard))
 	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
 	if st, body := signedDo(t, s, root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
