@@ -21,10 +21,14 @@ import (
 // Ownership turning ACLs off.
 func TestACLs(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testACLs(t, startServer(t))
+}
+
+func testACLs(t *testing.T, ts s3Target) {
 	root := ts.client(t)
 	ctx := t.Context()
-	ac, err := adminapi.NewClient(ts.endpoint, testAccessKey, testSecretKey, testRegion, newHTTPClient())
+	endpoint, hc := ts.rawEndpoint()
+	ac, err := adminapi.NewClient(endpoint, testAccessKey, testSecretKey, testRegion, hc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +45,7 @@ func TestACLs(t *testing.T) {
 	}
 	alice, _ := userClient("alice")
 	bob, _ := userClient("bob")
+	settle(ts) // the new keys, on every node
 	b := mkBucket(t, root, "acl")
 	put(t, root, b, "private", []byte("secret"))
 
@@ -118,7 +123,7 @@ func TestACLs(t *testing.T) {
 		ACL: types.ObjectCannedACLPublicRead}); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := newHTTPClient().Get(ts.endpoint + "/" + b + "/public")
+	resp, err := hc.Get(endpoint + "/" + b + "/public")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +132,7 @@ func TestACLs(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || string(body) != "hello" {
 		t.Errorf("anonymous GET of a public-read object: %d %q", resp.StatusCode, body)
 	}
-	if resp, err := newHTTPClient().Get(ts.endpoint + "/" + b + "/private"); err != nil || resp.StatusCode != http.StatusForbidden {
+	if resp, err := hc.Get(endpoint + "/" + b + "/private"); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("anonymous GET of a private object: %v %v", resp.Status, err)
 	}
 
@@ -140,7 +145,7 @@ func TestACLs(t *testing.T) {
 	if err != nil || len(oc.OwnershipControls.Rules) != 1 || oc.OwnershipControls.Rules[0].ObjectOwnership != types.ObjectOwnershipBucketOwnerEnforced {
 		t.Errorf("GetBucketOwnershipControls: %+v, %v", oc, err)
 	}
-	if resp, err := newHTTPClient().Get(ts.endpoint + "/" + b + "/public"); err != nil || resp.StatusCode != http.StatusForbidden {
+	if resp, err := hc.Get(endpoint + "/" + b + "/public"); err != nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("anonymous GET of a public-read object with ACLs off: %v %v", resp.Status, err)
 	}
 	_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("x"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLPublicRead})
@@ -151,7 +156,7 @@ func TestACLs(t *testing.T) {
 	if _, err := root.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(pb), ACL: types.BucketCannedACLPublicRead}); err != nil {
 		t.Fatal(err)
 	}
-	if resp, err := newHTTPClient().Get(ts.endpoint + "/" + pb); err != nil || resp.StatusCode != http.StatusOK {
+	if resp, err := hc.Get(endpoint + "/" + pb); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("anonymous ListObjects of a public-read bucket: %v %v", resp.Status, err)
 	}
 }

@@ -26,7 +26,10 @@ func contentMD5(b []byte) string {
 // cannot produce, and checks each error document.
 func TestErrorResponses(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testErrorResponses(t, startServer(t))
+}
+
+func testErrorResponses(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "errs")
@@ -82,10 +85,9 @@ func TestErrorResponses(t *testing.T) {
 		{name: "invalid max-keys", rq: rawReq{method: "GET", target: "/" + b + "?list-type=2&max-keys=-1"}, code: "InvalidArgument", status: 400, resource: "-"},
 		{name: "invalid bucket name", rq: rawReq{method: "PUT", target: "/Bad_Bucket"}, code: "InvalidBucketName", status: 400, resource: "/Bad_Bucket"},
 	}
-	hc := newHTTPClient()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resp, body := do(t, hc, tc.rq.build(t, ts.endpoint))
+			resp, body := raw(t, ts, tc.rq)
 			doc := checkError(t, tc.name, resp, body, tc.code, tc.status, tc.resource)
 			switch tc.code {
 			case "NoSuchBucket":
@@ -105,7 +107,7 @@ func TestErrorResponses(t *testing.T) {
 	}
 
 	t.Run("unsigned payload accepted", func(t *testing.T) {
-		resp, body := ts.raw(t, rawReq{method: "PUT", target: "/" + b + "/unsigned", body: []byte("unsigned body"), hash: "UNSIGNED-PAYLOAD"})
+		resp, body := raw(t, ts, rawReq{method: "PUT", target: "/" + b + "/unsigned", body: []byte("unsigned body"), hash: "UNSIGNED-PAYLOAD"})
 		if resp.StatusCode != 200 {
 			t.Fatalf("PUT with UNSIGNED-PAYLOAD: %d %s", resp.StatusCode, body)
 		}
@@ -115,13 +117,16 @@ func TestErrorResponses(t *testing.T) {
 
 func TestPresigned(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testPresigned(t, startServer(t))
+}
+
+func testPresigned(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	b := mkBucket(t, c, "presign")
 	body := randBytes(200 * kib)
 	put(t, c, b, "obj key+ü", body)
-	objURL := ts.endpoint + "/" + b + "/" + s3Escape("obj key+ü")
-	hc := newHTTPClient()
+	endpoint, hc := ts.rawEndpoint()
+	objURL := endpoint + "/" + b + "/" + s3Escape("obj key+ü")
 
 	presign := func(t *testing.T, method, rawURL string, at time.Time, expires time.Duration) string {
 		t.Helper()
@@ -155,7 +160,7 @@ func TestPresigned(t *testing.T) {
 	})
 
 	t.Run("PUT HEAD DELETE", func(t *testing.T) {
-		u := ts.endpoint + "/" + b + "/uploaded"
+		u := endpoint + "/" + b + "/uploaded"
 		newBody := randBytes(3 * mib)
 		resp, got := request(t, "PUT", presign(t, "PUT", u, time.Now(), time.Minute), newBody)
 		if resp.StatusCode != 200 {
@@ -180,7 +185,7 @@ func TestPresigned(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		resp, got := request(t, "GET", presign(t, "GET", objURL, time.Now().Add(-2*time.Hour), time.Hour), nil)
 		checkError(t, "expired presigned GET", resp, got, "AccessDenied", 403, "-")
-		u := ts.endpoint + "/" + b + "/expired-put"
+		u := endpoint + "/" + b + "/expired-put"
 		resp, got = request(t, "PUT", presign(t, "PUT", u, time.Now().Add(-10*time.Minute), time.Minute), []byte("x"))
 		checkError(t, "expired presigned PUT", resp, got, "AccessDenied", 403, "-")
 		_, err := c.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("expired-put")})

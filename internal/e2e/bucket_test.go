@@ -14,7 +14,13 @@ import (
 
 func TestBuckets(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testBuckets(t, startServer(t))
+}
+
+// testBuckets expects ts to have no bucket when it starts (ListBucketsEmpty,
+// and CreateListHeadDelete lists exactly its own): TestCluster runs it
+// before anything else.
+func testBuckets(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // cofferBin is the coffer binary, built once per test process by
@@ -71,6 +73,16 @@ type child struct {
 	done     chan struct{} // closed when the process has exited
 	waitErr  error         // valid after done is closed
 }
+
+// A child is an s3Target: the real-client tests run against one.
+func (c *child) client(t *testing.T, opts ...func(*s3.Options)) *s3.Client {
+	return newClient(t, c.endpoint, opts...)
+}
+
+func (c *child) rawEndpoint() (string, *http.Client) { return c.endpoint, newHTTPClient() }
+func (c *child) dialAddr() string                    { return c.addr }
+func (c *child) url(*testing.T) string               { return c.endpoint }
+func (c *child) propagation() time.Duration          { return 0 }
 
 // childEnv returns a minimal environment for child processes: no user
 // configuration leaks in.

@@ -154,8 +154,14 @@ func compareTree(t *testing.T, root string, files map[string][]byte) {
 func TestAWSCLI(t *testing.T) {
 	requireTool(t, "aws")
 	requireTool(t, "curl")
-	srv := startChild(t, t.TempDir())
-	r := newToolRunner(t, awsEnv(t, srv.endpoint))
+	testAWSCLI(t, startChild(t, t.TempDir()))
+}
+
+// testAWSCLI drives the aws CLI against ts's one endpoint: sync both
+// ways, s3api calls and their JSON, multipart, presign fetched with curl,
+// recursive removal.
+func testAWSCLI(t *testing.T, ts s3Target) {
+	r := newToolRunner(t, awsEnv(t, ts.url(t)))
 	const b = "cli-bucket"
 
 	files := map[string][]byte{
@@ -308,22 +314,29 @@ func TestAWSCLI(t *testing.T) {
 
 func TestBoto3(t *testing.T) {
 	requireTool(t, "boto3", "python3", "-c", "import boto3")
+	testBoto3(t, startChild(t, t.TempDir()))
+}
+
+// testBoto3 runs testdata/boto3_smoke.py against ts's one endpoint, over
+// http and through a TLS proxy.
+func testBoto3(t *testing.T, ts s3Target) {
 	script, err := filepath.Abs(filepath.Join("testdata", "boto3_smoke.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := startChild(t, t.TempDir())
-	proxy := tlsProxy(t, srv.endpoint)
+	endpoint := ts.url(t)
+	proxy := tlsProxy(t, endpoint)
 	for _, tc := range []struct {
 		name, endpoint string
 		insecure       bool
 	}{
-		{"http", srv.endpoint, false},
+		{"http", endpoint, false},
 		// Over https boto3 sends its CRC32 as an aws-chunked trailer.
 		{"https", proxy.URL, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := append(awsEnv(t, tc.endpoint), "COFFER_BUCKET=boto3-"+tc.name, "COFFER_WORKDIR="+t.TempDir())
+			env := append(awsEnv(t, tc.endpoint), "COFFER_BUCKET=boto3-"+tc.name, "COFFER_WORKDIR="+t.TempDir(),
+				fmt.Sprintf("COFFER_SETTLE_SECONDS=%g", ts.propagation().Seconds()))
 			if tc.insecure {
 				env = append(env, "COFFER_INSECURE=1")
 			}

@@ -25,7 +25,10 @@ import (
 // apply to a preflight and an actual request at once.
 func TestCORSSDK(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testCORSSDK(t, startServer(t))
+}
+
+func testCORSSDK(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	bucket := mkBucket(t, c, "cors")
@@ -56,8 +59,8 @@ func TestCORSSDK(t *testing.T) {
 	}
 
 	// The rules answer a preflight and an actual request.
-	hc := newHTTPClient()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodOptions, ts.endpoint+"/"+bucket+"/photo.jpg", nil)
+	endpoint, hc := ts.rawEndpoint()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodOptions, endpoint+"/"+bucket+"/photo.jpg", nil)
 	req.Header.Set("Origin", "https://eu.example.net")
 	req.Header.Set("Access-Control-Request-Method", "PUT")
 	req.Header.Set("Access-Control-Request-Headers", "content-type,x-amz-date")
@@ -67,7 +70,7 @@ func TestCORSSDK(t *testing.T) {
 		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
 	}
 	put(t, c, bucket, "photo.jpg", []byte("jpeg"))
-	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, ts.endpoint+"/"+bucket+"/photo.jpg", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/"+bucket+"/photo.jpg", nil)
 	req.Header.Set("Origin", "https://anywhere.example.org")
 	resp, _ = do(t, hc, req) // anonymous: AccessDenied, readable by the page
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Access-Control-Allow-Origin") != "*" || resp.Header.Get("Vary") == "" {
@@ -86,7 +89,7 @@ func TestCORSSDK(t *testing.T) {
 	}
 	_, err = c.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: &bucket})
 	wantErr(t, "GetBucketCors after DeleteBucketCors", err, "NoSuchCORSConfiguration", http.StatusNotFound)
-	req, _ = http.NewRequestWithContext(ctx, http.MethodOptions, ts.endpoint+"/"+bucket+"/photo.jpg", nil)
+	req, _ = http.NewRequestWithContext(ctx, http.MethodOptions, endpoint+"/"+bucket+"/photo.jpg", nil)
 	req.Header.Set("Origin", "https://eu.example.net")
 	req.Header.Set("Access-Control-Request-Method", "PUT")
 	resp, body := do(t, hc, req)

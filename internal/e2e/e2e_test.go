@@ -216,16 +216,52 @@ func whenRequired(o *s3.Options) {
 	o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 }
 
-// s3Target is what a test body needs of the server it runs against: SDK
-// clients. A single server is one; so is a cluster, whose clients spread
-// their requests over its nodes.
+// s3Target is what a test body needs of the server it runs against. A
+// single server is one (in process or a child); so is a cluster, whose
+// clients spread their requests over its nodes.
 type s3Target interface {
+	// client returns a root SDK client.
 	client(t *testing.T, opts ...func(*s3.Options)) *s3.Client
+	// rawEndpoint returns the URL (http://host:port) that hand-made
+	// requests are addressed to, signed for and sent with hc: a server's
+	// own; a cluster's first node, with a client that sends each request to
+	// the next node (the Host header unchanged), as its SDK clients do.
+	rawEndpoint() (endpoint string, hc *http.Client)
+	// dialAddr returns a host:port to open a TCP connection to for a
+	// request written by hand (sendPartial): the server; the next node of
+	// a cluster.
+	dialAddr() string
+	// url returns the one endpoint that real clients (the aws CLI, boto3,
+	// s3cmd, rclone, mc, curl) are given: a server's own; the load balancer
+	// in front of a cluster.
+	url(t *testing.T) string
+	// propagation is how long a change of IAM state, a bucket policy or a
+	// bucket configuration made through one node may take to be enforced
+	// by every node: nothing on a single server; on a cluster the second
+	// that the design promises (docs/design/0011-postgres-metadata.md).
+	propagation() time.Duration
 }
+
+// settle waits ts.propagation(): a body that changes IAM state, a policy or
+// a bucket configuration and relies on it in the next request, which a
+// cluster sends to another node, relies on exactly that promise.
+func settle(ts s3Target) { time.Sleep(ts.propagation()) }
 
 // client returns the default SDK client for ts.
 func (ts *testServer) client(t *testing.T, opts ...func(*s3.Options)) *s3.Client {
 	return newClient(t, ts.endpoint, opts...)
+}
+
+func (ts *testServer) rawEndpoint() (string, *http.Client) { return ts.endpoint, newHTTPClient() }
+func (ts *testServer) dialAddr() string                    { return ts.addr }
+func (ts *testServer) url(*testing.T) string               { return ts.endpoint }
+func (ts *testServer) propagation() time.Duration          { return 0 }
+
+// raw builds, signs and sends rq to ts.
+func raw(t *testing.T, ts s3Target, rq rawReq) (*http.Response, []byte) {
+	t.Helper()
+	endpoint, hc := ts.rawEndpoint()
+	return do(t, hc, rq.build(t, endpoint))
 }
 
 // newBucketName returns a fresh, valid bucket name.

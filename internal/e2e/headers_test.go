@@ -18,7 +18,10 @@ import (
 // plain-text 431 answer (which the S3 listener rewrites) reads back intact.
 func TestHeaderSectionTooLarge(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testHeaderSectionTooLarge(t, startServer(t))
+}
+
+func testHeaderSectionTooLarge(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	b := mkBucket(t, c, "hdr")
 
@@ -28,13 +31,13 @@ func TestHeaderSectionTooLarge(t *testing.T) {
 	put(t, c, b, "431", []byte(net431))
 	checkBody(t, "object holding net/http's 431 answer", get(t, c, b, "431"), []byte(net431))
 
-	hc := newHTTPClient()
+	endpoint, hc := ts.rawEndpoint()
 	for _, size := range []int{100 << 10, 300 << 10, 1 << 20} {
 		// A request on a kept-alive connection first, then the large one.
-		if resp, _ := do(t, hc, rawReq{method: "GET", target: "/" + b + "/431"}.build(t, ts.endpoint)); resp.StatusCode != http.StatusOK {
+		if resp, _ := do(t, hc, rawReq{method: "GET", target: "/" + b + "/431"}.build(t, endpoint)); resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET: status %d", resp.StatusCode)
 		}
-		r := rawReq{method: "GET", target: "/" + b + "/431", header: map[string]string{"X-Junk": strings.Repeat("j", size)}}.build(t, ts.endpoint)
+		r := rawReq{method: "GET", target: "/" + b + "/431", header: map[string]string{"X-Junk": strings.Repeat("j", size)}}.build(t, endpoint)
 		resp, body := do(t, hc, r)
 		doc := checkError(t, "oversized header section", resp, body, "RequestHeaderSectionTooLarge", http.StatusBadRequest, "-")
 		if doc.Message != "Your request header section exceeds the maximum allowed size." {

@@ -64,7 +64,10 @@ func jsonOf(t *testing.T, v any) string {
 // when an object expires or an upload is aborted.
 func TestLifecycleConfiguration(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testLifecycleConfiguration(t, startServer(t))
+}
+
+func testLifecycleConfiguration(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "lifecycle-config")
@@ -97,6 +100,7 @@ func TestLifecycleConfiguration(t *testing.T) {
 	if put.TransitionDefaultMinimumObjectSize != types.TransitionDefaultMinimumObjectSizeAllStorageClasses128k {
 		t.Errorf("TransitionDefaultMinimumObjectSize = %q", put.TransitionDefaultMinimumObjectSize)
 	}
+	settle(ts) // x-amz-expiration below comes from every node's rules
 	got, err := c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(b)})
 	if err != nil {
 		t.Fatalf("GetBucketLifecycleConfiguration: %v", err)
@@ -171,6 +175,7 @@ func TestLifecycleConfiguration(t *testing.T) {
 	if _, err := c.DeleteBucketLifecycle(ctx, &s3.DeleteBucketLifecycleInput{Bucket: aws.String(b)}); err != nil {
 		t.Fatalf("DeleteBucketLifecycle: %v", err)
 	}
+	settle(ts)
 	_, err = c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String(b)})
 	check(t, "GetBucketLifecycleConfiguration after delete", err, "NoSuchLifecycleConfiguration")
 	if h, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("logs/a")}); err != nil || h.Expiration != nil {

@@ -279,7 +279,10 @@ var specialKeys = []string{
 
 func TestListingEncoding(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testListingEncoding(t, startServer(t))
+}
+
+func testListingEncoding(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	b := mkBucket(t, c, "enc")
@@ -387,7 +390,7 @@ func TestListingEncoding(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "illegal character code U+0001") {
 					t.Errorf("ListObjectsV2 of %q without encoding-type: %v, want the SDK to refuse the XML", k, err)
 				}
-				resp, body := ts.raw(t, rawReq{method: "GET", target: "/" + b + "?list-type=2&prefix=" + url.QueryEscape("p/"+k)})
+				resp, body := raw(t, ts, rawReq{method: "GET", target: "/" + b + "?list-type=2&prefix=" + url.QueryEscape("p/"+k)})
 				if resp.StatusCode != 200 || !strings.Contains(string(body), "<Key>p/ctl&#x1;char</Key>") {
 					t.Errorf("raw listing of %q: %d\n%s", k, resp.StatusCode, body)
 				}
@@ -408,7 +411,10 @@ func TestListingEncoding(t *testing.T) {
 // then deletes them with DeleteObjects, quiet and not.
 func TestManyKeys(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testManyKeys(t, startServer(t))
+}
+
+func testManyKeys(t *testing.T, ts s3Target) {
 	c := ts.client(t, whenRequired)
 	ctx := t.Context()
 	b := mkBucket(t, c, "many")

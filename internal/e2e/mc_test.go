@@ -61,8 +61,13 @@ func mcJSON(t *testing.T, out string) []map[string]any {
 // policies with Principal "*" and an s3:prefix condition) and recursive
 // removal.
 func TestMC(t *testing.T) {
+	testMC(t, startChild(t, t.TempDir()))
+}
+
+// testMC is TestMC against ts's one endpoint. A policy that mc sets is
+// awaited with ts.settle before an anonymous request relies on it.
+func testMC(t *testing.T, ts s3Target) {
 	bin := mcBinary(t)
-	srv := startChild(t, t.TempDir())
 	r := newToolRunner(t, childEnv(t.TempDir(), "MC_CONFIG_DIR="+filepath.Join(t.TempDir(), "mc")))
 	mc := func(args ...string) string {
 		t.Helper()
@@ -70,7 +75,7 @@ func TestMC(t *testing.T) {
 	}
 	// An alias rather than MC_HOST_coffer: mc does not unescape a
 	// percent-encoded secret in MC_HOST_*, and the test secret holds "/".
-	mc("alias", "set", "coffer", srv.endpoint, testAccessKey, testSecretKey, "--api", "S3v4")
+	mc("alias", "set", "coffer", ts.url(t), testAccessKey, testSecretKey, "--api", "S3v4")
 
 	small := []byte("hello from mc\n")
 	big := randBytes(20 * mib) // above mc's 16 MiB part size: a multipart upload
@@ -124,11 +129,12 @@ func TestMC(t *testing.T) {
 	}
 
 	// Canned anonymous access on a prefix, and back to private.
-	anon := "http://" + srv.addr + "/mc-bucket/"
+	anon := ts.url(t) + "/mc-bucket/"
 	if status, _ := httpGet(t, anon+"tree/a.txt"); status != http.StatusForbidden {
 		t.Errorf("anonymous GET before any policy = %d, want 403", status)
 	}
 	mc("anonymous", "set", "download", "coffer/mc-bucket/tree")
+	settle(ts)
 	if out := mc("anonymous", "get", "coffer/mc-bucket/tree"); !strings.Contains(out, "`download`") {
 		t.Errorf("mc anonymous get = %q", out)
 	}
@@ -139,6 +145,7 @@ func TestMC(t *testing.T) {
 		t.Errorf("anonymous GET outside the public prefix = %d, want 403", status)
 	}
 	mc("anonymous", "set", "none", "coffer/mc-bucket/tree")
+	settle(ts)
 	if status, _ := httpGet(t, anon+"tree/a.txt"); status != http.StatusForbidden {
 		t.Errorf("anonymous GET after 'anonymous set none' = %d, want 403", status)
 	}

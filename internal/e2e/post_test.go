@@ -53,12 +53,15 @@ func postFields(t *testing.T, hc *http.Client, url string, fields map[string]str
 // the file; one outside the policy stores nothing.
 func TestPostObjectSDK(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testPostObjectSDK(t, startServer(t))
+}
+
+func testPostObjectSDK(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	bucket := mkBucket(t, c, "post")
 	presign := s3.NewPresignClient(c)
-	hc := newHTTPClient()
+	_, hc := ts.rawEndpoint() // the URL is the client's endpoint
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 	req, err := presign.PresignPostObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("uploads/${filename}")},
@@ -111,7 +114,10 @@ func TestPostObjectSDK(t *testing.T) {
 // new version and reports its ID.
 func TestPostObjectVersioned(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testPostObjectVersioned(t, startServer(t))
+}
+
+func testPostObjectVersioned(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
 	bucket := mkBucket(t, c, "postver")
@@ -124,7 +130,8 @@ func TestPostObjectVersioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := postFields(t, newHTTPClient(), req.URL, req.Values, "doc", []byte("v2"))
+	_, hc := ts.rawEndpoint() // the URL is the client's endpoint
+	resp, body := postFields(t, hc, req.URL, req.Values, "doc", []byte("v2"))
 	vid := resp.Header.Get("x-amz-version-id")
 	if resp.StatusCode != http.StatusNoContent || vid == "" {
 		t.Fatalf("form upload to a versioned bucket: %d %v\n%s", resp.StatusCode, resp.Header, body)

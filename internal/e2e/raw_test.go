@@ -92,12 +92,6 @@ func do(t *testing.T, hc *http.Client, r *http.Request) (*http.Response, []byte)
 	return resp, body
 }
 
-// raw builds, signs and sends rq to ts.
-func (ts *testServer) raw(t *testing.T, rq rawReq) (*http.Response, []byte) {
-	t.Helper()
-	return do(t, newHTTPClient(), rq.build(t, ts.endpoint))
-}
-
 // errorDoc is S3's XML error document.
 type errorDoc struct {
 	XMLName    xml.Name `xml:"Error"`

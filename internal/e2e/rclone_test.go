@@ -28,8 +28,14 @@ func rcloneEnv(t *testing.T, endpoint string) []string {
 
 func TestRclone(t *testing.T) {
 	requireTool(t, "rclone", "rclone", "version")
-	srv := startChild(t, t.TempDir())
-	r := newToolRunner(t, rcloneEnv(t, srv.endpoint))
+	testRclone(t, startChild(t, t.TempDir()))
+}
+
+// testRclone drives rclone against ts's one endpoint: mkdir, copy up
+// (big.bin as a multipart upload), check, lsjson with hashes, copy down,
+// purge.
+func testRclone(t *testing.T, ts s3Target) {
+	r := newToolRunner(t, rcloneEnv(t, ts.url(t)))
 	const b = "rclone-bkt"
 
 	files := map[string][]byte{
@@ -86,7 +92,7 @@ func TestRclone(t *testing.T) {
 	}
 
 	// rclone uploaded big.bin in four 5 MiB parts.
-	head, err := newClient(t, srv.endpoint).HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("tree/big.bin")})
+	head, err := ts.client(t).HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("tree/big.bin")})
 	if err != nil {
 		t.Fatalf("HeadObject tree/big.bin: %v", err)
 	}
@@ -111,11 +117,13 @@ func TestRclone(t *testing.T) {
 // versionId=null names the current object for GET, HEAD and DELETE, and any
 // other version ID is InvalidArgument or NoSuchVersion.
 func TestVersionIDNull(t *testing.T) {
-	srv := startChild(t, t.TempDir())
-	hc := newHTTPClient()
+	testVersionIDNull(t, startChild(t, t.TempDir()))
+}
+
+func testVersionIDNull(t *testing.T, ts s3Target) {
 	send := func(rq rawReq) (*http.Response, []byte) {
 		t.Helper()
-		return do(t, hc, rq.build(t, srv.endpoint))
+		return raw(t, ts, rq)
 	}
 	const b = "version-null"
 	if resp, body := send(rawReq{method: "PUT", target: "/" + b}); resp.StatusCode != http.StatusOK {

@@ -37,13 +37,17 @@ progress_meter = False
 	return p
 }
 
-// TestS3cmd drives s3cmd against a `coffer serve` child, once signing with
+func TestS3cmd(t *testing.T) {
+	requireTool(t, "s3cmd")
+	testS3cmd(t, startChild(t, t.TempDir()))
+}
+
+// testS3cmd drives s3cmd against ts's one endpoint, once signing with
 // SigV4 and once with SigV2 header authentication: buckets, a small and a
 // multipart upload, listing, info (which reads ?acl), download, setacl,
 // delete.
-func TestS3cmd(t *testing.T) {
-	requireTool(t, "s3cmd")
-	srv := startChild(t, t.TempDir())
+func testS3cmd(t *testing.T, ts s3Target) {
+	hostPort := strings.TrimPrefix(ts.url(t), "http://")
 	small := []byte("hello from s3cmd\n")
 	big := randBytes(20 * mib)
 	for _, tc := range []struct {
@@ -55,7 +59,7 @@ func TestS3cmd(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newToolRunner(t, childEnv(t.TempDir()))
-			cfg := writeS3cfg(t, t.TempDir(), srv.addr, tc.sigV2)
+			cfg := writeS3cfg(t, t.TempDir(), hostPort, tc.sigV2)
 			s3cmd := func(args ...string) string {
 				t.Helper()
 				return r.must("s3cmd", append([]string{"-c", cfg}, args...)...)
@@ -108,7 +112,7 @@ func TestS3cmd(t *testing.T) {
 			for off := 0; off < len(big); off += 5 * mib {
 				parts = append(parts, big[off:min(off+5*mib, len(big))])
 			}
-			head, err := newClient(t, srv.endpoint).HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("big.bin")})
+			head, err := ts.client(t).HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("big.bin")})
 			if err != nil {
 				t.Fatalf("HeadObject of the s3cmd multipart upload: %v", err)
 			}

@@ -103,16 +103,19 @@ func stillHolds(t *testing.T, c *s3.Client, bucket, key string, want []byte) {
 
 func TestStreamingUploads(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testStreamingUploads(t, startServer(t))
+}
+
+func testStreamingUploads(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	b := mkBucket(t, c, "stream")
-	hc := newHTTPClient()
+	endpoint, hc := ts.rawEndpoint()
 	old := randBytes(50 * kib)
 
 	t.Run("signed", func(t *testing.T) {
 		for _, size := range []int{0, 1, 64 * kib, 300*kib + 3, 3*mib + 1} {
 			payload := randBytes(size)
-			r, _ := chunkedPut(t, ts.endpoint, b, "signed", payload, sigv4.ChunkedOptions{})
+			r, _ := chunkedPut(t, endpoint, b, "signed", payload, sigv4.ChunkedOptions{})
 			resp, body := do(t, hc, r)
 			if resp.StatusCode != 200 {
 				t.Fatalf("signed aws-chunked PUT of %d bytes: %d %s", size, resp.StatusCode, body)
@@ -132,8 +135,8 @@ func TestStreamingUploads(t *testing.T) {
 		for _, size := range []int{10 * kib, 3*mib + 7} {
 			payload := randBytes(size)
 			key := fmt.Sprintf("half-closed-%d", size)
-			r := rawReq{method: "PUT", target: "/" + b + "/" + key, body: payload, hash: "UNSIGNED-PAYLOAD"}.build(t, ts.endpoint)
-			resp, body, ok := sendPartial(t, ts.addr, r, payload, len(payload))
+			r := rawReq{method: "PUT", target: "/" + b + "/" + key, body: payload, hash: "UNSIGNED-PAYLOAD"}.build(t, endpoint)
+			resp, body, ok := sendPartial(t, ts.dialAddr(), r, payload, len(payload))
 			if !ok {
 				t.Errorf("%d bytes: no response after a complete request and a half-close", size)
 				continue
@@ -150,7 +153,7 @@ func TestStreamingUploads(t *testing.T) {
 	t.Run("contentEncoding", func(t *testing.T) {
 		// Content-Encoding: aws-chunked,gzip stores gzip.
 		payload := []byte("pretend gzip")
-		r, err := http.NewRequest("PUT", ts.endpoint+"/"+b+"/gz", nil)
+		r, err := http.NewRequest("PUT", endpoint+"/"+b+"/gz", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +179,7 @@ func TestStreamingUploads(t *testing.T) {
 			for _, alg := range allAlgorithms {
 				name := "x-amz-checksum-" + strings.ToLower(string(alg))
 				want := checksumOf(alg, payload)
-				r, _ := chunkedPut(t, ts.endpoint, b, "trailer", payload, sigv4.ChunkedOptions{Mode: mode,
+				r, _ := chunkedPut(t, endpoint, b, "trailer", payload, sigv4.ChunkedOptions{Mode: mode,
 					Trailers: []sigv4.Trailer{{Name: name, Value: want}}})
 				resp, body := do(t, hc, r)
 				if resp.StatusCode != 200 {
@@ -194,7 +197,7 @@ func TestStreamingUploads(t *testing.T) {
 				}
 				checkBody(t, "GetObject", get(t, c, b, "trailer"), payload)
 
-				r, _ = chunkedPut(t, ts.endpoint, b, "trailer-bad", payload, sigv4.ChunkedOptions{Mode: mode,
+				r, _ = chunkedPut(t, endpoint, b, "trailer-bad", payload, sigv4.ChunkedOptions{Mode: mode,
 					Trailers: []sigv4.Trailer{{Name: name, Value: checksumOf(alg, payload[1:])}}})
 				resp, body = do(t, hc, r)
 				if resp.StatusCode != 400 || !bytes.Contains(body, []byte("<Code>BadDigest</Code>")) {
@@ -215,7 +218,7 @@ func TestStreamingUploads(t *testing.T) {
 			status int
 		}{
 			{"corrupt chunk signature", func(t *testing.T, key string) (*http.Response, []byte, bool) {
-				r, body := chunkedPut(t, ts.endpoint, b, key, payload, sigv4.ChunkedOptions{ChunkSize: 8 * kib})
+				r, body := chunkedPut(t, endpoint, b, key, payload, sigv4.ChunkedOptions{ChunkSize: 8 * kib})
 				// Flip one hex digit of the last chunk's signature.
 				i := bytes.LastIndex(body, []byte(";chunk-signature=")) + len(";chunk-signature=") + 5
 				body = bytes.Clone(body)
@@ -228,39 +231,39 @@ func TestStreamingUploads(t *testing.T) {
 				return resp, rb, true
 			}, "SignatureDoesNotMatch", 403},
 			{"corrupt chunk data", func(t *testing.T, key string) (*http.Response, []byte, bool) {
-				r, body := chunkedPut(t, ts.endpoint, b, key, payload, sigv4.ChunkedOptions{ChunkSize: 8 * kib})
+				r, body := chunkedPut(t, endpoint, b, key, payload, sigv4.ChunkedOptions{ChunkSize: 8 * kib})
 				body = bytes.Clone(body)
 				body[len(body)-200] ^= 0xff
 				resp, rb := do(t, hc, withBody(r, body))
 				return resp, rb, true
 			}, "SignatureDoesNotMatch", 403},
 			{"chunked body cut short", func(t *testing.T, key string) (*http.Response, []byte, bool) {
-				r, body := chunkedPut(t, ts.endpoint, b, key, payload, sigv4.ChunkedOptions{})
-				return sendPartial(t, ts.addr, r, body, len(body)/2)
+				r, body := chunkedPut(t, endpoint, b, key, payload, sigv4.ChunkedOptions{})
+				return sendPartial(t, ts.dialAddr(), r, body, len(body)/2)
 			}, "IncompleteBody", 400},
 			{"plain body cut short", func(t *testing.T, key string) (*http.Response, []byte, bool) {
-				r := rawReq{method: "PUT", target: "/" + b + "/" + key, body: payload, hash: "UNSIGNED-PAYLOAD"}.build(t, ts.endpoint)
-				return sendPartial(t, ts.addr, r, payload, len(payload)-1)
+				r := rawReq{method: "PUT", target: "/" + b + "/" + key, body: payload, hash: "UNSIGNED-PAYLOAD"}.build(t, endpoint)
+				return sendPartial(t, ts.dialAddr(), r, payload, len(payload)-1)
 			}, "IncompleteBody", 400},
 			{"fewer bytes than the decoded length", func(t *testing.T, key string) (*http.Response, []byte, bool) {
 				half := payload[:len(payload)/2]
 				body := unsignedChunks([][]byte{half}, "x-amz-checksum-crc32:"+checksumOf(types.ChecksumAlgorithmCrc32, half))
-				resp, rb := do(t, hc, unsignedTrailerPut(t, ts.endpoint, "/"+b+"/"+key, body, len(payload)))
+				resp, rb := do(t, hc, unsignedTrailerPut(t, endpoint, "/"+b+"/"+key, body, len(payload)))
 				return resp, rb, true
 			}, "IncompleteBody", 400},
 			{"more bytes than the decoded length", func(t *testing.T, key string) (*http.Response, []byte, bool) {
 				body := unsignedChunks([][]byte{payload}, "x-amz-checksum-crc32:"+checksumOf(types.ChecksumAlgorithmCrc32, payload))
-				resp, rb := do(t, hc, unsignedTrailerPut(t, ts.endpoint, "/"+b+"/"+key, body, len(payload)-10))
+				resp, rb := do(t, hc, unsignedTrailerPut(t, endpoint, "/"+b+"/"+key, body, len(payload)-10))
 				return resp, rb, true
 			}, "-", 400},
 			{"wrong trailing checksum", func(t *testing.T, key string) (*http.Response, []byte, bool) {
 				body := unsignedChunks([][]byte{payload}, "x-amz-checksum-crc32:"+checksumOf(types.ChecksumAlgorithmCrc32, []byte("other")))
-				resp, rb := do(t, hc, unsignedTrailerPut(t, ts.endpoint, "/"+b+"/"+key, body, len(payload)))
+				resp, rb := do(t, hc, unsignedTrailerPut(t, endpoint, "/"+b+"/"+key, body, len(payload)))
 				return resp, rb, true
 			}, "BadDigest", 400},
 			{"missing trailer", func(t *testing.T, key string) (*http.Response, []byte, bool) {
 				body := unsignedChunks([][]byte{payload}, "")
-				resp, rb := do(t, hc, unsignedTrailerPut(t, ts.endpoint, "/"+b+"/"+key, body, len(payload)))
+				resp, rb := do(t, hc, unsignedTrailerPut(t, endpoint, "/"+b+"/"+key, body, len(payload)))
 				return resp, rb, true
 			}, "-", 400},
 		}

@@ -42,8 +42,11 @@ func tlsProxy(t *testing.T, target string) *httptest.Server {
 // unsigned CRC trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER).
 func TestTrailingChecksums(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
-	proxy := tlsProxy(t, ts.endpoint)
+	testTrailingChecksums(t, startServer(t))
+}
+
+func testTrailingChecksums(t *testing.T, ts s3Target) {
+	proxy := tlsProxy(t, ts.url(t))
 	c := newClient(t, proxy.URL, func(o *s3.Options) { o.HTTPClient = proxy.Client() })
 	ctx := t.Context()
 	b := mkBucket(t, c, "trailer")

@@ -89,10 +89,13 @@ func bucketLs(a adminCLI) map[string]adminapi.Usage {
 // part bytes from ListMultipartUploads and ListParts.
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testUsage(t, startServer(t))
+}
+
+func testUsage(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	ctx := t.Context()
-	root := adminCLI{t: t, bin: cofferBinary(t), endpoint: ts.endpoint, ak: ts.ak, sk: ts.sk}
+	root := adminCLI{t: t, bin: cofferBinary(t), endpoint: ts.url(t), ak: testAccessKey, sk: testSecretKey}
 	a, b := mkBucket(t, c, "usage-a"), mkBucket(t, c, "usage-b")
 
 	step := func(what string) {
@@ -187,10 +190,12 @@ func TestUsage(t *testing.T) {
 	}
 
 	// A user sees the buckets its policy lets it list, with their usage.
-	alice := root.key("user", "add", "alice")
+	user := newBucketName("alice") // unique: a cluster's tests share its users
+	alice := root.key("user", "add", user)
 	doc := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::` + b + `"}]}`
 	root.must("policy", "add", "list-b", writeJSONFile(t, "list-b.json", doc))
-	root.must("policy", "attach", "list-b", "--user", "alice")
+	root.must("policy", "attach", "list-b", "--user", user)
+	settle(ts) // the key and the policy, on every node
 	ac := root.as(alice.AccessKey, alice.SecretKey)
 	if diff := cmp.Diff(map[string]adminapi.Usage{b: visibleUsage(t, c, b)}, bucketLs(ac)); diff != "" {
 		t.Errorf("alice's bucket ls (-want +got):\n%s", diff)

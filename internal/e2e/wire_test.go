@@ -24,14 +24,18 @@ const s3NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 // and that SDKs tend to paper over.
 func TestWire(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t)
+	testWire(t, startServer(t))
+}
+
+func testWire(t *testing.T, ts s3Target) {
 	c := ts.client(t)
 	b := mkBucket(t, c, "wire")
+	endpoint, _ := ts.rawEndpoint() // hand-written on connections to ts.dialAddr()
 	body := []byte("wire body")
 
 	send := func(t *testing.T, rq rawReq) (*http.Response, []byte) {
 		t.Helper()
-		resp, rb := ts.raw(t, rq)
+		resp, rb := raw(t, ts, rq)
 		if resp.Header.Get("X-Amz-Request-Id") == "" || resp.Header.Get("X-Amz-Id-2") == "" {
 			t.Errorf("%s %s → %d: x-amz-request-id %q x-amz-id-2 %q; want both on every response", rq.method, rq.target, resp.StatusCode,
 				resp.Header.Get("X-Amz-Request-Id"), resp.Header.Get("X-Amz-Id-2"))
@@ -120,13 +124,13 @@ func TestWire(t *testing.T) {
 		// Pipeline HEAD of a missing key and GET of a present one on one
 		// connection: a body after the 404 would corrupt the second
 		// response.
-		conn, err := net.Dial("tcp", ts.addr)
+		conn, err := net.Dial("tcp", ts.dialAddr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		head := rawReq{method: "HEAD", target: "/" + b + "/missing"}.build(t, ts.endpoint)
-		getr := rawReq{method: "GET", target: "/" + b + "/present"}.build(t, ts.endpoint)
+		head := rawReq{method: "HEAD", target: "/" + b + "/missing"}.build(t, endpoint)
+		getr := rawReq{method: "GET", target: "/" + b + "/present"}.build(t, endpoint)
 		for _, r := range []*http.Request{head, getr} {
 			if err := r.Write(conn); err != nil {
 				t.Fatal(err)
@@ -159,12 +163,12 @@ func TestWire(t *testing.T) {
 		// a tree with an empty file and a multipart file hangs 60 s, then
 		// fails with 'ETag'). So the server must send 100 Continue first,
 		// or close the connection after the response.
-		conn, err := net.Dial("tcp", ts.addr)
+		conn, err := net.Dial("tcp", ts.dialAddr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		r := rawReq{method: "PUT", target: "/" + b + "/empty", header: map[string]string{"Expect": "100-continue"}}.build(t, ts.endpoint)
+		r := rawReq{method: "PUT", target: "/" + b + "/empty", header: map[string]string{"Expect": "100-continue"}}.build(t, endpoint)
 		if err := r.Write(conn); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,10 @@
 Environment: AWS_ENDPOINT_URL (http:// or https://), AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, COFFER_BUCKET (a fresh bucket
 name), COFFER_WORKDIR (a scratch directory), COFFER_INSECURE=1 to accept a
-self-signed certificate, or AWS_CA_BUNDLE to trust a test CA.
+self-signed certificate, or AWS_CA_BUNDLE to trust a test CA,
+COFFER_SETTLE_SECONDS (default 0): how long a bucket configuration changed
+through one node may take to reach the others (a cluster behind a
+balancer); the script waits that long before relying on a change.
 
 boto3 keeps its default checksum settings (request_checksum_calculation
 "when_supported"): every upload carries a CRC32, sent as an aws-chunked
@@ -16,6 +19,7 @@ Prints every check; exits non-zero if any failed or anything raised.
 import hashlib
 import os
 import sys
+import time
 import traceback
 import warnings
 
@@ -38,6 +42,11 @@ def check(cond, what):
         print("FAIL:", what, flush=True)
         return
     print("ok:", what, flush=True)
+
+
+def settle():
+    """Waits until a bucket configuration change applies on every node."""
+    time.sleep(float(os.environ.get("COFFER_SETTLE_SECONDS", "0")))
 
 
 def error_code(fn, *args, **kwargs):
@@ -251,6 +260,7 @@ def main():
     ]
     r = s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 200, "put_bucket_lifecycle_configuration")
+    settle()
     got = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
     check(got[:2] == rules[:2], "get_bucket_lifecycle_configuration returns the rules as put: %r" % got)
     check(len(got) == 3 and len(got[2].get("ID", "")) > 0 and got[2]["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 3},
@@ -272,6 +282,7 @@ def main():
     check(s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"][:2] == rules[:2], "refused configurations changed nothing")
     r = s3.delete_bucket_lifecycle(Bucket=bucket)
     check(r["ResponseMetadata"]["HTTPStatusCode"] == 204, "delete_bucket_lifecycle: 204")
+    settle()
     code, status = error_code(s3.get_bucket_lifecycle_configuration, Bucket=bucket)
     check(code == "NoSuchLifecycleConfiguration", "get_bucket_lifecycle_configuration after delete: %s" % code)
     check("Expiration" not in s3.head_object(Bucket=bucket, Key="logs/today"), "no expiration once the rules are gone")
