@@ -21,10 +21,11 @@ func enableContentionProfiles() {
 	runtime.SetBlockProfileRate(blockRate)
 }
 
-// pprofHandler serves the net/http/pprof endpoints on a mux of its own: the
+// pprofHandler serves the net/http/pprof endpoints on a mux of its own (the
 // package's side effect of registering on http.DefaultServeMux is never
-// served, because nothing here serves that mux.
-func pprofHandler() http.Handler {
+// served, because nothing here serves that mux), and slow's captures under
+// /debug/pprof/slow.
+func pprofHandler(slow *slowTrace) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index) // also the named profiles: heap, goroutine, allocs, block, mutex, threadcreate
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -32,5 +33,6 @@ func pprofHandler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.Handle("GET /debug/pprof/slow", slow)
 	return mux
 }

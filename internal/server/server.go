@@ -85,6 +85,7 @@ type Server struct {
 	srv     *http.Server
 	pprofLn net.Listener // nil when pprof is off
 	pprof   *http.Server // nil when pprof is off
+	slow    *slowTrace   // slow-request captures; nil when pprof is off
 	access  *accessLog   // nil when the access log is off
 
 	// The ops listener (console-address) and what it serves; nil when
@@ -209,6 +210,9 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		iv := cfg.Console.MetricsInterval
 		s.sampler = s.metrics.NewSampler(metrics.SamplerConfig{Interval: iv, Samples: console.MetricsSamples(iv)})
 	}
+	if cfg.Pprof.Enabled {
+		s.slow = &slowTrace{}
+	}
 	handler, err := s.handler()
 	if err != nil {
 		return s, err
@@ -252,7 +256,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		// No WriteTimeout here either: /debug/pprof/profile?seconds=60
 		// answers after a minute.
 		s.pprof = &http.Server{
-			Handler:           pprofHandler(),
+			Handler:           pprofHandler(s.slow),
 			ReadHeaderTimeout: readHeaderTimeout,
 			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
@@ -391,6 +395,9 @@ func (s *Server) handler() (http.Handler, error) {
 	if s.cfg.Log.AccessLogSample > 0 {
 		s.access = newAccessLog(s.log.With("log", "access"), s.cfg.Log.AccessLogSample)
 		next = s.access.wrap(next)
+	}
+	if s.slow != nil {
+		next = s.slow.wrap(next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(1)
