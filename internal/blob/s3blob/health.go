@@ -3,6 +3,7 @@ package s3blob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -39,7 +40,15 @@ var ErrorKinds = [...]string{KindConnect, KindDNS, KindTimeout, KindReset, KindS
 // upstream made no progress within Config.Timeout.
 var errStalled = errors.New("s3blob: upstream made no progress within the timeout")
 
-// checkKey is the key Check looks up: it never exists, since it is not a
+// stalled returns err, an error of a request the Store cancelled because
+// the upstream stalled it, as an error wrapping errStalled but not the
+// context.Canceled or DeadlineExceeded in err: those would say that the
+// caller went away (the S3 layer then answers nothing), which it did not.
+func stalled(err error) error {
+	return fmt.Errorf("%w: %v", errStalled, err)
+}
+
+// checkKeyName is the key Check looks up: it never exists, since it is not a
 // valid blob key for Put (checkKey refuses upper case).
 const checkKeyName = "s3blob-probe/READY"
 
@@ -128,6 +137,12 @@ func (s *Store) upstreamErr(ctx context.Context, err error) error {
 	if errors.Is(err, blob.ErrUnavailable) {
 		return err
 	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A timeout of the transport's (net/http's matches
+		// DeadlineExceeded) or a cancellation of the Store's: not the
+		// caller's, whose ctx is live, so not to be taken for it.
+		err = errors.New(err.Error())
+	}
 	return &blob.UnavailableError{Kind: kind, Err: err}
 }
 
@@ -190,7 +205,7 @@ func (s *Store) Check(ctx context.Context) error {
 	_, err := s.client.HeadObject(cctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(checkKeyName)},
 		func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
 	if err != nil && ctx.Err() == nil && cctx.Err() != nil {
-		err = errors.Join(errStalled, err)
+		err = stalled(err)
 	}
 	if err != nil && isNotFound(err) {
 		err = nil
@@ -224,11 +239,11 @@ func (s *Store) newStallReader(ctx context.Context, rc io.ReadCloser, cancel con
 func (r *stallReader) Read(p []byte) (int, error) {
 	r.timer.Reset(r.timeout)
 	n, err := r.rc.Read(p)
-	stalled := !r.timer.Stop()
+	timedOut := !r.timer.Stop()
 	if err != nil && err != io.EOF && !r.done {
 		r.done = true
-		if stalled {
-			err = errors.Join(errStalled, err)
+		if timedOut {
+			err = stalled(err)
 		}
 		err = r.s.upstreamErr(r.ctx, err)
 	}

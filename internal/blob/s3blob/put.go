@@ -140,7 +140,7 @@ func (s *Store) putAttempt(ctx context.Context, key string, b *body) (*s3.PutObj
 	defer w.Stop()
 	out, err := s.sendAttempt(actx, key, b, &watchdog{t: w, d: s.timeout})
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errStalled) {
-		err = errors.Join(errStalled, err)
+		err = stalled(err)
 	}
 	return out, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -285,6 +286,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		if cfg.MaxAttempts > 0 {
 			o.MaxAttempts = cfg.MaxAttempts
 		}
+		o.Backoff = retry.BackoffDelayerFunc(backoff)
 	})
 	s.client = s3.New(s3.Options{
 		Region:       region,
@@ -313,6 +315,20 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		"endpoint", s.endpoint, "bucket", s.bucket, "prefix", s.prefix,
 		"checksum", s.integrity.String(), "access_key_id", s.accessKey)
 	return s, nil
+}
+
+// maxBackoff caps the delay between attempts.
+const maxBackoff = 4 * time.Second
+
+// backoff returns the delay before the attempt after attempt (1-based): a
+// random share (full jitter, as the SDK's) of 1s·2^(attempt-1), at most
+// maxBackoff. The SDK's own grows from 2s (under 2s, then 4s, then 8s):
+// with the standard 3 attempts the delays here add up to less than 3s
+// instead of 6s, which keeps the time a request waits for an upstream that
+// is down short; a client that is told 503 retries anyway.
+func backoff(attempt int, _ error) (time.Duration, error) {
+	d := min(time.Second<<min(max(attempt-1, 0), 8), maxBackoff)
+	return time.Duration(rand.Int64N(int64(d))), nil
 }
 
 // newTransport returns the transport New uses without Config.HTTPClient.
