@@ -276,6 +276,11 @@ wait:
 	for i, c := range rd.checks {
 		state := checkOK
 		switch err := errs[i]; {
+		case done[i] && errors.Is(err, blob.ErrUnavailable):
+			// An upstream that timed out is unavailable, whatever
+			// deadline the error also carries.
+			state = checkError
+			rp.errs = append(rp.errs, err)
 		case !done[i] || errors.Is(err, context.DeadlineExceeded):
 			state = checkTimeout
 			if err == nil {
