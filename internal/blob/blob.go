@@ -1,7 +1,7 @@
 // Package blob defines Store, the seam between the object service and the
 // bytes of large objects. Implementations live in subpackages: fsblob (the
 // default, files on a local filesystem), memblob (tests and the memory
-// backend) and, later, s3blob (gateway mode). blobtest holds the
+// backend) and s3blob (gateway mode). blobtest holds the
 // conformance suite every implementation passes.
 package blob
 
@@ -19,6 +19,36 @@ var ErrNotFound = errors.New("blob: not found")
 // ErrSize is returned by Put when r yields fewer or more than size bytes.
 // Nothing is stored in that case.
 var ErrSize = errors.New("blob: size mismatch")
+
+// ErrUnavailable is in the chain of an error of a store whose backing
+// service (the upstream of s3blob) cannot be reached or answers with a
+// server error for now: the same call may succeed later, with nothing to
+// change on Coffer's side. A Put that returns it stored nothing the caller
+// may rely on (a blob it may have left is garbage for GC). Check with
+// errors.Is; an *UnavailableError says what kind of failure it was.
+var ErrUnavailable = errors.New("blob: store unavailable")
+
+// UnavailableError is an error of a store that cannot reach its backing
+// service. It matches ErrUnavailable.
+type UnavailableError struct {
+	// Kind is one word from a small fixed set naming the failure, safe
+	// to show without authentication: "connect" (refused or unroutable),
+	// "dns", "timeout" (no answer or no progress in time), "reset" (the
+	// connection broke), "server_error" (a 5xx), "throttled" (503
+	// SlowDown, 429).
+	Kind string
+	Err  error
+}
+
+func (e *UnavailableError) Error() string {
+	return "blob: store unavailable (" + e.Kind + "): " + e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // Store is a flat namespace of immutable blobs addressed by key. Keys are
 // made by the object service: printable ASCII, [0-9a-z/._-], at most 200

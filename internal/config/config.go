@@ -201,6 +201,9 @@ type S3Upstream struct {
 	// like the root secret.
 	SecretKey string
 	PathStyle bool
+	// Timeout is the longest the upstream may stall one attempt of a
+	// request (s3blob.Config.Timeout).
+	Timeout time.Duration
 }
 
 // Pprof configures the pprof listener, which is off by default.
@@ -275,7 +278,7 @@ func Default() Config {
 		Fsync:           true,
 		Disk:            Disk{Reserve: 256 << 20, ReserveFraction: 0.03},
 		Meta:            Meta{Kind: MetaPebble, Postgres: Postgres{MaxConns: 16, StatementTimeout: 30 * time.Second}},
-		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true}},
+		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true, Timeout: 10 * time.Second}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},
 		Audit: Audit{

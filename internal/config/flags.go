@@ -87,6 +87,8 @@ func settings(c *Config) []setting {
 			usage: "with blob.kind s3: upstream access key ID (the secret comes only from COFFER_BLOB_S3_SECRET_KEY)"},
 		{name: "blob.s3.path-style", value: &boolValue{&c.Blob.S3.PathStyle},
 			usage: "with blob.kind s3: path-style requests (endpoint/bucket/key), which MinIO, Ceph and Coffer need; false for virtual-hosted (bucket.endpoint)"},
+		{name: "blob.s3.timeout", value: &durationValue{p: &c.Blob.S3.Timeout},
+			usage: "with blob.kind s3: longest the upstream may take to accept a connection, to answer, or to take or send more of a body, before the attempt fails; requests that need an upstream that is down answer 503 within 3 times this plus 3s of retry backoff (0 means 10s)"},
 		{name: "fsync", value: &boolValue{&c.Fsync},
 			usage: "fsync every acknowledged write; false is for benchmarks only and loses data on power failure"},
 		{name: "inline-threshold", value: &sizeValue{&c.Objects.InlineThreshold},

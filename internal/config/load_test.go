@@ -112,11 +112,11 @@ func TestLoadPrecedence(t *testing.T) {
 			env: map[string]string{
 				"COFFER_BLOB_KIND": "s3", "COFFER_BLOB_S3_ENDPOINT": "https://s3.example.com", "COFFER_BLOB_S3_BUCKET": "blocks",
 				"COFFER_BLOB_S3_PREFIX": "node1/", "COFFER_BLOB_S3_ACCESS_KEY": "upak", "COFFER_BLOB_S3_SECRET_KEY": "upsecret",
-				"COFFER_BLOB_S3_PATH_STYLE": "false", "COFFER_BLOB_S3_REGION": "eu-west-1",
+				"COFFER_BLOB_S3_PATH_STYLE": "false", "COFFER_BLOB_S3_REGION": "eu-west-1", "COFFER_BLOB_S3_TIMEOUT": "3s",
 			},
 			want: func(c *Config) {
 				c.Blob = Blob{Kind: BlobS3, S3: S3Upstream{Endpoint: "https://s3.example.com", Region: "eu-west-1", Bucket: "blocks",
-					Prefix: "node1/", AccessKey: "upak", SecretKey: "upsecret"}}
+					Prefix: "node1/", AccessKey: "upak", SecretKey: "upsecret", Timeout: 3 * time.Second}}
 			},
 		},
 		{

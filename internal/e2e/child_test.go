@@ -72,6 +72,8 @@ type child struct {
 	out      *syncBuffer
 	done     chan struct{} // closed when the process has exited
 	waitErr  error         // valid after done is closed
+	args     []string      // of the process, for restart
+	env      []string
 }
 
 // A child is an s3Target: the real-client tests run against one.
@@ -127,25 +129,7 @@ func startChildEnv(t *testing.T, dir string, env []string, extra ...string) *chi
 	for attempt := 0; attempt < 5; attempt++ {
 		addr := freeAddr(t)
 		args := append([]string{"serve", "--storage-path", dir, "--address", addr, "--console-address", "127.0.0.1:0"}, extra...)
-		c := &child{t: t, dir: dir, addr: addr, endpoint: "http://" + addr, out: &syncBuffer{}, done: make(chan struct{})}
-		c.cmd = exec.Command(bin, args...)
-		c.cmd.Env = childEnv(t.TempDir(), append([]string{
-			"COFFER_ROOT_ACCESS_KEY=" + testAccessKey,
-			"COFFER_ROOT_SECRET_KEY=" + testSecretKey}, env...)...)
-		c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
-		if err := c.cmd.Start(); err != nil {
-			t.Fatalf("start %s %q: %v", bin, args, err)
-		}
-		go func() {
-			c.waitErr = c.cmd.Wait()
-			close(c.done)
-		}()
-		t.Cleanup(func() {
-			c.kill()
-			if t.Failed() {
-				t.Logf("coffer serve on %s output (tail):\n%s", c.addr, tail(c.out.String(), 16*kib))
-			}
-		})
+		c := launchChild(t, bin, dir, addr, args, env)
 		if c.waitReady() {
 			return c
 		}
@@ -157,6 +141,45 @@ func startChildEnv(t *testing.T, dir string, env []string, extra ...string) *chi
 	}
 	t.Fatalf("coffer serve did not come up; output:\n%s", tail(lastOut, 16*kib))
 	return nil
+}
+
+// launchChild starts the coffer binary bin with args (serving dir on
+// addr) and the test credentials plus env in its environment. The process
+// is killed (by PID) when the test ends if it is still running.
+func launchChild(t *testing.T, bin, dir, addr string, args, env []string) *child {
+	t.Helper()
+	c := &child{t: t, dir: dir, addr: addr, endpoint: "http://" + addr, out: &syncBuffer{}, done: make(chan struct{}), args: args, env: env}
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Env = childEnv(t.TempDir(), append([]string{
+		"COFFER_ROOT_ACCESS_KEY=" + testAccessKey,
+		"COFFER_ROOT_SECRET_KEY=" + testSecretKey}, env...)...)
+	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatalf("start %s %q: %v", bin, args, err)
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		c.kill()
+		if t.Failed() {
+			t.Logf("coffer serve on %s output (tail):\n%s", c.addr, tail(c.out.String(), 16*kib))
+		}
+	})
+	return c
+}
+
+// restart starts c's command again, on the same address and storage path,
+// after c has exited, and waits until it answers HTTP.
+func (c *child) restart() *child {
+	c.t.Helper()
+	<-c.done
+	n := launchChild(c.t, c.cmd.Path, c.dir, c.addr, c.args, c.env)
+	if !n.waitReady() {
+		c.t.Fatalf("coffer serve did not come back on %s; output:\n%s", c.addr, tail(n.out.String(), 16*kib))
+	}
+	return n
 }
 
 // waitReady polls until the server answers any HTTP response, for at most

@@ -88,6 +88,7 @@ type readyDoc struct {
 	Status string            `json:"status"`
 	Checks map[string]string `json:"checks"`
 	Reason string            `json:"reason"`
+	Blocks string            `json:"blocks"`
 }
 
 // getReady fetches a readiness endpoint; err is set if nothing answered.

@@ -191,6 +191,23 @@ func (r *Registry) CounterFunc(name, help string, fn func() float64) error {
 	return r.register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
 }
 
+// LabeledCounterFunc registers a counter with one label, whose values
+// are exactly values (a small fixed set, never user data): for each, fn
+// returns its count at each scrape. The rules of CounterFunc apply.
+func (r *Registry) LabeledCounterFunc(name, help, label string, values []string, fn func(value string) float64) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	for _, v := range values {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: prometheus.Labels{label: v}},
+			func() float64 { return fn(v) })
+		if err := r.register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Register adds a collector of its own, for metrics with labels or
 // values that several metrics share. Its metric names must start with
 // "coffer_" and its label values must be bounded (never bucket names,

@@ -104,7 +104,15 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		again, _, err = s.db.ObjectVersion(ctx, bucket, key, vid)
 	}
 	if err == nil && again.VersionID == rec.VersionID {
-		obj.Body = s.newBlockReader(ctx, rec.Blocks, sp.start, sp.length, release)
+		br := s.newBlockReader(ctx, rec.Blocks, sp.start, sp.length, release)
+		// The first block is opened now, before the caller sends a
+		// status line: a block store that cannot be reached is then a
+		// 503 (a missing block a 500), not a 200 cut short.
+		if err := br.open(); err != nil {
+			br.Close()
+			return nil, false, blocksUnavailable(err, res)
+		}
+		obj.Body = br
 		return obj, false, nil
 	}
 	release()

@@ -68,8 +68,15 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 		err = s.checkWriteAge(in, res)
 	}
 	if err != nil {
-		s.discard(ctx, in)
-		return nil, br.cause(err)
+		err = br.cause(err)
+		if errors.Is(err, blob.ErrUnavailable) {
+			// Deleting what was stored would meet the same outage,
+			// and hold up the answer: left to GC.
+			s.abandon(ctx, in, err)
+		} else {
+			s.discard(ctx, in)
+		}
+		return nil, blocksUnavailable(err, res)
 	}
 	br.md5.Sum(in.md5[:0])
 	if br.sum != nil {
@@ -214,6 +221,24 @@ func (s *Service) discard(ctx context.Context, in *ingested) {
 		if err := s.store.Delete(ctx, b.Key); err != nil {
 			s.log.WarnContext(ctx, "delete block of failed write", "blob", b.Key, "err", err)
 		}
+		s.inflight.remove(b.Key)
+	}
+	in.blocks = nil
+	s.releaseInline(in)
+}
+
+// abandon ends a write that will not commit because the block store cannot
+// be reached: its blocks leave the in-flight set without being deleted, and
+// the orphan sweep collects those that were stored once they are older
+// than the GC grace.
+func (s *Service) abandon(ctx context.Context, in *ingested, err error) {
+	if in == nil {
+		return
+	}
+	if len(in.blocks) > 0 {
+		s.log.DebugContext(ctx, "blocks of failed write left to GC", "blocks", len(in.blocks), "err", err)
+	}
+	for _, b := range in.blocks {
 		s.inflight.remove(b.Key)
 	}
 	in.blocks = nil

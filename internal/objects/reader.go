@@ -133,6 +133,19 @@ func (s *Service) newBlockReader(ctx context.Context, blocks []meta.Block, start
 	return r
 }
 
+// open opens the block holding the next byte, if none is open. A failure is
+// sticky: later Reads return it.
+func (r *blockReader) open() error {
+	if r.cur != nil || r.err != nil || r.left == 0 {
+		return r.err
+	}
+	if err := r.next(); err != nil {
+		r.err = err
+		return err
+	}
+	return nil
+}
+
 // next opens the block holding the next byte.
 func (r *blockReader) next() error {
 	for r.idx < len(r.blocks) && r.off >= r.blocks[r.idx].Size {

@@ -221,6 +221,31 @@ func (s *Service) admit(n int64, res string) error {
 // meta's sentinel, so that callers need not import meta.
 var ErrUnavailable = meta.ErrUnavailable
 
+// retryAfterBlocks is the Retry-After, in seconds, of a 503 for a block
+// store that cannot be reached.
+const retryAfterBlocks = "1"
+
+// blocksUnavailable translates err, if it says that the block store's
+// backing service (gateway mode's upstream) cannot be reached for now
+// (blob.ErrUnavailable), into 503 ServiceUnavailable with Retry-After:
+// transient, so the client should come back. Any other err is returned
+// unchanged: a 403 or a missing block stays an internal error.
+func blocksUnavailable(err error, res string) error {
+	if err == nil || !errors.Is(err, blob.ErrUnavailable) {
+		return err
+	}
+	if e, ok := errors.AsType[*s3err.Error](err); ok && e.Code == s3err.ServiceUnavailable {
+		return err
+	}
+	return &s3err.Error{
+		Code:     s3err.ServiceUnavailable,
+		Message:  "The block store cannot be reached; please retry.",
+		Resource: res,
+		Header:   []s3err.Field{{Name: "Retry-After", Value: retryAfterBlocks}},
+		Err:      err,
+	}
+}
+
 // Err returns nil while the metadata store can commit writes. Once it has
 // failed (meta.DB.Err: a full or failing disk under it, or an error its
 // engine cannot continue from) no write can succeed again in this process,

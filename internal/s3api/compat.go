@@ -171,6 +171,7 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   does not (NotImplemented for lifecycle transitions, MFA delete and
   conditional deletes in DeleteObjects, which say what is missing),
   ` + "`StorageFull`" + ` and the ` + "`ServiceUnavailable`" + ` (with Retry-After) of a failed or unreachable metadata store
+  or upstream block store (gateway mode)
   (Coffer's own), and x-amz-content-sha256 and X-Amz-Algorithm messages that
   leave out the ECDSA (SigV4a) values Coffer does not accept.
 - A request body that sends nothing for 20 seconds fails with

@@ -66,6 +66,13 @@ type check struct {
 	busy atomic.Bool
 }
 
+// blockChecker is a block store that checks its backing service itself
+// (s3blob: one HEAD without retries, bounded below readyTimeout, whose
+// failure to reach the upstream is a blob.ErrUnavailable).
+type blockChecker interface {
+	Check(ctx context.Context) error
+}
+
 // storageChecks returns the readiness checks of st: the metadata store
 // answers a read and makes a write durable (a tiny synced commit of a
 // reserved key: at most one per readyCacheTTL, whoever probes), and the
@@ -73,6 +80,19 @@ type check struct {
 // an upstream store, without moving data). A full disk under the metadata
 // fails the write, and with it the whole store (see readiness.storageErr).
 func storageChecks(st *storage) []*check {
+	blocks := func(ctx context.Context) error {
+		rc, err := st.blobs.Get(ctx, readyProbeKey, 0, 0)
+		if errors.Is(err, blob.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return rc.Close()
+	}
+	if bc, ok := st.blobs.(blockChecker); ok {
+		blocks = bc.Check
+	}
 	return []*check{
 		{name: "metadata", fn: func(ctx context.Context) error {
 			_, err := st.db.Bucket(ctx, readyProbeBucket)
@@ -81,24 +101,20 @@ func storageChecks(st *storage) []*check {
 			}
 			return err
 		}},
-		{name: "blocks", fn: func(ctx context.Context) error {
-			rc, err := st.blobs.Get(ctx, readyProbeKey, 0, 0)
-			if errors.Is(err, blob.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			return rc.Close()
-		}},
+		{name: blocksCheck, fn: blocks},
 		{name: "metadata_write", fn: st.db.ProbeWrite},
 	}
 }
 
+// blocksCheck is the name of the block store's check.
+const blocksCheck = "blocks"
+
 // readyReport is the document the readiness endpoints answer with.
 type readyReport struct {
-	// Status is "ok", "unavailable" (a check failed), "failed" (the
-	// metadata store failed: the server is stopping) or "shutting down".
+	// Status is "ok", "degraded" (ready, but the upstream block store
+	// cannot be reached: see Blocks), "unavailable" (a check failed),
+	// "failed" (the metadata store failed: the server is stopping) or
+	// "shutting down".
 	Status string `json:"status"`
 	// Failed names the checks that failed, in order.
 	Failed []string `json:"failed,omitempty"`
@@ -114,11 +130,21 @@ type readyReport struct {
 	// metadata changes still work, and a load balancer that took the only
 	// node out would stop those too. Writes answer 507 StorageFull.
 	Disk string `json:"disk,omitempty"`
+	// Blocks is set, with Status "degraded", while the upstream block
+	// store (gateway mode) cannot be reached: "unavailable (KIND)", KIND
+	// one of s3blob's error kinds (connect, dns, timeout, reset,
+	// server_error, throttled). That leaves the server ready, as a full
+	// disk does: what needs no block (inline objects, HEAD, listings,
+	// deletes, bucket and IAM changes) still works, and every node of a
+	// cluster shares the upstream, so a load balancer that took them out
+	// would gain nothing and stop those too. Writes of block data and
+	// reads of block objects answer 503 ServiceUnavailable meanwhile.
+	Blocks string `json:"blocks,omitempty"`
 
 	errs []error // why each failed check failed, for the log only
 }
 
-func (rp *readyReport) ready() bool { return rp.Status == "ok" }
+func (rp *readyReport) ready() bool { return rp.Status == "ok" || rp.Status == "degraded" }
 
 var shuttingDown = readyReport{Status: "shutting down"}
 
@@ -246,9 +272,15 @@ wait:
 		}
 	}
 	rp := readyReport{Status: "ok", Checks: make(map[string]string, len(rd.checks))}
+	var blocksDown *blob.UnavailableError // the block store's upstream, if that is all that failed
 	for i, c := range rd.checks {
 		state := checkOK
 		switch err := errs[i]; {
+		case done[i] && errors.Is(err, blob.ErrUnavailable):
+			// An upstream that timed out is unavailable, whatever
+			// deadline the error also carries.
+			state = checkError
+			rp.errs = append(rp.errs, err)
 		case !done[i] || errors.Is(err, context.DeadlineExceeded):
 			state = checkTimeout
 			if err == nil {
@@ -260,10 +292,18 @@ wait:
 			rp.errs = append(rp.errs, err)
 		}
 		rp.Checks[c.name] = state
-		if state != checkOK {
-			rp.Status = "unavailable"
-			rp.Failed = append(rp.Failed, c.name)
+		if state == checkOK {
+			continue
 		}
+		rp.Failed = append(rp.Failed, c.name)
+		if ue, ok := errors.AsType[*blob.UnavailableError](errs[i]); ok && c.name == blocksCheck && state == checkError {
+			blocksDown = ue
+			continue
+		}
+		rp.Status = "unavailable"
+	}
+	if blocksDown != nil && rp.Status == "ok" {
+		rp.Status, rp.Blocks = "degraded", "unavailable ("+blocksDown.Kind+")"
 	}
 	if rd.space != nil {
 		rp.Disk = "ok"

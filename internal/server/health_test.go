@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/meta"
 )
 
@@ -196,7 +198,7 @@ func TestReadyFailingCheck(t *testing.T) {
 		t.Fatalf("check 1 is %q, want blocks", blocks.name)
 	}
 	real := blocks.fn
-	var mode atomic.Int32 // 0 real, 1 error, 2 hang
+	var mode atomic.Int32 // 0 real, 1 error, 2 hang, 3 upstream unavailable
 	release := make(chan struct{})
 	var calls atomic.Int32
 	blocks.fn = func(ctx context.Context) error {
@@ -207,6 +209,8 @@ func TestReadyFailingCheck(t *testing.T) {
 		case 2:
 			<-release // ignores ctx, like a read stuck on a hung disk
 			return nil
+		case 3:
+			return fmt.Errorf("head: %w", &blob.UnavailableError{Kind: "connect", Err: errors.New("dial tcp 10.1.2.3:9000: connection refused")})
 		}
 		return real(ctx)
 	}
@@ -233,9 +237,20 @@ func TestReadyFailingCheck(t *testing.T) {
 		if strings.Contains(body, cfg.StoragePath) || strings.Contains(body, "fire") {
 			t.Errorf("readiness document %s reveals the error", body)
 		}
+		// An upstream block store out of reach degrades the server but
+		// leaves it ready: inline objects, listings and deletes work.
+		mode.Store(3)
+		status, body = get(t, url)
+		if got := report(t, body); status != http.StatusOK || got.Status != "degraded" || got.Blocks != "unavailable (connect)" ||
+			got.Checks["blocks"] != "error" || strings.Join(got.Failed, ",") != "blocks" {
+			t.Errorf("GET %s with the upstream unreachable = %d %s, want 200, status degraded, blocks unavailable (connect)", url, status, body)
+		}
+		if strings.Contains(body, "10.1.2.3") {
+			t.Errorf("readiness document %s reveals the error", body)
+		}
 		mode.Store(0)
-		if status, body := get(t, url); status != http.StatusOK {
-			t.Errorf("GET %s after recovery = %d %q, want 200", url, status, body)
+		if status, body := get(t, url); status != http.StatusOK || report(t, body).Status != "ok" {
+			t.Errorf("GET %s after recovery = %d %q, want 200 ok", url, status, body)
 		}
 	}
 	if l := logs.String(); !strings.Contains(l, `msg="not ready"`) || !strings.Contains(l, "failed=[blocks]") || !strings.Contains(l, "disk on fire") || !strings.Contains(l, `msg="ready again"`) {

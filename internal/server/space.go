@@ -1,9 +1,24 @@
 package server
 
 import (
+	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/metrics"
 )
+
+// registerUpstreamMetrics exports, in gateway mode, the upstream block
+// store's failed requests by kind (s3blob.ErrorKinds). Other stores have
+// no upstream.
+func registerUpstreamMetrics(m *metrics.Registry, bs blob.Store) error {
+	s, ok := bs.(*s3blob.Store)
+	if !ok {
+		return nil
+	}
+	return m.LabeledCounterFunc("coffer_upstream_errors_total",
+		"Requests to the upstream block store (gateway mode) that failed after their retries, by kind: connect, dns, timeout, reset, server_error and throttled make it unavailable (503 to clients); rejected is a 4xx other than a missing key (a misconfiguration, logged).",
+		"kind", s3blob.ErrorKinds[:], func(kind string) float64 { return float64(s.Stats().Errors[kind]) })
+}
 
 // registerSpaceMetrics exports the free-space reserve: free bytes (measured
 // at each scrape), the reserve, and writes refused for want of room. With

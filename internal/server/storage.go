@@ -65,7 +65,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		ctx, cancel := context.WithTimeout(context.Background(), upstreamCheckTimeout)
 		s3, err := s3blob.New(ctx, s3blob.Config{
 			Endpoint: u.Endpoint, Region: u.Region, Bucket: u.Bucket, Prefix: u.Prefix,
-			AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle,
+			AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle, Timeout: u.Timeout,
 			Logger: log.With("component", "s3blob"),
 		})
 		cancel()

@@ -279,11 +279,18 @@ func (b *body) makeTail() []byte {
 // attemptBody is the body as one attempt of the request reads it. Len lets
 // the SDK set the Content-Length without seeking.
 type attemptBody struct {
-	b   *body
-	gen uint64
+	b     *body
+	gen   uint64
+	watch *watchdog // paused while reading; nil for none
 }
 
-func (a *attemptBody) Read(p []byte) (int, error) { return a.b.read(a.gen, p) }
+func (a *attemptBody) Read(p []byte) (int, error) {
+	if a.watch != nil {
+		a.watch.pause()
+		defer a.watch.resume()
+	}
+	return a.b.read(a.gen, p)
+}
 
 // Len returns the framed length still to be read by this attempt.
 func (a *attemptBody) Len() int {

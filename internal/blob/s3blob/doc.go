@@ -72,7 +72,8 @@
 // sent but whose answer never came (the connection broke, the context
 // ended at that moment) may have been stored; Put deletes the key then,
 // best effort, and the object service's orphan sweep collects what such a
-// race leaves.
+// race leaves. (When the upstream is unavailable, that Delete is a single
+// attempt within Config.Timeout, and usually fails: GC collects the blob.)
 //
 // # Retries
 //
@@ -85,6 +86,31 @@
 // store marks them HTTP/1.1 so that the header does what it says.)
 // Otherwise a failed Put is reported to the object service, whose client
 // retries the object.
+//
+// # Unavailable upstream
+//
+// An upstream that cannot be reached or fails for now is reported as
+// blob.ErrUnavailable (a *blob.UnavailableError naming the kind), which
+// the object service answers with 503 ServiceUnavailable and Retry-After:
+// a connection refused or unroutable ("connect"), a name that does not
+// resolve ("dns"), a connection that broke ("reset"), a 5xx ("server_error")
+// or 503 SlowDown / 429 ("throttled") after the retries, and a request the
+// upstream stalls ("timeout"). Config.Timeout (10s) bounds each attempt's
+// every wait on the upstream: the dial, the TLS handshake and the answer
+// (the transport's timeouts), a Put's body that the upstream stops taking
+// (a watchdog that runs while the transport is not reading the body, so a
+// slow client does not count), and a Get's body that stops coming (each
+// Read). So a request fails within MaxAttempts × Timeout plus the backoff
+// between attempts (full jitter on 1s, 2s: under 3s in all with the
+// standard 3 attempts); a Put whose body was taken is not retried, and its
+// cleanup (below) is one attempt within Timeout. Other answers — 403, 400,
+// a 404 about the bucket — are misconfigurations, returned as they are
+// (the object service makes them internal errors, logged) and counted as
+// "rejected". Stats counts failures by kind; the transitions between
+// reachable and unavailable are logged once each (Warn, then Info), and
+// Check (one HEAD without retries, for readiness probes) notices the
+// upstream's return without waiting for a client's request. Nothing needs
+// restarting: connections are made afresh.
 //
 // # Operator notes
 //

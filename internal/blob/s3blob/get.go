@@ -43,8 +43,9 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 	}
 	rc, _, err := s.get(ctx, key, off, n)
 	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", key, err)
+		return nil, fmt.Errorf("get %s: %w", key, s.upstreamErr(ctx, err))
 	}
+	s.markUp(ctx)
 	return rc, nil
 }
 
@@ -73,8 +74,12 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) (rc io.ReadCl
 	} else {
 		in.Range = aws.String(rangeHeader(off, n))
 	}
-	out, err := s.client.GetObject(ctx, in, opts...)
+	// The body is read under a context of its own, which a Read that
+	// stalls for Config.Timeout cancels (see stallReader).
+	gctx, cancel := context.WithCancelCause(ctx)
+	out, err := s.client.GetObject(gctx, in, opts...)
 	if err != nil {
+		cancel(nil)
 		switch {
 		case isNotFound(err):
 			return nil, false, blob.ErrNotFound
@@ -84,6 +89,7 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) (rc io.ReadCl
 		}
 		return nil, false, err
 	}
+	out.Body = s.newStallReader(ctx, out.Body, cancel)
 	if whole {
 		rc, verified = s.verifier(key, out)
 		return rc, verified, nil

@@ -19,8 +19,16 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
-	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)})
-	if err != nil && !isNotFound(err) {
+	return s.delete(ctx, key)
+}
+
+// delete is Delete, with options for the SDK call.
+func (s *Store) delete(ctx context.Context, key string, opts ...func(*s3.Options)) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)}, opts...)
+	if err != nil && isNotFound(err) {
+		err = nil
+	}
+	if err = s.upstreamErr(ctx, err); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
@@ -42,7 +50,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string) err
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
 		page, err := p.NextPage(ctx)
-		if err != nil {
+		if err = s.upstreamErr(ctx, err); err != nil {
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
 		for _, obj := range page.Contents {

@@ -3,6 +3,7 @@ package s3blob
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -88,30 +89,32 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) er
 			// (A success here would be an upstream storing a truncated
 			// body; do not leave it.)
 			if err == nil {
-				s.cleanup(ctx, key)
+				s.cleanup(ctx, key, false)
 			}
 			return berr
 		}
 		if err == nil {
+			s.markUp(ctx)
 			return s.verifyPut(ctx, key, b, out)
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			if b.delivered() {
-				s.cleanup(ctx, key)
+				s.cleanup(ctx, key, false)
 			}
 			return fmt.Errorf("%w (%v)", cerr, err)
 		}
 		if statusOf(err) == 0 && b.delivered() {
 			// No answer to a whole body: it may be stored.
-			s.cleanup(ctx, key)
+			err = s.upstreamErr(ctx, err)
+			s.cleanup(ctx, key, errors.Is(err, blob.ErrUnavailable))
 			return err
 		}
 		if attempt >= s.retryer.MaxAttempts() || !s.retryer.IsErrorRetryable(err) || b.consumed() {
-			return err
+			return s.upstreamErr(ctx, err)
 		}
 		delay, derr := s.retryer.RetryDelay(attempt, err)
 		if derr != nil {
-			return err
+			return s.upstreamErr(ctx, err)
 		}
 		s.log.DebugContext(ctx, "retrying put", "bucket", s.bucket, "key", s.prefix+key,
 			"attempt", attempt+1, "delay", delay, "err", err)
@@ -123,7 +126,36 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) er
 
 // putAttempt sends one PutObject reading b through a fresh handle. The
 // SDK's own retries are off: only put knows whether b can be resent.
+//
+// The attempt fails, with an error wrapping errStalled, if the upstream
+// stalls it for Config.Timeout: a watchdog runs whenever the transport is
+// not reading the body (dialing, sending headers, waiting for 100
+// Continue, writing the body to a socket the upstream does not drain,
+// waiting for the answer) and is paused while it reads (the body's source
+// is the caller's, and its pace is not the upstream's fault).
 func (s *Store) putAttempt(ctx context.Context, key string, b *body) (*s3.PutObjectOutput, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := time.AfterFunc(s.timeout, func() { cancel(errStalled) })
+	defer w.Stop()
+	out, err := s.sendAttempt(actx, key, b, &watchdog{t: w, d: s.timeout})
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errStalled) {
+		err = stalled(err)
+	}
+	return out, err
+}
+
+// watchdog is the timer of one Put attempt (see putAttempt).
+type watchdog struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func (w *watchdog) pause()  { w.t.Stop() }
+func (w *watchdog) resume() { w.t.Reset(w.d) }
+
+// sendAttempt is putAttempt without its watchdog.
+func (s *Store) sendAttempt(ctx context.Context, key string, b *body, w *watchdog) (*s3.PutObjectOutput, error) {
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           s.objectKey(key),
@@ -149,6 +181,7 @@ func (s *Store) putAttempt(ctx context.Context, key string, b *body) (*s3.PutObj
 		if err != nil {
 			return nil, err
 		}
+		ab.watch = w
 		in.Body = ab
 	}
 	return s.client.PutObject(ctx, in, func(o *s3.Options) {
@@ -184,14 +217,14 @@ func (s *Store) verifyPut(ctx context.Context, key string, b *body, out *s3.PutO
 		got = strings.Trim(aws.ToString(out.ETag), `"`)
 		want, what = b.digest(s.integrity), "ETag"
 		if !isMD5Hex(got) {
-			s.cleanup(ctx, key)
+			s.cleanup(ctx, key, false)
 			return fmt.Errorf("upstream ETag %q is not an MD5 digest, which checksum mode MD5 needs (use a CRC or none)", got)
 		}
 	default:
 		return nil
 	}
 	if got != want {
-		s.cleanup(ctx, key)
+		s.cleanup(ctx, key, false)
 		return fmt.Errorf("%w: upstream %s is %s, the body sent has %s", ErrChecksum, what, got, want)
 	}
 	return nil

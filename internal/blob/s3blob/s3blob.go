@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -101,6 +102,15 @@ type Config struct {
 	// means the SDK's standard 3. A Put is retried only while none of its
 	// body has been consumed (see Store.Put).
 	MaxAttempts int
+	// Timeout is the longest the upstream may stall one attempt of a
+	// request before the attempt fails (as a timeout, which makes the
+	// upstream unavailable: see blob.ErrUnavailable): to accept a
+	// connection, to answer once the request is sent, to take more of a
+	// Put's body, or to send more of a Get's. Time spent waiting for the
+	// caller (reading a Put's source, between Reads of a Get) does not
+	// count. 0 means 10s. With Config.HTTPClient the client's own dial and
+	// response-header timeouts apply instead of the first two.
+	Timeout time.Duration
 }
 
 // Validate reports whether c can be used by New. It does not contact the
@@ -126,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("s3blob: max attempts %d is negative", c.MaxAttempts)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("s3blob: timeout %v is negative", c.Timeout)
 	}
 	return nil
 }
@@ -217,9 +230,11 @@ type Store struct {
 	region    string // the signing region, for error messages
 	accessKey string // the key ID, for error messages; never the secret
 	integrity integrity
-	retryer   aws.Retryer // Put's own retry loop (see Put)
+	retryer   aws.Retryer   // Put's own retry loop (see Put)
+	timeout   time.Duration // Config.Timeout
 	log       *slog.Logger
 	transport *http.Transport // ours, closed by Close; nil for Config.HTTPClient
+	health    health
 }
 
 // New returns a Store for cfg. It checks that the bucket exists and can be
@@ -232,9 +247,10 @@ type Store struct {
 //
 // Without cfg.HTTPClient the Store uses its own transport: HTTP/1.1 (one
 // TCP stream per transfer, as S3 clients do), keep-alives with up to 256
-// idle connections to the upstream, timeouts on dialing (10s), the TLS
-// handshake (10s) and the response header (2m), 64 KiB socket buffers, and
-// no overall timeout since a body may be 1 GiB.
+// idle connections to the upstream, Config.Timeout (10s) on dialing, the
+// TLS handshake and the response header, 64 KiB socket buffers, and no
+// overall timeout since a body may be 1 GiB (a stalled body is caught by
+// Config.Timeout too; see the package doc, "Unavailable upstream").
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -252,20 +268,25 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		region:    region,
 		accessKey: cfg.AccessKey,
 		integrity: integ,
+		timeout:   cfg.Timeout,
 		log:       cfg.Logger,
+	}
+	if s.timeout == 0 {
+		s.timeout = defaultTimeout
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		s.transport = newTransport()
+		s.transport = newTransport(s.timeout)
 		hc = &http.Client{Transport: s.transport}
 	}
 	s.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
 		if cfg.MaxAttempts > 0 {
 			o.MaxAttempts = cfg.MaxAttempts
 		}
+		o.Backoff = retry.BackoffDelayerFunc(backoff)
 	})
 	s.client = s3.New(s3.Options{
 		Region:       region,
@@ -296,9 +317,23 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
+// maxBackoff caps the delay between attempts.
+const maxBackoff = 4 * time.Second
+
+// backoff returns the delay before the attempt after attempt (1-based): a
+// random share (full jitter, as the SDK's) of 1s·2^(attempt-1), at most
+// maxBackoff. The SDK's own grows from 2s (under 2s, then 4s, then 8s):
+// with the standard 3 attempts the delays here add up to less than 3s
+// instead of 6s, which keeps the time a request waits for an upstream that
+// is down short; a client that is told 503 retries anyway.
+func backoff(attempt int, _ error) (time.Duration, error) {
+	d := min(time.Second<<min(max(attempt-1, 0), 8), maxBackoff)
+	return time.Duration(rand.Int64N(int64(d))), nil
+}
+
 // newTransport returns the transport New uses without Config.HTTPClient.
-func newTransport() *http.Transport {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+func newTransport(timeout time.Duration) *http.Transport {
+	dialer := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	// HTTP/1.1 only: S3 endpoints speak it, and parallel transfers get one
 	// TCP stream each instead of sharing one HTTP/2 connection's window.
 	var protocols http.Protocols
@@ -307,8 +342,8 @@ func newTransport() *http.Transport {
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		Protocols:             &protocols,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 2 * time.Minute,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
 		// Large Puts send Expect: 100-continue (the SDK does for 2 MiB and
 		// more); an upstream that never answers it gets the body after 1s.
 		ExpectContinueTimeout: time.Second,
@@ -351,11 +386,20 @@ func (s *Store) objectKey(key string) *string {
 }
 
 // cleanup deletes key after a Put that failed but may have stored it, so
-// that a failed Put leaves nothing behind. It outlives ctx, but not by long.
-func (s *Store) cleanup(ctx context.Context, key string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+// that a failed Put leaves nothing behind. It outlives ctx, but not by long:
+// after a failure of the upstream itself (unavailable), one attempt within
+// Config.Timeout, so that the Put's error is not held up by an upstream
+// that is gone.
+func (s *Store) cleanup(ctx context.Context, key string, unavailable bool) {
+	d := cleanupTimeout
+	var opts []func(*s3.Options)
+	if unavailable {
+		d = min(d, s.timeout)
+		opts = append(opts, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
-	if err := s.Delete(ctx, key); err != nil {
+	if err := s.delete(ctx, key, opts...); err != nil {
 		s.log.WarnContext(ctx, "cannot delete blob of failed put; garbage collection will",
 			"bucket", s.bucket, "key", s.prefix+key, "err", err)
 	}
