@@ -2,8 +2,11 @@ package audit
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"syscall"
 	"time"
 )
 
@@ -321,6 +324,15 @@ func (w *writer) insert() (err error) {
 		defer cancel()
 		_, err := w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch)...)
 		w.cols.reset()
+		if err != nil && brokenConn(err) {
+			// A pooled connection that an outage cut is found broken
+			// only when used (unexpected EOF, reset): the pool drops it
+			// and dials afresh for a second try. (Seen at the first
+			// write after PostgreSQL came back, which at Close made the
+			// last batch fail.)
+			_, err = w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch)...)
+			w.cols.reset()
+		}
 		return err
 	}
 	ctx := context.Background() // the writer's work is bounded by busyTimeout, not by a caller
@@ -393,4 +405,11 @@ func (w *writer) reportDrops(final bool) {
 	}
 	w.l.log.Warn("audit events dropped", "path", w.l.path, "dropped", d-w.reportedDrops, "dropped_total", d)
 	w.lastDropLog, w.reportedDrops = now, d
+}
+
+// brokenConn reports whether err says the connection itself broke before
+// an answer came, rather than that the database refused the statement.
+func brokenConn(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
