@@ -27,11 +27,14 @@ const MinHeadroom = 8 << 20
 // in far less. Goal applies percent to the rest only, which is what the
 // same server built with cgo (Pebble's memory then outside the Go heap)
 // gets from the plain rule.
+//
+// With no caches on the heap (fixed ≤ 0: a cgo build, or metadata in
+// PostgreSQL) it is percent itself, so that Pace changes nothing there.
 func Goal(live, fixed int64, percent int) int {
-	if live <= 0 || percent <= 0 {
+	if live <= 0 || percent <= 0 || fixed <= 0 {
 		return percent
 	}
-	fixed = min(max(fixed, 0), live)
+	fixed = min(fixed, live)
 	headroom := max((live-fixed)*int64(percent)/100, MinHeadroom)
 	return int(max(headroom*100/live, 1))
 }

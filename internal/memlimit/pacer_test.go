@@ -29,6 +29,8 @@ func TestGoal(t *testing.T) {
 		{"fixed over live", 10 * mib, 20 * mib, 100, 80},
 		{"huge heap, floor 1 %", 100000 * mib, 99999 * mib, 100, 1},
 		{"nothing live yet", 0, 0, 100, 100},
+		// No caches and a small heap: the plain rule still, no floor.
+		{"no caches, small heap", 2 * mib, 0, 100, 100},
 		{"GOGC off", 100 * mib, 0, -1, -1},
 	} {
 		if got := Goal(tc.live, tc.fixed, tc.percent); got != tc.wantGOGC {
