@@ -30,8 +30,9 @@ const (
 // (runtime/trace) keeps the last few seconds of the trace; the request
 // wrapper reports every request's duration (observe), and the first slow
 // one ends the wait and the window is written out, covering the request
-// and what ran around it. Every request is a trace task ("s3 GET", …) so
-// that `go tool trace` lists their latencies and timelines.
+// and what ran around it. Requests that start while a capture waits are
+// trace tasks ("s3 GET", …), so that `go tool trace` lists their
+// latencies and timelines.
 type slowTrace struct {
 	busy  sync.Mutex                // one capture at a time
 	watch atomic.Pointer[slowWatch] // the capture waiting, or nil
@@ -47,13 +48,19 @@ type slowHit struct {
 	dur          time.Duration
 }
 
-// wrap makes every request a trace task and reports its duration.
+// wrap reports every request's duration and, while a capture waits (the
+// flight recorder runs only then), makes the request a trace task; at
+// other times it costs a clock read and an atomic load.
 func (st *slowTrace) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ctx, task := trace.NewTask(r.Context(), "s3 "+r.Method)
-		next.ServeHTTP(w, r.WithContext(ctx))
-		task.End()
+		if st.watch.Load() == nil {
+			next.ServeHTTP(w, r)
+		} else {
+			ctx, task := trace.NewTask(r.Context(), "s3 "+r.Method)
+			next.ServeHTTP(w, r.WithContext(ctx))
+			task.End()
+		}
 		st.observe(r, time.Since(start))
 	})
 }
