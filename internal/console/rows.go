@@ -58,12 +58,16 @@ func objectRows(bucket string, folders []folderRow, objs []objectRow) template.H
 	for _, o := range objs {
 		n += 400 + 2*len(bucket) + 8*len(o.Key) + 2*len(o.Name)
 	}
+	// The bucket's path segment is the same in every link: escaped once.
+	var bw rowWriter
+	bw.url(bucket, true)
+	b := bw.String()
 	w.Grow(n)
 	for _, f := range folders {
 		w.WriteString("\n    <tr class=\"folder\" data-prefix=\"")
 		w.html(f.Prefix)
 		w.WriteString("\">\n      <td></td>\n      <td><a href=\"/objects/")
-		w.url(bucket, true)
+		w.WriteString(b)
 		w.WriteString("?prefix=")
 		w.url(f.Prefix, false)
 		w.WriteString("\">")
@@ -78,7 +82,7 @@ func objectRows(bucket string, folders []folderRow, objs []objectRow) template.H
 		w.WriteString("\" aria-label=\"Select ")
 		w.html(o.Name)
 		w.WriteString("\"></td>\n      <td><a href=\"/objects/")
-		w.url(bucket, true)
+		w.WriteString(b)
 		w.WriteString("/object?key=")
 		w.url(o.Key, false)
 		w.WriteString("\">")
@@ -90,7 +94,7 @@ func objectRows(bucket string, folders []folderRow, objs []objectRow) template.H
 		w.WriteString("</td>\n      <td>")
 		w.time(o.Modified)
 		w.WriteString("</td>\n      <td class=\"actions\"><a href=\"/objects/")
-		w.url(bucket, true)
+		w.WriteString(b)
 		w.WriteString("/download?key=")
 		w.url(o.Key, false)
 		w.WriteString("\" class=\"download\" download>Download</a></td>\n    </tr>")
