@@ -187,7 +187,16 @@ type Postgres struct {
 // Blob selects the block store.
 type Blob struct {
 	Kind string     // BlobFS, BlobMemory or BlobS3
+	FS   FSBlob     // with BlobFS
 	S3   S3Upstream // with BlobS3
+}
+
+// FSBlob tunes the block store on the local filesystem (blob.kind fs).
+type FSBlob struct {
+	// Reuse is the most bytes of freed block files kept to be rewritten
+	// in place by new blocks of the same size instead of being deleted
+	// (fsblob.Config.Reuse); 0 turns reuse off.
+	Reuse int64
 }
 
 // S3Upstream is the upstream bucket of gateway mode (blob.kind s3).
@@ -278,7 +287,7 @@ func Default() Config {
 		Fsync:           true,
 		Disk:            Disk{Reserve: 256 << 20, ReserveFraction: 0.03},
 		Meta:            Meta{Kind: MetaPebble, Postgres: Postgres{MaxConns: 16, StatementTimeout: 30 * time.Second}},
-		Blob:            Blob{Kind: BlobFS, S3: S3Upstream{Region: "us-east-1", PathStyle: true, Timeout: 10 * time.Second}},
+		Blob:            Blob{Kind: BlobFS, FS: FSBlob{Reuse: 512 << 20}, S3: S3Upstream{Region: "us-east-1", PathStyle: true, Timeout: 10 * time.Second}},
 		Pprof:           Pprof{Host: "127.0.0.1", Port: 6060},
 		Log:             Log{Level: slog.LevelInfo, Format: LogText},
 		Audit: Audit{

@@ -115,7 +115,7 @@ func TestLoadPrecedence(t *testing.T) {
 				"COFFER_BLOB_S3_PATH_STYLE": "false", "COFFER_BLOB_S3_REGION": "eu-west-1", "COFFER_BLOB_S3_TIMEOUT": "3s",
 			},
 			want: func(c *Config) {
-				c.Blob = Blob{Kind: BlobS3, S3: S3Upstream{Endpoint: "https://s3.example.com", Region: "eu-west-1", Bucket: "blocks",
+				c.Blob = Blob{Kind: BlobS3, FS: c.Blob.FS, S3: S3Upstream{Endpoint: "https://s3.example.com", Region: "eu-west-1", Bucket: "blocks",
 					Prefix: "node1/", AccessKey: "upak", SecretKey: "upsecret", Timeout: 3 * time.Second}}
 			},
 		},

@@ -58,6 +58,13 @@ type Config struct {
 	SampleEvery time.Duration
 	// Clock returns the time (default time.Now).
 	Clock func() time.Time
+	// Reclaim, if set, gives back space held for reuse (the block store's
+	// freed files, fsblob.Store.Reclaim) and returns the bytes it freed.
+	// The Guard calls it whenever a measurement finds less than twice the
+	// reserve free, and measures again if it freed anything, so that space
+	// kept for reuse never makes a write fail or keeps a full disk full
+	// after deletes.
+	Reclaim func() int64
 	// Logger is told when the reserve is reached and when space comes
 	// back. Nil discards.
 	Logger *slog.Logger
@@ -118,8 +125,21 @@ func statfs(path string) (total, free int64, err error) {
 	return int64(st.Blocks) * int64(st.Bsize), int64(st.Bavail) * int64(st.Bsize), nil
 }
 
-// sample measures every path. g.mu is held.
+// sample measures every path, and with Config.Reclaim, when free space is
+// below twice the reserve, has space held for reuse given back and
+// measures again. g.mu is held.
 func (g *Guard) sample() error {
+	if err := g.measure(); err != nil {
+		return err
+	}
+	if g.cfg.Reclaim != nil && g.free < g.reserve.Load() && g.cfg.Reclaim() > 0 {
+		return g.measure()
+	}
+	return nil
+}
+
+// measure measures every path. g.mu is held.
+func (g *Guard) measure() error {
 	room, least, reserve := int64(-1), int64(-1), int64(0)
 	for _, p := range g.cfg.Paths {
 		total, free, err := g.cfg.statfs(p)

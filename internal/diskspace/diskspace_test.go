@@ -202,3 +202,49 @@ func TestWatches(t *testing.T) {
 		t.Error("Watches(/proc/self) is true")
 	}
 }
+
+// Space held for reuse is given back when free space runs below twice
+// the reserve, before any write is refused for it.
+func TestReclaim(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{total: 1000 * mib, free: 100 * mib}
+	now := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	var kept int64 = 60 * mib // what the block store holds for reuse
+	reclaims := 0
+	reclaim := func() int64 {
+		reclaims++
+		n := kept
+		kept = 0
+		fs.set(fs.free + n)
+		return n
+	}
+	g, err := New(Config{Paths: []string{"/data"}, Reserve: 256 * mib, ReservePercent: 3, SampleEvery: time.Second,
+		Clock: func() time.Time { return now }, Reclaim: reclaim, statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 MiB free, reserve 30 MiB: room enough, nothing reclaimed.
+	if err := g.Admit(10 * mib); err != nil || reclaims != 0 {
+		t.Fatalf("Admit with room = %v, %d reclaims", err, reclaims)
+	}
+	// 35 MiB free: a 20 MiB write would cross the reserve, but the next
+	// measurement finds less than twice the reserve and reclaims first.
+	fs.set(35 * mib)
+	now = now.Add(time.Second)
+	if err := g.Admit(20 * mib); err != nil {
+		t.Fatalf("Admit with space held for reuse = %v, want it reclaimed and admitted", err)
+	}
+	if reclaims != 1 || g.Stats().FreeBytes != 95*mib {
+		t.Errorf("after reclaiming: %d calls, %+v, want 1 call and 95 MiB free", reclaims, g.Stats())
+	}
+	// Nothing left to reclaim: measured once, refused.
+	fs.set(40 * mib)
+	now = now.Add(time.Second)
+	calls := fs.calls
+	if err := g.Admit(20 * mib); !errors.Is(err, ErrFull) {
+		t.Fatalf("Admit with nothing to reclaim = %v, want ErrFull", err)
+	}
+	if reclaims != 2 || fs.calls != calls+1 {
+		t.Errorf("%d reclaims, %d measurements, want 2 and 1 more (nothing freed: no second one)", reclaims, fs.calls-calls)
+	}
+}

@@ -202,6 +202,9 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		if err = registerUpstreamMetrics(s.metrics, st.blobs); err != nil {
 			return s, err
 		}
+		if err = registerReuseMetrics(s.metrics, st.blobs); err != nil {
+			return s, err
+		}
 		if s.audit != nil {
 			if err = registerAuditMetrics(s.metrics, s.audit); err != nil {
 				return s, err

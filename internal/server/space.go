@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/blob/fsblob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/metrics"
@@ -40,4 +41,27 @@ func registerSpaceMetrics(m *metrics.Registry, g *diskspace.Guard) error {
 	}
 	return m.CounterFunc("coffer_storage_writes_refused_total", "Writes of object data refused with 507 StorageFull because free space was below the reserve.",
 		func() float64 { return float64(g.Stats().Refused) })
+}
+
+// registerReuseMetrics exports the local block store's freed files kept
+// for reuse (blob.fs.reuse). Other stores keep none.
+func registerReuseMetrics(m *metrics.Registry, bs blob.Store) error {
+	s, ok := bs.(*fsblob.Store)
+	if !ok {
+		return nil
+	}
+	if err := m.GaugeFunc("coffer_blob_reuse_kept_bytes", "Bytes of freed block files kept to be rewritten in place by new blocks of their size (blob.fs.reuse).",
+		func() float64 { return float64(s.ReuseStats().Bytes) }); err != nil {
+		return err
+	}
+	if err := m.GaugeFunc("coffer_blob_reuse_kept_files", "Freed block files kept for reuse.",
+		func() float64 { return float64(s.ReuseStats().Files) }); err != nil {
+		return err
+	}
+	if err := m.CounterFunc("coffer_blob_reused_total", "New blocks written over a kept freed file instead of a new one.",
+		func() float64 { return float64(s.ReuseStats().Reused) }); err != nil {
+		return err
+	}
+	return m.CounterFunc("coffer_blob_reuse_evicted_total", "Kept freed files deleted unused: for room, after a minute idle, or because free space neared the reserve.",
+		func() float64 { return float64(s.ReuseStats().Evicted) })
 }

@@ -55,7 +55,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	case config.BlobMemory:
 		st.blobs = memblob.New()
 	case config.BlobFS:
-		fs, err := fsblob.Open(fsblob.Config{Root: filepath.Join(cfg.StoragePath, blobDir), Sync: cfg.Fsync})
+		fs, err := fsblob.Open(fsblob.Config{Root: filepath.Join(cfg.StoragePath, blobDir), Sync: cfg.Fsync, Reuse: cfg.Blob.FS.Reuse})
 		if err != nil {
 			return nil, errors.Join(err, st.close())
 		}
@@ -84,10 +84,15 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		// The metadata and the blocks (unless upstream) live under the
 		// storage path; the audit log may live elsewhere, and writes
 		// nothing that the reserve must admit.
+		var reclaim func() int64
+		if fs, ok := st.blobs.(*fsblob.Store); ok {
+			reclaim = fs.Reclaim // freed files kept for reuse go first
+		}
 		st.space, err = diskspace.New(diskspace.Config{
 			Paths: []string{cfg.StoragePath}, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
-			Floor:  meta.MinFreeSpace,
-			Logger: log.With("component", "diskspace"),
+			Floor:   meta.MinFreeSpace,
+			Reclaim: reclaim,
+			Logger:  log.With("component", "diskspace"),
 		})
 		if err != nil {
 			return nil, errors.Join(err, st.close())

@@ -38,3 +38,38 @@ func setDirect(f *os.File, on bool) error {
 	}
 	return serr
 }
+
+// syncData makes f's data, and what is needed to read it back (its size
+// and allocation), durable: fdatasync(2). Unlike fsync it does not wait for
+// the timestamps, so rewriting a kept file of the same size in place (see
+// "Reuse" in the package doc) commits no filesystem journal entry at all.
+func syncData(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			if serr = unix.Fdatasync(int(fd)); serr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	return nil
+}
+
+// fsSize returns the size in bytes of the filesystem holding dir, or 0 if
+// it cannot be measured.
+func fsSize(dir string) int64 {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0
+	}
+	return int64(st.Blocks) * int64(st.Bsize)
+}

@@ -1,6 +1,7 @@
 package fsblob
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -30,12 +32,23 @@ type Config struct {
 	// directory entry on its path are fsynced (see the package doc). Without
 	// it a Put survives a process crash but not a power loss.
 	Sync bool
+	// Reuse is the most bytes of freed blob files kept for reuse by Puts
+	// of blobs of the same size class instead of being deleted (see
+	// "Reuse" in the package doc), and at most 5 % of the filesystem's
+	// size; 0 turns reuse off.
+	Reuse int64
+	// ReuseIdle is how long a kept file waits for a Put before it is
+	// deleted after all; 0 means DefaultReuseIdle.
+	ReuseIdle time.Duration
 }
 
 // Validate reports whether c can be used to open a Store.
 func (c Config) Validate() error {
 	if c.Root == "" {
 		return errors.New("fsblob: root directory not set")
+	}
+	if c.Reuse < 0 || c.ReuseIdle < 0 {
+		return fmt.Errorf("fsblob: negative reuse %d bytes / %v", c.Reuse, c.ReuseIdle)
 	}
 	return nil
 }
@@ -51,6 +64,11 @@ const (
 	// Sync only). Smaller blobs, such as those of the mixed workload, go
 	// through the page cache, where a GET soon after finds them.
 	directMin = 1 << 20
+	// maxReuseFiles bounds the number of freed files kept for reuse, and
+	// reuseShare their bytes to this fraction of the filesystem (1/20:
+	// 5 %).
+	maxReuseFiles = 1 << 14
+	reuseShare    = 20
 	// maxDurableDirs bounds the set of directories known to be durable;
 	// past it the set is cleared, which costs some repeated fsyncs.
 	maxDurableDirs = 1 << 16
@@ -79,6 +97,13 @@ type Store struct {
 	dirFsync  func(dir string) error
 	dirFsyncs atomic.Int64 // directory fsyncs issued, for benchmarks
 
+	// Reuse of freed files; nil when off.
+	pool     *pool
+	reuseMin int64            // smallest blob kept for reuse (defaultReuseMin; tests lower it)
+	readers  *readerCounts    // open Readers per key
+	clock    func() time.Time // time.Now; tests move it
+	stopLoop chan struct{}    // closed by Close: ends expireLoop
+
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
 	syncers map[string]*dirSyncer // directory → its syncer, while in use
 	durable map[string]struct{}   // directories whose entry, and their ancestors', are durable
@@ -103,6 +128,7 @@ func Open(cfg Config) (*Store, error) {
 		tmpPrefix: strconv.FormatUint(rand.Uint64(), 36) + "-",
 		syncers:   make(map[string]*dirSyncer),
 		durable:   make(map[string]struct{}),
+		clock:     time.Now,
 	}
 	s.bufs.New = func() any {
 		b := make([]byte, copyBufSize)
@@ -112,17 +138,31 @@ func Open(cfg Config) (*Store, error) {
 		b := alignedBuffer(writeBufSize)
 		return &b
 	}
-	s.syncFile = (*os.File).Sync
+	s.syncFile = syncData
 	s.syncDir = s.syncDirGrouped
 	s.dirFsync = s.fsyncDir
 	if err := s.init(cfg.Root); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.Root, err)
 	}
+	if cfg.Reuse > 0 {
+		idle := cmp.Or(cfg.ReuseIdle, DefaultReuseIdle)
+		maxBytes := cfg.Reuse
+		if size := fsSize(cfg.Root); size > 0 {
+			maxBytes = min(maxBytes, size/reuseShare)
+		}
+		s.pool = &pool{maxBytes: maxBytes, maxFiles: maxReuseFiles, byClass: make(map[int64][]*freeFile)}
+		s.readers = newReaderCounts()
+		s.reuseMin = defaultReuseMin
+		s.stopLoop = make(chan struct{})
+		go s.expireLoop(idle, s.stopLoop)
+	}
 	return s, nil
 }
 
-// init creates .tmp, empties it, and with Sync makes the root durable.
+// init creates .tmp, empties it (of files being written and freed files
+// kept for reuse when the store was last open), and with Sync makes the
+// root durable.
 func (s *Store) init(rootPath string) error {
 	if err := s.root.Mkdir(tmpDir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
@@ -170,8 +210,13 @@ func fsyncPath(p string) error {
 }
 
 // Close releases the root directory. Readers returned by Get stay usable
-// until closed.
+// until closed. Freed files kept for reuse stay in .tmp until the next
+// Open.
 func (s *Store) Close() error {
+	if s.stopLoop != nil {
+		close(s.stopLoop)
+		s.stopLoop = nil
+	}
 	return s.root.Close()
 }
 
@@ -195,8 +240,11 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
 	direct := oDirect != 0 && s.sync && (size >= directMin || size == blob.SizeUnknown) && !s.noDirect.Load()
-	f, tmp, err := s.createTemp(direct)
-	if err != nil {
+	f, kept, direct := s.openKept(size, direct)
+	var tmp string
+	if kept != nil {
+		tmp = kept.name
+	} else if f, tmp, err = s.createTemp(direct); err != nil {
 		return err
 	}
 	closed := false
@@ -213,6 +261,12 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 
 	if err := s.copyExactly(ctx, f, r, size, direct); err != nil {
 		return err
+	}
+	if kept != nil && kept.size > size {
+		// Same allocation (size class), fewer bytes: no extent is freed.
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
 	}
 	if s.sync {
 		if err := s.syncFile(f); err != nil {
@@ -452,8 +506,8 @@ func (s *Store) fsyncDir(dir string) error {
 	return err
 }
 
-// Delete removes key's file. It does not fsync (see the package doc). See
-// blob.Store.
+// Delete removes key's file, or with Config.Reuse keeps it for reuse (see
+// the package doc). It does not fsync. See blob.Store.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return fmt.Errorf("delete %q: %w", key, err)
@@ -468,7 +522,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return nil
 	}
 	if err == nil {
-		err = s.root.Remove(key)
+		err = s.deleteOrKeep(key, fi.Size())
 	}
 	if err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete %s: %w", key, err)

@@ -22,29 +22,47 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
+	if s.readers != nil {
+		// Counted before the open, so that Delete, which checks the
+		// count and moves the file in one step, never keeps for reuse
+		// a file that this Reader has open.
+		s.readers.inc(key)
+	}
+	r, err := s.open(key, off, n)
+	if err != nil {
+		if s.readers != nil {
+			s.readers.dec(key)
+		}
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return r, nil
+}
+
+// open opens key's file for Get.
+func (s *Store) open(key string, off, n int64) (*Reader, error) {
 	f, err := s.root.Open(key)
 	if isNotExist(err) {
-		return nil, fmt.Errorf("get %s: %w", key, blob.ErrNotFound)
+		return nil, blob.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", key, err)
+		return nil, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("get %s: %w", key, err)
+		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		// A directory on other keys' paths, not a blob.
 		f.Close()
-		return nil, fmt.Errorf("get %s: %w", key, blob.ErrNotFound)
+		return nil, blob.ErrNotFound
 	}
 	size := fi.Size()
 	off = min(off, size)
 	if n < 0 || n > size-off {
 		n = size - off
 	}
-	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs}, nil
+	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs, readers: s.readers, key: key}, nil
 }
 
 // Reader reads a byte range of one blob file; Get returns it as an
@@ -62,6 +80,9 @@ type Reader struct {
 	off  int64      // next byte to read
 	end  int64      // end of the range
 	bufs *sync.Pool // the Store's copy buffers
+
+	readers *readerCounts // the Store's, with reuse on: Close uncounts the reader of key
+	key     string
 }
 
 // Read reads from the range with pread, leaving the file offset alone.
@@ -124,5 +145,10 @@ func (r *Reader) File() (f *os.File, off, n int64) {
 
 // Close closes the file.
 func (r *Reader) Close() error {
-	return r.f.Close()
+	err := r.f.Close()
+	if r.readers != nil {
+		r.readers.dec(r.key)
+		r.readers = nil
+	}
+	return err
 }

@@ -1,0 +1,345 @@
+package fsblob
+
+import (
+	"errors"
+	"hash/maphash"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Reuse of freed files (see "Reuse" in the package doc).
+
+const (
+	// freePrefix starts the names, in .tmp, of freed files kept for
+	// reuse. Temporary file names are base-36 digits and a dash, so the
+	// two never meet.
+	freePrefix = "free."
+	// defaultReuseMin is the smallest blob whose file is kept for reuse:
+	// below it a file is a few blocks, and allocating them costs little.
+	defaultReuseMin = 16 << 10
+	// reuseAlloc is the allocation unit the size classes assume (ext4's
+	// and XFS's default block size): a file is reused only for a blob
+	// that needs exactly as many of them, so that neither extends nor
+	// truncates an allocation.
+	reuseAlloc = 4 << 10
+	// DefaultReuseIdle is how long a kept file waits for a Put of its size
+	// before it is deleted after all.
+	DefaultReuseIdle = time.Minute
+	// readerStripes is the number of locks over the open-reader counts.
+	readerStripes = 64
+)
+
+// freeFile is a freed blob's file, renamed into .tmp, waiting for a Put
+// of a blob in its size class.
+type freeFile struct {
+	name  string // under the root
+	size  int64
+	added time.Time
+	taken bool // taken by a Put or deleted; still in pool.order until compacted
+}
+
+// pool is the set of freed files kept for reuse, by size class and in the
+// order they came. It is safe for concurrent use.
+type pool struct {
+	maxBytes int64
+	maxFiles int
+
+	mu      sync.Mutex
+	byClass map[int64][]*freeFile // class → files, oldest first
+	order   []*freeFile           // every file kept, oldest first, with taken ones not yet compacted
+	files   int
+	bytes   int64
+
+	reused  int64 // Puts that reused a file
+	evicted int64 // kept files deleted for room, age or low disk space
+}
+
+func sizeClass(size int64) int64 { return (size + reuseAlloc - 1) / reuseAlloc }
+
+// take removes and returns the newest kept file of size's class, or nil.
+func (p *pool) take(size int64) *freeFile {
+	c := sizeClass(size)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fs := p.byClass[c]
+	if len(fs) == 0 {
+		return nil
+	}
+	f := fs[len(fs)-1]
+	fs[len(fs)-1] = nil
+	if len(fs) == 1 {
+		delete(p.byClass, c)
+	} else {
+		p.byClass[c] = fs[:len(fs)-1]
+	}
+	p.dropLocked(f)
+	p.reused++
+	return f
+}
+
+// add keeps f, and returns the files that must go to make room for it.
+func (p *pool) add(f *freeFile) (evict []*freeFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := sizeClass(f.size)
+	p.byClass[c] = append(p.byClass[c], f)
+	p.order = append(p.order, f)
+	p.files++
+	p.bytes += f.size
+	for p.files > p.maxFiles || p.bytes > p.maxBytes {
+		evict = append(evict, p.popOldestLocked())
+	}
+	p.compactLocked()
+	return evict
+}
+
+// expire removes and returns the files kept since before cutoff.
+func (p *pool) expire(cutoff time.Time) (evict []*freeFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.files > 0 {
+		f := p.oldestLocked()
+		if !f.added.Before(cutoff) {
+			break
+		}
+		evict = append(evict, p.popOldestLocked())
+	}
+	p.compactLocked()
+	return evict
+}
+
+// drain removes and returns every kept file.
+func (p *pool) drain() (evict []*freeFile) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.files > 0 {
+		evict = append(evict, p.popOldestLocked())
+	}
+	p.compactLocked()
+	return evict
+}
+
+// oldestLocked returns the oldest kept file; p.files > 0. It drops taken
+// files from the front of p.order on the way.
+func (p *pool) oldestLocked() *freeFile {
+	for p.order[0].taken {
+		p.order[0] = nil
+		p.order = p.order[1:]
+	}
+	return p.order[0]
+}
+
+// popOldestLocked removes the oldest kept file from the pool.
+func (p *pool) popOldestLocked() *freeFile {
+	f := p.oldestLocked()
+	c := sizeClass(f.size)
+	fs := p.byClass[c]
+	// f is the oldest of its class too.
+	fs[0] = nil
+	if len(fs) == 1 {
+		delete(p.byClass, c)
+	} else {
+		p.byClass[c] = fs[1:]
+	}
+	p.dropLocked(f)
+	p.evicted++
+	return f
+}
+
+// dropLocked marks f as gone from the pool's counts; p.order forgets it
+// lazily.
+func (p *pool) dropLocked(f *freeFile) {
+	f.taken = true
+	p.files--
+	p.bytes -= f.size
+}
+
+// compactLocked rebuilds p.order without taken files once they are the
+// majority, so that a pool whose files are all reused does not grow it.
+func (p *pool) compactLocked() {
+	if len(p.order) < 64 || len(p.order) < 2*p.files {
+		return
+	}
+	kept := make([]*freeFile, 0, 2*p.files+16)
+	for _, f := range p.order {
+		if !f.taken {
+			kept = append(kept, f)
+		}
+	}
+	p.order = kept
+}
+
+// ReuseStats are the figures of the pool of freed files kept for reuse.
+type ReuseStats struct {
+	Files   int   // files kept now
+	Bytes   int64 // their sizes
+	Reused  int64 // Puts that reused a kept file, so far
+	Evicted int64 // kept files deleted unused (for room, age or low free space), so far
+}
+
+// ReuseStats returns the pool's figures; all zero when reuse is off.
+func (s *Store) ReuseStats() ReuseStats {
+	if s.pool == nil {
+		return ReuseStats{}
+	}
+	p := s.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ReuseStats{Files: p.files, Bytes: p.bytes, Reused: p.reused, Evicted: p.evicted}
+}
+
+// Reclaim deletes every freed file kept for reuse and returns the bytes it
+// gave back to the filesystem. diskspace.Guard calls it when free space
+// runs low, so that files kept for reuse never stand between a full disk
+// and the space its deletes freed.
+func (s *Store) Reclaim() int64 {
+	if s.pool == nil {
+		return 0
+	}
+	return s.remove(s.pool.drain())
+}
+
+// remove deletes kept files that left the pool and returns their bytes.
+func (s *Store) remove(fs []*freeFile) int64 {
+	var n int64
+	for _, f := range fs {
+		if err := s.root.Remove(f.name); err == nil || errors.Is(err, os.ErrNotExist) {
+			n += f.size
+		}
+	}
+	return n
+}
+
+// expireLoop deletes files kept longer than idle, every idle/4, until
+// stop is closed: reuse is for a store under churn, and a quiet store
+// gives the space of its deleted objects back within about idle.
+func (s *Store) expireLoop(idle time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(idle / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.remove(s.pool.expire(s.clock().Add(-idle)))
+	}
+}
+
+// keep moves the blob file key, of the given size, into the pool instead
+// of deleting it, unless a Reader of this Store has it open (a Put reusing
+// it would change bytes under the reader). It reports whether it did, and
+// returns the kept files that must go to make room; the caller deletes
+// them, and key's file if it was not kept. It holds key's reader stripe,
+// so that no Get opens the file between the check and the rename.
+func (s *Store) keep(key string, size int64) (kept bool, evict []*freeFile, err error) {
+	mu := s.readers.stripe(key)
+	mu.Lock()
+	defer mu.Unlock()
+	if s.readers.open(key) {
+		return false, nil, nil
+	}
+	name := tmpDir + "/" + freePrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
+	if err := s.root.Rename(key, name); err != nil {
+		return false, nil, err
+	}
+	return true, s.pool.add(&freeFile{name: name, size: size, added: s.clock()}), nil
+}
+
+// openKept opens a kept file of size's class for a Put, or returns nil.
+func (s *Store) openKept(size int64, direct bool) (*os.File, *freeFile, bool) {
+	if s.pool == nil || size < s.reuseMin {
+		return nil, nil, direct
+	}
+	for {
+		f := s.pool.take(size)
+		if f == nil {
+			return nil, nil, direct
+		}
+		flag := os.O_WRONLY
+		if direct {
+			flag |= oDirect
+		}
+		file, err := s.root.OpenFile(f.name, flag, filePerm)
+		if direct && err != nil && errors.Is(err, syscall.EINVAL) {
+			s.noDirect.Store(true)
+			direct = false
+			file, err = s.root.OpenFile(f.name, os.O_WRONLY, filePerm)
+		}
+		if err == nil {
+			return file, f, direct
+		}
+		// Gone or unusable: forget it and try another.
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.root.Remove(f.name)
+		}
+	}
+}
+
+// readerCounts counts the Readers open on each key, so that Delete never
+// hands a file someone reads to a Put that would overwrite it.
+type readerCounts struct {
+	seed    maphash.Seed
+	stripes [readerStripes]struct {
+		mu sync.Mutex
+		n  map[string]int
+		_  [40]byte // keep stripes on separate cache lines
+	}
+}
+
+func newReaderCounts() *readerCounts {
+	rc := &readerCounts{seed: maphash.MakeSeed()}
+	for i := range rc.stripes {
+		rc.stripes[i].n = make(map[string]int)
+	}
+	return rc
+}
+
+func (rc *readerCounts) stripe(key string) *sync.Mutex {
+	return &rc.stripes[maphash.String(rc.seed, key)%readerStripes].mu
+}
+
+func (rc *readerCounts) counts(key string) map[string]int {
+	return rc.stripes[maphash.String(rc.seed, key)%readerStripes].n
+}
+
+// inc counts a reader of key that is about to open it.
+func (rc *readerCounts) inc(key string) {
+	mu := rc.stripe(key)
+	mu.Lock()
+	rc.counts(key)[key]++
+	mu.Unlock()
+}
+
+// dec uncounts a reader of key.
+func (rc *readerCounts) dec(key string) {
+	mu := rc.stripe(key)
+	mu.Lock()
+	n := rc.counts(key)
+	if n[key] <= 1 {
+		delete(n, key)
+	} else {
+		n[key]--
+	}
+	mu.Unlock()
+}
+
+// open reports whether key has readers; the caller holds key's stripe.
+func (rc *readerCounts) open(key string) bool { return rc.counts(key)[key] > 0 }
+
+// deleteOrKeep removes key's file of the given size, or keeps it for
+// reuse.
+func (s *Store) deleteOrKeep(key string, size int64) error {
+	if s.pool != nil && size >= s.reuseMin {
+		kept, evict, err := s.keep(key, size)
+		s.remove(evict)
+		if kept || err != nil {
+			return err
+		}
+	}
+	return s.root.Remove(key)
+}
