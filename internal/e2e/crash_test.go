@@ -374,7 +374,11 @@ func TestCrashRecoveryVersioned(t *testing.T) {
 
 func runCrash(t *testing.T, rounds int, versioned bool) {
 	dir := t.TempDir()
-	srv := startChild(t, dir, crashArgs...)
+	// The ops listener's metrics show whether freed block files were
+	// rewritten for new blocks (blob.fs.reuse) before the kills.
+	ops := freeAddr(t)
+	args := append(slices.Clone(crashArgs), "--console-address", ops)
+	srv := startChild(t, dir, args...)
 	c := newClient(t, srv.endpoint)
 	const bucket = "crash"
 	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
@@ -392,6 +396,7 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 	t.Logf("seed %d", seed)
 	rng := mrand.New(mrand.NewPCG(seed, 1))
 	var acked, unacked int
+	var reused float64 // blocks written over kept freed files, over the rounds
 
 	for round := 0; round < rounds && !t.Failed(); round++ {
 		led := newLedger(state, time.Now())
@@ -411,12 +416,13 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 		t0 := time.Now()
 		time.Sleep(300*time.Millisecond + time.Duration(rng.IntN(1200))*time.Millisecond)
 		killed.Store(true)
+		reused += metric(t, "http://"+ops+"/metrics", "coffer_blob_reused_total")
 		close(stop)
 		srv.kill()
 		t1 := time.Now()
 		wg.Wait()
 		t2 := time.Now()
-		srv = startChild(t, dir, crashArgs...)
+		srv = startChild(t, dir, args...)
 		c = newClient(t, srv.endpoint)
 		t3 := time.Now()
 		untouched := make(map[string]version)
@@ -438,9 +444,12 @@ func runCrash(t *testing.T, rounds int, versioned bool) {
 		}
 		checkUsageAfterCrash(t, srv.endpoint, c, bucket, fmt.Sprint("round ", round))
 	}
-	t.Logf("%d rounds: %d acknowledged writes, %d unacknowledged at the kill", rounds, acked, unacked)
+	t.Logf("%d rounds: %d acknowledged writes, %d unacknowledged at the kill, %.0f blocks written over reused files", rounds, acked, unacked, reused)
 	if acked < rounds*10 {
 		t.Errorf("only %d writes were acknowledged in %d rounds; the test exercised little", acked, rounds)
+	}
+	if reused == 0 && !versioned { // a versioned bucket's writes free no block
+		t.Errorf("no block was written over a reused file in %d rounds: the kills never met the reuse path", rounds)
 	}
 
 	// Garbage collection leaves exactly the live blocks: first with the
