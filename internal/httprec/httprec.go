@@ -12,8 +12,8 @@ import (
 // Writer is an http.ResponseWriter that records the status and counts the
 // body bytes of the response written through it. It keeps the fast paths
 // of the writer it wraps: ReadFrom (net/http sends an *os.File, or an
-// io.LimitedReader over one, with sendfile(2)), Flush, and Unwrap for
-// http.ResponseController.
+// io.LimitedReader over one, with sendfile(2)), Flush and FlushError, and
+// Unwrap for http.ResponseController.
 //
 // A Writer is used by one handler goroutine at a time, as any
 // http.ResponseWriter is. The zero Writer is not usable: set
@@ -77,6 +77,14 @@ func (w *Writer) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// FlushError flushes the wrapped writer and returns its error, or
+// http.ErrNotSupported when it cannot flush. http.ResponseController
+// prefers it to Flush, so that a flush failure reaches the caller as it
+// would without the Writer in between.
+func (w *Writer) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap returns the wrapped writer, for http.ResponseController.

@@ -107,6 +107,11 @@ func TestFlushAndController(t *testing.T) {
 	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); !errors.Is(err, http.ErrNotSupported) {
 		t.Errorf("SetWriteDeadline = %v, want ErrNotSupported from the wrapped writer", err)
 	}
-	// Over a writer that cannot flush, Flush does nothing.
-	(&Writer{ResponseWriter: plainWriter{httptest.NewRecorder()}}).Flush()
+	// Over a writer that cannot flush, Flush does nothing and the
+	// controller says so.
+	w = &Writer{ResponseWriter: plainWriter{httptest.NewRecorder()}}
+	w.Flush()
+	if err := http.NewResponseController(w).Flush(); !errors.Is(err, http.ErrNotSupported) {
+		t.Errorf("ResponseController.Flush over a plain writer = %v, want ErrNotSupported", err)
+	}
 }
