@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/httprec"
 )
 
 // AuditLog is what the Handler needs of the audit log for the audit
@@ -58,36 +59,9 @@ type Observer interface {
 	ObserveAdmin(rec *Record)
 }
 
-// observedWriter remembers the status and counts the body bytes of a
-// response for the Observer.
-type observedWriter struct {
-	http.ResponseWriter
-	status  int
-	written int64
-}
-
-func (w *observedWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *observedWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.written += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 // observe tells the observer about a finished request.
-func (h *Handler) observe(w *observedWriter, rq *request, start time.Time) {
-	status := w.status
+func (h *Handler) observe(w *httprec.Writer, rq *request, start time.Time) {
+	status := w.Status
 	if status == 0 {
 		status = http.StatusOK
 		if rq.r.Context().Err() != nil {
@@ -108,7 +82,7 @@ func (h *Handler) observe(w *observedWriter, rq *request, start time.Time) {
 		Start:              start,
 		Duration:           time.Since(start),
 		BytesIn:            int64(len(rq.body)),
-		BytesOut:           w.written,
+		BytesOut:           w.Written,
 	}
 	if rq.ep != nil {
 		rec.Op = rq.ep.name

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
@@ -206,7 +207,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rq := &request{id: h.newID(), r: r}
 	w.Header().Set("x-amz-request-id", rq.id)
 	if h.observer != nil {
-		ow := &observedWriter{ResponseWriter: w}
+		ow := &httprec.Writer{ResponseWriter: w}
 		w = ow
 		// Deferred first, so it runs last: after a panic was answered.
 		defer h.observe(ow, rq, start)

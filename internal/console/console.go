@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -295,7 +296,7 @@ func (h *Handler) signedIn(fn sessionHandler) http.HandlerFunc { return h.guard(
 func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var a *action
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httprec.Writer{ResponseWriter: w}
 		if stateChanging(r.Method) {
 			if a = h.beginAction(r); a != nil {
 				w = sw

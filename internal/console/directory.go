@@ -57,6 +57,21 @@ func (h *Handler) directory() (Directory, error) {
 	return d, nil
 }
 
+// directoryFor returns the Directory for admin action a ("CreateUser")
+// of s: the prologue of every Users, Groups, Policies and Simulator
+// handler. Without a Directory it returns the 404 page error, and
+// AccessDenied if s may not perform a (see mayAdmin).
+func (h *Handler) directoryFor(r *http.Request, s *session, a string) (Directory, error) {
+	d, err := h.directory()
+	if err != nil {
+		return nil, err
+	}
+	if err := h.mayAdmin(r, s, a); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
 // perms says which admin actions the signed-in principal may perform,
 // by action name without "admin:" (CreateUser, …), for templates to show
 // only the forms and buttons that would work. Every change is authorized

@@ -46,11 +46,8 @@ func (h *Handler) listGroups(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (h *Handler) renderGroups(w http.ResponseWriter, r *http.Request, s *session, status int, v groupsView) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "ListGroups")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "ListGroups"); err != nil {
 		return err
 	}
 	if v.Groups, err = d.Groups(r.Context()); err != nil {
@@ -62,11 +59,8 @@ func (h *Handler) renderGroups(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (h *Handler) createGroup(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreateGroup")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreateGroup"); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
@@ -92,11 +86,8 @@ type groupView struct {
 }
 
 func (h *Handler) showGroup(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "GetGroup")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "GetGroup"); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -134,11 +125,8 @@ func (h *Handler) showGroup(w http.ResponseWriter, r *http.Request, s *session) 
 // updateMembers adds the posted user "add" to the group, or removes
 // "remove".
 func (h *Handler) updateMembers(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "UpdateGroupMembers")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "UpdateGroupMembers"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -175,11 +163,8 @@ func (h *Handler) attachGroupPolicy(attach bool) sessionHandler {
 }
 
 func (h *Handler) deleteGroup(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "DeleteGroup")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "DeleteGroup"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")

@@ -62,11 +62,8 @@ func (h *Handler) listPolicies(w http.ResponseWriter, r *http.Request, s *sessio
 }
 
 func (h *Handler) renderPolicies(w http.ResponseWriter, r *http.Request, s *session, status int, v policiesView) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "ListPolicies")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "ListPolicies"); err != nil {
 		return err
 	}
 	if v.Policies, err = d.Policies(r.Context()); err != nil {
@@ -80,11 +77,8 @@ func (h *Handler) renderPolicies(w http.ResponseWriter, r *http.Request, s *sess
 func policyPath(name string) string { return "/policies/" + url.PathEscape(name) }
 
 func (h *Handler) createPolicy(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreatePolicy")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreatePolicy"); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -125,11 +119,8 @@ func (h *Handler) showPolicy(w http.ResponseWriter, r *http.Request, s *session)
 }
 
 func (h *Handler) renderPolicy(w http.ResponseWriter, r *http.Request, s *session, status int, v policyView) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "GetPolicy")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "GetPolicy"); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -167,11 +158,8 @@ func (h *Handler) renderPolicy(w http.ResponseWriter, r *http.Request, s *sessio
 // updatePolicy replaces a named policy's document; a document that does
 // not parse is shown again with the error beside it.
 func (h *Handler) updatePolicy(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreatePolicy")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreatePolicy"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -196,11 +184,8 @@ func (h *Handler) attachNamedPolicy(w http.ResponseWriter, r *http.Request, s *s
 }
 
 func (h *Handler) deletePolicy(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "DeletePolicy")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "DeletePolicy"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -256,7 +257,7 @@ func (h *Handler) beginAction(r *http.Request) *action {
 // endAction records a's request, answered with status (err is the
 // handler's error, if any); s is the session, nil without one. A request
 // that changed nothing by design (a confirmation step) is not recorded.
-func (h *Handler) endAction(r *http.Request, a *action, s *session, sw *statusWriter, err error) {
+func (h *Handler) endAction(r *http.Request, a *action, s *session, sw *httprec.Writer, err error) {
 	if a == nil {
 		return
 	}
@@ -264,15 +265,15 @@ func (h *Handler) endAction(r *http.Request, a *action, s *session, sw *statusWr
 	if form == nil {
 		form = url.Values{}
 	}
-	if sw.status == 0 {
-		sw.status = http.StatusOK
+	if sw.Status == 0 {
+		sw.Status = http.StatusOK
 	}
 	spec, ok := actions[r.Pattern]
-	if ok && spec.change != nil && sw.status < 400 && !spec.change(form) {
+	if ok && spec.change != nil && sw.Status < 400 && !spec.change(form) {
 		return
 	}
-	e := audit.Event{Time: a.start, Source: audit.SourceConsole, Op: a.op, Status: sw.status, Code: a.code,
-		SourceIP: clientAddr(r).String(), BytesOut: sw.written, Duration: h.clock().Sub(a.start)}
+	e := audit.Event{Time: a.start, Source: audit.SourceConsole, Op: a.op, Status: sw.Status, Code: a.code,
+		SourceIP: clientAddr(r).String(), BytesOut: sw.Written, Duration: h.clock().Sub(a.start)}
 	if r.ContentLength > 0 {
 		e.BytesIn = r.ContentLength
 	}
@@ -333,39 +334,11 @@ func (h *Handler) recordSignIn(r *http.Request, start time.Time, name string, p 
 	h.events.RecordBounded(e)
 }
 
-// statusWriter is the http.ResponseWriter of a state-changing request:
-// it remembers the status and counts the body's bytes, for the audit
-// record.
-type statusWriter struct {
-	http.ResponseWriter
-	status  int
-	written int64
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.written += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// unwrap returns the connection's own writer under a statusWriter, for
+// unwrap returns the connection's own writer under guard's httprec.Writer, for
 // http.MaxBytesReader: only that one can close the connection after a
 // body over the limit.
 func unwrap(w http.ResponseWriter) http.ResponseWriter {
-	if sw, ok := w.(*statusWriter); ok {
+	if sw, ok := w.(*httprec.Writer); ok {
 		return sw.ResponseWriter
 	}
 	return w

@@ -114,11 +114,8 @@ func (f simForm) input() (iam.SimulateInput, string) {
 }
 
 func (h *Handler) simulator(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "SimulatePolicy")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "SimulatePolicy"); err != nil {
 		return err
 	}
 	ctx := r.Context()

@@ -61,11 +61,8 @@ func (h *Handler) listUsers(w http.ResponseWriter, r *http.Request, s *session) 
 }
 
 func (h *Handler) renderUsers(w http.ResponseWriter, r *http.Request, s *session, status int, v usersView) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "ListUsers")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "ListUsers"); err != nil {
 		return err
 	}
 	if v.Users, err = d.Users(r.Context()); err != nil {
@@ -84,11 +81,8 @@ type newKeyView struct {
 }
 
 func (h *Handler) createUser(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreateUser")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreateUser"); err != nil {
 		return err
 	}
 	name := strings.TrimSpace(r.PostFormValue("name"))
@@ -133,11 +127,8 @@ func (h *Handler) showUser(w http.ResponseWriter, r *http.Request, s *session) e
 }
 
 func (h *Handler) renderUser(w http.ResponseWriter, r *http.Request, s *session, status int, v userView) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "GetUser")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "GetUser"); err != nil {
 		return err
 	}
 	ctx := r.Context()
@@ -188,11 +179,8 @@ func (h *Handler) setUserDisabled(disabled bool) sessionHandler {
 		op, verb = "DisableUser", "Disabled"
 	}
 	return func(w http.ResponseWriter, r *http.Request, s *session) error {
-		d, err := h.directory()
+		d, err := h.directoryFor(r, s, op)
 		if err != nil {
-			return err
-		}
-		if err := h.mayAdmin(r, s, op); err != nil {
 			return err
 		}
 		name := r.PathValue("name")
@@ -206,11 +194,8 @@ func (h *Handler) setUserDisabled(disabled bool) sessionHandler {
 }
 
 func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "DeleteUser")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "DeleteUser"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -225,11 +210,8 @@ func (h *Handler) deleteUser(w http.ResponseWriter, r *http.Request, s *session)
 // setUserPassword sets a user's console password. The password is
 // neither logged nor shown again.
 func (h *Handler) setUserPassword(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "SetUserPassword")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "SetUserPassword"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -256,19 +238,15 @@ func (h *Handler) attachUserPolicy(attach bool) sessionHandler {
 // attachPolicy attaches or detaches a policy to a user or group and
 // sends the browser back to back.
 func (h *Handler) attachPolicy(w http.ResponseWriter, r *http.Request, s *session, attach bool, pol string, t iam.Target, back string) error {
-	d, err := h.directory()
+	op, verb, call := "DetachPolicy", "Detached", Directory.DetachPolicy
+	if attach {
+		op, verb, call = "AttachPolicy", "Attached", Directory.AttachPolicy
+	}
+	d, err := h.directoryFor(r, s, op)
 	if err != nil {
 		return err
 	}
-	op, verb := "DetachPolicy", "Detached"
-	call := d.DetachPolicy
-	if attach {
-		op, verb, call = "AttachPolicy", "Attached", d.AttachPolicy
-	}
-	if err := h.mayAdmin(r, s, op); err != nil {
-		return err
-	}
-	if err := call(r.Context(), pol, t); err != nil {
+	if err := call(d, r.Context(), pol, t); err != nil {
 		msg, ok := formError(err)
 		if !ok {
 			return err
@@ -303,11 +281,8 @@ func keyOptions(f keyForm, now time.Time) (iam.KeyOptions, error) {
 // createKey makes an access key for the user, optionally scoped by a
 // policy, and shows its secret once.
 func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreateAccessKey")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreateAccessKey"); err != nil {
 		return err
 	}
 	name := r.PathValue("name")
@@ -337,11 +312,8 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s *session) 
 // and expiry, and disables the old one: clients move to the new key, and
 // the old one can be enabled again to roll back, or deleted.
 func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "CreateAccessKey")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "CreateAccessKey"); err != nil {
 		return err
 	}
 	if err := h.mayAdmin(r, s, "UpdateAccessKey"); err != nil {
@@ -378,11 +350,8 @@ func (h *Handler) setKeyDisabled(disabled bool) sessionHandler {
 		verb = "Disabled"
 	}
 	return func(w http.ResponseWriter, r *http.Request, s *session) error {
-		d, err := h.directory()
+		d, err := h.directoryFor(r, s, "UpdateAccessKey")
 		if err != nil {
-			return err
-		}
-		if err := h.mayAdmin(r, s, "UpdateAccessKey"); err != nil {
 			return err
 		}
 		ctx := r.Context()
@@ -400,11 +369,8 @@ func (h *Handler) setKeyDisabled(disabled bool) sessionHandler {
 }
 
 func (h *Handler) confirmDeleteKey(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "DeleteAccessKey")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "DeleteAccessKey"); err != nil {
 		return err
 	}
 	k, err := d.Key(r.Context(), r.PathValue("key"))
@@ -420,11 +386,8 @@ func (h *Handler) confirmDeleteKey(w http.ResponseWriter, r *http.Request, s *se
 }
 
 func (h *Handler) deleteKey(w http.ResponseWriter, r *http.Request, s *session) error {
-	d, err := h.directory()
+	d, err := h.directoryFor(r, s, "DeleteAccessKey")
 	if err != nil {
-		return err
-	}
-	if err := h.mayAdmin(r, s, "DeleteAccessKey"); err != nil {
 		return err
 	}
 	ctx := r.Context()

@@ -26,14 +26,23 @@ func configKey(bucket, name string) []byte {
 
 // PutBucketConfig stores doc as bucket's configuration document name,
 // replacing any; a nil doc deletes it (deleting none is not an error). It
-// returns ErrNoBucket if the bucket does not exist. The bucket's read lock
-// excludes DeleteBucket, so no document outlives its bucket.
+// returns ErrNoBucket if the bucket does not exist; no document outlives
+// its bucket (see putBucketDoc).
 func (db *DB) PutBucketConfig(ctx context.Context, bucket, name string, doc []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if name == "" {
 		return errors.New("meta: empty configuration name")
+	}
+	return db.putBucketDoc(ctx, bucket, configKey(bucket, name), name+" configuration", doc)
+}
+
+// putBucketDoc sets (doc != nil) or deletes the document of bucket under
+// key: a configuration or the policy; what names it in an error. It
+// returns ErrNoBucket if the bucket does not exist. The bucket's read lock
+// excludes DeleteBucket, which takes it exclusively and removes the
+// bucket's documents, so no document outlives its bucket.
+func (db *DB) putBucketDoc(ctx context.Context, bucket string, key []byte, what string, doc []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	mu := db.bucketLock(bucket)
 	mu.RLock()
@@ -47,12 +56,12 @@ func (db *DB) PutBucketConfig(ctx context.Context, bucket, name string, doc []by
 	b := tx.newBatch()
 	defer b.close()
 	if doc == nil {
-		b.delete(configKey(bucket, name))
+		b.delete(key)
 	} else {
-		b.set(configKey(bucket, name), doc)
+		b.set(key, doc)
 	}
 	if err := b.commit(db.sync); err != nil {
-		return fmt.Errorf("meta: commit %s configuration of %s: %w", name, bucket, err)
+		return fmt.Errorf("meta: write %s of %s: %w", what, bucket, err)
 	}
 	return nil
 }

@@ -30,42 +30,13 @@ func policyKey(bucket string) []byte {
 // with the bucket, so a bucket created again under the name starts without
 // one.
 func (db *DB) PutBucketPolicy(ctx context.Context, bucket string, doc []byte) error {
-	return db.writeBucketPolicy(ctx, bucket, doc)
+	return db.putBucketDoc(ctx, bucket, policyKey(bucket), "policy", doc)
 }
 
 // DeleteBucketPolicy removes bucket's policy; removing none is not an
 // error. It returns ErrNoBucket if the bucket does not exist.
 func (db *DB) DeleteBucketPolicy(ctx context.Context, bucket string) error {
-	return db.writeBucketPolicy(ctx, bucket, nil)
-}
-
-// writeBucketPolicy sets (doc != nil) or deletes bucket's policy. The
-// bucket's read lock excludes DeleteBucket, which takes it exclusively, so
-// no policy outlives its bucket.
-func (db *DB) writeBucketPolicy(ctx context.Context, bucket string, doc []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	mu := db.bucketLock(bucket)
-	mu.RLock()
-	defer mu.RUnlock()
-	tx := db.kv.begin(ctx)
-	defer tx.end()
-	tx.lockBucket(bucket, false)
-	if err := db.checkBucket(tx, bucket); err != nil {
-		return err
-	}
-	b := tx.newBatch()
-	defer b.close()
-	if doc == nil {
-		b.delete(policyKey(bucket))
-	} else {
-		b.set(policyKey(bucket), doc)
-	}
-	if err := b.commit(db.sync); err != nil {
-		return fmt.Errorf("meta: write policy of %s: %w", bucket, err)
-	}
-	return nil
+	return db.putBucketDoc(ctx, bucket, policyKey(bucket), "policy", nil)
 }
 
 // BucketPolicy returns bucket's policy, or nil if it has none. It returns

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/coffer-s3/coffer/internal/meta"
-	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // Access control lists are stored opaquely, in the form package acl
@@ -71,30 +70,7 @@ func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) 
 // Errors: as ObjectACL.
 func (s *Service) PutObjectACL(ctx context.Context, bucket, key, versionID string, doc []byte) (string, error) {
 	ctx = writeContext(ctx)
-	res := bucket + "/" + key
-	if err := checkVersionID(versionID, res); err != nil {
-		return "", err
-	}
-	rec, err := s.db.ModifyVersion(ctx, bucket, key, versionID, func(o *meta.Object) error {
-		if o.DeleteMarker {
-			return s3err.New(s3err.MethodNotAllowed, res).
-				With("Method", "PUT").With("ResourceType", "DeleteMarker").
-				WithHeader("x-amz-delete-marker", "true").WithHeader("x-amz-version-id", o.S3VersionID())
-		}
-		o.ACL = doc
-		return nil
-	})
-	switch {
-	case errors.Is(err, meta.ErrNotFound):
-		_, _, err = s.lookup(ctx, bucket, key, versionID)
-		if err == nil {
-			err = fmt.Errorf("set ACL of %s: version gone and back", res)
-		}
-		return "", err
-	case err != nil:
-		return "", s.writeErr(err, bucket, key)
-	}
-	return taggingVersionID(&rec, versionID), nil
+	return s.modifyVersion(ctx, bucket, key, versionID, "set ACL of", func(o *meta.Object) { o.ACL = doc })
 }
 
 // PutBucketACL replaces bucket's ACL (nil: private to its owner). Errors:

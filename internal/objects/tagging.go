@@ -144,6 +144,14 @@ func (s *Service) DeleteObjectTagging(ctx context.Context, bucket, key, versionI
 }
 
 func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, tags []meta.Tag) (string, error) {
+	return s.modifyVersion(ctx, bucket, key, versionID, "tag", func(o *meta.Object) { o.Tags = tags })
+}
+
+// modifyVersion changes a subresource of a version of bucket/key (its tags,
+// its ACL) in place with set, and returns the version ID to report. A
+// delete marker has none: MethodNotAllowed, as S3 answers. what says what
+// was being done, for an unexpected error ("tag", "set ACL of").
+func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID, what string, set func(*meta.Object)) (string, error) {
 	res := bucket + "/" + key
 	if err := checkVersionID(versionID, res); err != nil {
 		return "", err
@@ -154,7 +162,7 @@ func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, ta
 				With("Method", "PUT").With("ResourceType", "DeleteMarker").
 				WithHeader("x-amz-delete-marker", "true").WithHeader("x-amz-version-id", o.S3VersionID())
 		}
-		o.Tags = tags
+		set(o)
 		return nil
 	})
 	switch {
@@ -163,7 +171,7 @@ func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, ta
 		// or not), or no such version.
 		_, _, err = s.lookup(ctx, bucket, key, versionID)
 		if err == nil {
-			err = fmt.Errorf("tag %s: version gone and back", res)
+			err = fmt.Errorf("%s %s: version gone and back", what, res)
 		}
 		return "", err
 	case err != nil:

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/lifecycle"
 	"github.com/coffer-s3/coffer/internal/objects"
@@ -281,7 +282,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rq.idle = idleBody{rc: rq.rawBody, w: w, idle: h.cfg.BodyIdleTimeout}
 		rq.rawBody = &rq.idle
 	}
-	rw := &responseWriter{ResponseWriter: w}
+	// rw tells writeError whether the status line has gone out, and
+	// finish what was sent. Its ReadFrom hands a GET's block file (from
+	// objects' block reader and fsblob's Reader) to net/http's, which
+	// sends it with sendfile(2).
+	rw := &httprec.Writer{ResponseWriter: w}
 	start := h.clock()
 	// Deferred first, so it runs last: after a panic has been answered,
 	// and also when the client went away (a re-panic of ErrAbortHandler).

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -304,7 +305,7 @@ func TestWriteError(t *testing.T) {
 				r = r.WithContext(tc.ctx())
 			}
 			rec := httptest.NewRecorder()
-			w := &responseWriter{ResponseWriter: rec}
+			w := &httprec.Writer{ResponseWriter: rec}
 			if tc.pre != nil {
 				tc.pre(w)
 			}
@@ -313,8 +314,8 @@ func TestWriteError(t *testing.T) {
 					if v := recover(); v != http.ErrAbortHandler {
 						t.Errorf("writeError recovered %v, want http.ErrAbortHandler", v)
 					}
-					if rec.Body.Len() != 0 || w.status != 0 {
-						t.Errorf("aborted response wrote status %d, body %q", w.status, rec.Body.String())
+					if rec.Body.Len() != 0 || w.Status != 0 {
+						t.Errorf("aborted response wrote status %d, body %q", w.Status, rec.Body.String())
 					}
 				}()
 			}
@@ -439,7 +440,7 @@ func TestWriteErrorDrainsBoundedBody(t *testing.T) {
 			rq := &request{id: "REQ", hostID: "HOST", op: &ops[0], auth: tc.auth, principal: tc.principal, rawBody: body}
 			r := httptest.NewRequest("PUT", "/bkt/k", nil)
 			rec := httptest.NewRecorder()
-			h.writeError(&responseWriter{ResponseWriter: rec}, r, rq, s3err.New(s3err.PreconditionFailed, ""))
+			h.writeError(&httprec.Writer{ResponseWriter: rec}, r, rq, s3err.New(s3err.PreconditionFailed, ""))
 			if rec.Code != http.StatusPreconditionFailed {
 				t.Errorf("status %d, want 412", rec.Code)
 			}

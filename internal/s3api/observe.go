@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -124,12 +125,12 @@ func (b *bodyCounter) Close() error { return b.rc.Close() }
 // finish ends a request: it tells the observer and writes the debug log
 // line. ServeHTTP defers it, so it runs for panics too, after they have
 // been answered.
-func (h *Handler) finish(rw *responseWriter, r *http.Request, rq *request, start time.Time) {
+func (h *Handler) finish(rw *httprec.Writer, r *http.Request, rq *request, start time.Time) {
 	debug := h.log.Enabled(r.Context(), slog.LevelDebug)
 	if h.observer == nil && !debug {
 		return
 	}
-	status := rw.status
+	status := rw.Status
 	if status == 0 {
 		status = http.StatusOK
 		if rq.aborted {
@@ -148,7 +149,7 @@ func (h *Handler) finish(rw *responseWriter, r *http.Request, rq *request, start
 			Status:      status,
 			Code:        rq.code,
 			BytesIn:     ob.body.n,
-			BytesOut:    rw.written,
+			BytesOut:    rw.Written,
 			Start:       start,
 			Duration:    dur,
 			Bucket:      rq.bucket,
@@ -173,6 +174,6 @@ func (h *Handler) finish(rw *responseWriter, r *http.Request, rq *request, start
 	if debug {
 		h.log.DebugContext(r.Context(), "request served", "request_id", rq.id, "op", rq.opName(),
 			"bucket", rq.bucket, "key", rq.key, "access_key_id", rq.principal.AccessKeyID,
-			"status", status, "code", rq.code, "bytes", rw.written, "duration", dur)
+			"status", status, "code", rq.code, "bytes", rw.Written, "duration", dur)
 	}
 }

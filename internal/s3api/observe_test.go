@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 )
@@ -315,8 +316,8 @@ func TestObserverAllocs(t *testing.T) {
 	h.observer = obs
 	r := httptest.NewRequest("PUT", "/bkt/k", strings.NewReader("body"))
 	h.obs.New = func() any { return new(observation) }
-	rw := &responseWriter{ResponseWriter: httptest.NewRecorder()}
-	rw.status, rw.written = 200, 10
+	rw := &httprec.Writer{ResponseWriter: httptest.NewRecorder()}
+	rw.Status, rw.Written = 200, 10
 	rq := &request{id: "REQ", op: &ops[0], bucket: "bkt", key: "k"}
 	if n := testing.AllocsPerRun(100, func() {
 		rq.obs = h.obs.Get().(*observation)

@@ -10,61 +10,11 @@ import (
 	"strconv"
 
 	"github.com/coffer-s3/coffer/internal/cors"
+	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
-
-// responseWriter remembers whether the status line has been sent, so that
-// writeError knows whether an error document can still be written.
-type responseWriter struct {
-	http.ResponseWriter
-	status  int   // status sent; 0 before WriteHeader
-	written int64 // body bytes written
-}
-
-// WriteHeader implements http.ResponseWriter.
-func (w *responseWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-// Write implements http.ResponseWriter.
-func (w *responseWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.written += int64(n)
-	return n, err
-}
-
-// ReadFrom passes src to the underlying writer's ReadFrom when it has one:
-// net/http's sends an *os.File (or an io.LimitedReader over one) with
-// sendfile(2), which is how a GET of a block object reaches the socket
-// without passing through user space (objects' block reader and fsblob's
-// Reader hand their files down to here).
-func (w *responseWriter) ReadFrom(src io.Reader) (int64, error) {
-	if w.status == 0 {
-		w.WriteHeader(http.StatusOK)
-	}
-	var (
-		n   int64
-		err error
-	)
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		n, err = rf.ReadFrom(src)
-	} else {
-		n, err = io.Copy(struct{ io.Writer }{w.ResponseWriter}, src)
-	}
-	w.written += n
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // writeXML writes v as an XML document with status. The document is
 // encoded into memory first, so that an encoding error is still an error
@@ -102,14 +52,14 @@ var keptOnNotModified = [...]string{"ETag", "Last-Modified", "x-amz-version-id"}
 // no body. If the status line has already been sent (a GET body failed
 // midway), nothing can be written: the error is logged and net/http ends
 // the connection short of Content-Length, so the client sees the failure.
-func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, err error) {
+func (h *Handler) writeError(w *httprec.Writer, r *http.Request, rq *request, err error) {
 	ctx := r.Context()
 	// A body that stopped arriving (idleBody's deadline) cancels the
 	// request's context too, but the client is still there to be told.
 	timedOut := s3err.Is(err, s3err.RequestTimeout)
 	if !timedOut && (errors.Is(err, context.Canceled) || ctx.Err() != nil) {
 		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
-		if w.status == 0 {
+		if w.Status == 0 {
 			// Returning would let net/http send an empty 200 to a
 			// client that may still be listening (a half-closed
 			// connection cancels the context too): abort instead, so
@@ -119,9 +69,9 @@ func (h *Handler) writeError(w *responseWriter, r *http.Request, rq *request, er
 		}
 		return
 	}
-	if w.status != 0 {
+	if w.Status != 0 {
 		h.log.WarnContext(ctx, "response failed after its status was sent",
-			"request_id", rq.id, "op", rq.opName(), "status", w.status, "written", w.written, "err", err)
+			"request_id", rq.id, "op", rq.opName(), "status", w.Status, "written", w.Written, "err", err)
 		rq.code = s3err.CodeOf(err)
 		return
 	}

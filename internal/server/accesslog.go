@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/httprec"
 )
 
 // accessQueueLen bounds the records waiting to be written. When the writer
@@ -59,14 +60,14 @@ func (a *accessLog) wrap(next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
-		rw := &recorder{ResponseWriter: w}
+		rw := &httprec.Writer{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		a.enqueue(accessRecord{
 			at:        start,
 			method:    r.Method,
 			path:      r.URL.Path,
-			status:    rw.statusOr200(),
-			bytes:     rw.bytes,
+			status:    rw.StatusOr200(),
+			bytes:     rw.Written,
 			dur:       time.Since(start),
 			accessKey: accessKeyID(r),
 			requestID: requestID(w.Header()),
@@ -174,59 +175,4 @@ func remoteHost(addr string) string {
 		return host
 	}
 	return addr
-}
-
-// recorder is an http.ResponseWriter that counts the status and the body
-// bytes. It keeps the fast paths of the writer it wraps: ReadFrom (sendfile
-// for file-backed bodies), Flush, and Unwrap for http.ResponseController.
-type recorder struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 && code >= 200 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(p []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	n, err := r.ResponseWriter.Write(p)
-	r.bytes += int64(n)
-	return n, err
-}
-
-func (r *recorder) ReadFrom(src io.Reader) (int64, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	var n int64
-	var err error
-	if rf, ok := r.ResponseWriter.(io.ReaderFrom); ok {
-		n, err = rf.ReadFrom(src)
-	} else {
-		n, err = io.Copy(struct{ io.Writer }{r.ResponseWriter}, src)
-	}
-	r.bytes += n
-	return n, err
-}
-
-func (r *recorder) Flush() {
-	if f, ok := r.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
-
-func (r *recorder) statusOr200() int {
-	if r.status == 0 {
-		return http.StatusOK
-	}
-	return r.status
 }
