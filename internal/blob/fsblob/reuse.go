@@ -271,10 +271,18 @@ func (s *Store) openKept(size int64, direct bool) (*os.File, *freeFile, bool) {
 			file, err = s.root.OpenFile(f.name, os.O_WRONLY, filePerm)
 		}
 		if err == nil {
-			return file, f, direct
+			// The size Delete saw may not be the file's: a Put that
+			// replaced the key in between would have put another file
+			// there. Rewrite only a file of the class asked for.
+			fi, serr := file.Stat()
+			if serr == nil && sizeClass(fi.Size()) == sizeClass(size) {
+				f.size = fi.Size()
+				return file, f, direct
+			}
+			file.Close()
 		}
-		// Gone or unusable: forget it and try another.
-		if !errors.Is(err, fs.ErrNotExist) {
+		// Gone, unusable or of another size: forget it and try another.
+		if err == nil || !errors.Is(err, fs.ErrNotExist) {
 			s.root.Remove(f.name)
 		}
 	}

@@ -3,6 +3,7 @@ package fsblob
 import (
 	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -373,4 +374,29 @@ func TestReuseConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// A kept file whose size is not what Delete saw (a Put replaced the key
+// between Delete's Lstat and its rename) is never rewritten for a blob of
+// the recorded size: it would keep a tail of old bytes.
+func TestReuseChecksKeptSize(t *testing.T) {
+	s := open(t, Config{Reuse: 1 << 20})
+	const size = 40 << 10
+	putBytes(t, s, "a", fill('a', size))
+	deleteKey(t, s, "a")
+	kept := keptNames(t, s)
+	if len(kept) != 1 {
+		t.Fatalf("kept %q", kept)
+	}
+	// Grow the kept file behind the pool's back, as a replaced key would.
+	if err := os.WriteFile(filepath.Join(s.root.Name(), tmpDir, kept[0]), fill('z', 3*size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	putBytes(t, s, "b", fill('b', size))
+	if got := getBytes(t, s, "b"); !bytes.Equal(got, fill('b', size)) {
+		t.Fatalf("Get(b) = %d bytes, want %d × 'b'", len(got), size)
+	}
+	if n := keptNames(t, s); len(n) != 0 {
+		t.Errorf("the mismatched kept file is still in %s: %q", tmpDir, n)
+	}
 }
