@@ -101,22 +101,36 @@ func (cr *chunkedReader) init(r io.Reader, res *Result) {
 	}
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. It fills p as far as the body goes, across
+// chunk boundaries, rather than returning what one read of the underlying
+// reader brought: a consumer that writes each Read to a file (fsblob does)
+// then makes one write per buffer instead of two or more per chunk (the
+// part of the chunk that came in with its header line, then the rest as
+// the socket delivers it). It blocks only for bytes the client must send
+// anyway. An error after some bytes were delivered in this call is
+// returned by the next call.
 func (cr *chunkedReader) Read(p []byte) (int, error) {
+	n := 0
 	for cr.err == nil {
 		if cr.state == stHeader {
 			cr.err = cr.readHeader()
 			continue
 		}
-		if len(p) == 0 {
-			return 0, nil
+		if n == len(p) {
+			return n, nil
 		}
-		n, err := cr.readData(p)
+		m, err := cr.readData(p[n:])
 		if err != nil && err != io.EOF {
 			cr.err = err
-			return 0, err // withhold bytes that failed verification
+			break // withhold bytes that failed verification
 		}
-		return n, err
+		n += m
+		if err == io.EOF {
+			return n, io.EOF
+		}
+	}
+	if n > 0 {
+		return n, nil
 	}
 	return 0, cr.err
 }
