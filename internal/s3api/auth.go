@@ -205,11 +205,17 @@ func hasContentLength(r *http.Request) bool {
 // consumer that reads exactly n bytes and stops has still seen every
 // verification r does at EOF. A body that ends early is IncompleteBody; one
 // that goes on is IncompleteBody too, since the declared length was a lie.
+//
+// With n known, a Read fills p as far as the body goes rather than
+// returning what one read of the connection brought: fsblob writes each
+// Read to the blob's file, so a 100 KiB body is one write, not one per
+// arriving segment. It blocks only for bytes the client must send anyway.
 type exactReader struct {
-	r     io.Reader
-	n     int64 // bytes left; < 0 if unknown
-	err   error // sticky
-	probe [1]byte
+	r       io.Reader
+	n       int64 // bytes left; < 0 if unknown
+	err     error // sticky
+	pending error // r's error that came after bytes of this Read, for the next one
+	probe   [1]byte
 }
 
 // Read implements io.Reader.
@@ -227,7 +233,25 @@ func (e *exactReader) Read(p []byte) (int, error) {
 	if e.n > 0 && int64(len(p)) > e.n {
 		p = p[:e.n]
 	}
-	k, err := e.r.Read(p)
+	var k int
+	var err error
+	if e.pending != nil {
+		err, e.pending = e.pending, nil
+	} else {
+		k, err = e.r.Read(p)
+	}
+	for e.n > 0 && err == nil && k < len(p) {
+		m, rerr := e.r.Read(p[k:])
+		if rerr != nil && (rerr != io.EOF || int64(k+m) != e.n) {
+			// The bytes so far came cleanly: they go now, and this
+			// read's error (with the bytes that came with it, as when
+			// it is the first read of a call) to the next call.
+			e.pending = rerr
+			break
+		}
+		k += m
+		err = rerr
+	}
 	if e.n > 0 {
 		e.n -= int64(k)
 	}

@@ -28,7 +28,11 @@ import (
 // request's seed signature.
 
 const (
-	maxChunkLine         = 4096 // bytes in a chunk-header or trailer line, CRLF included
+	maxChunkLine = 4096 // bytes in a chunk-header or trailer line, CRLF included
+	// chunkLineBuf is the line buffer's first size: a signed chunk's
+	// header with the CRLF before it is 90 bytes. It grows, up to
+	// maxChunkLine, only for longer lines (trailers, padded extensions).
+	chunkLineBuf         = 256
 	chunkSigExt          = ";chunk-signature="
 	trailerSignatureName = "x-amz-trailer-signature"
 	chunkAlgorithm       = "AWS4-HMAC-SHA256-PAYLOAD"
@@ -44,7 +48,7 @@ const (
 // straight into the caller's buffer and allocates nothing per chunk.
 type chunkedReader struct {
 	r      io.Reader
-	buf    []byte // buffered input is buf[rp:wp]; holds at most one line
+	buf    []byte // buffered input is buf[rp:wp]; holds at most one line; chunkLineBuf to maxChunkLine bytes
 	rp, wp int
 	eof    bool  // r returned io.EOF
 	rerr   error // r returned another error (after some bytes)
@@ -79,7 +83,7 @@ type chunkedReader struct {
 func (cr *chunkedReader) init(r io.Reader, res *Result) {
 	*cr = chunkedReader{
 		r:         r,
-		buf:       make([]byte, maxChunkLine),
+		buf:       make([]byte, chunkLineBuf),
 		mode:      res.Payload,
 		declared:  res.Trailers,
 		decoded:   res.DecodedLength,
@@ -101,22 +105,36 @@ func (cr *chunkedReader) init(r io.Reader, res *Result) {
 	}
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. It fills p as far as the body goes, across
+// chunk boundaries, rather than returning what one read of the underlying
+// reader brought: a consumer that writes each Read to a file (fsblob does)
+// then makes one write per buffer instead of two or more per chunk (the
+// part of the chunk that came in with its header line, then the rest as
+// the socket delivers it). It blocks only for bytes the client must send
+// anyway. An error after some bytes were delivered in this call is
+// returned by the next call.
 func (cr *chunkedReader) Read(p []byte) (int, error) {
+	n := 0
 	for cr.err == nil {
 		if cr.state == stHeader {
 			cr.err = cr.readHeader()
 			continue
 		}
-		if len(p) == 0 {
-			return 0, nil
+		if n == len(p) {
+			return n, nil
 		}
-		n, err := cr.readData(p)
+		m, err := cr.readData(p[n:])
 		if err != nil && err != io.EOF {
 			cr.err = err
-			return 0, err // withhold bytes that failed verification
+			break // withhold bytes that failed verification
 		}
-		return n, err
+		n += m
+		if err == io.EOF {
+			return n, io.EOF
+		}
+	}
+	if n > 0 {
+		return n, nil
 	}
 	return 0, cr.err
 }
@@ -186,11 +204,17 @@ func (cr *chunkedReader) rawRead(p []byte) (int, error) {
 	return 0, io.ErrNoProgress
 }
 
-// fill reads more input into buf, keeping the unread part.
+// fill reads more input into buf, keeping the unread part, and grows buf
+// (up to maxChunkLine, which readLine enforces) when a line fills it.
 func (cr *chunkedReader) fill() error {
 	if cr.rp > 0 {
 		cr.wp = copy(cr.buf, cr.buf[cr.rp:cr.wp])
 		cr.rp = 0
+	}
+	if cr.wp == len(cr.buf) && len(cr.buf) < maxChunkLine {
+		b := make([]byte, min(2*len(cr.buf), maxChunkLine))
+		cr.wp = copy(b, cr.buf[:cr.wp])
+		cr.buf = b
 	}
 	n, err := cr.rawRead(cr.buf[cr.wp:])
 	cr.wp += n
