@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/httprec"
 )
 
 // BenchmarkSendFile measures what a GET of a block object costs between
@@ -39,7 +41,7 @@ func BenchmarkSendFile(b *testing.B) {
 			}
 			defer f.Close()
 			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				rw := &responseWriter{ResponseWriter: w}
+				rw := &httprec.Writer{ResponseWriter: w}
 				rw.Header().Set("Content-Type", "binary/octet-stream")
 				rw.Header().Set("Content-Length", strconv.Itoa(size))
 				rw.WriteHeader(http.StatusOK)
