@@ -84,7 +84,11 @@ func TestDirectWriteFallback(t *testing.T) {
 		t.Skip("no direct I/O on " + runtime.GOOS)
 	}
 	s := open(t, Config{Sync: true})
-	f, _, err := s.createTemp(true)
+	tmpd, err := s.dir(tmpDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _, err := s.createTemp(tmpd, true)
 	if err != nil {
 		t.Fatal(err)
 	}

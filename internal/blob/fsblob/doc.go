@@ -6,7 +6,12 @@
 // The blob with key "b/00/abc" is the file <root>/b/00/abc; directories are
 // created as keys need them and never removed. All access goes through an
 // os.Root, so neither a crafted key nor a symbolic link planted in the tree
-// can reach outside the root, and keys are checked against blob.Store's
+// can reach outside the root. Each directory is resolved once and kept
+// open (up to 4,096): os.Root resolves a path one directory at a time on
+// every call, which cost a 100 KiB PUT about fifteen system calls and a
+// GET four; through the open directory an open, stat, unlink or rename
+// (renameat(2) between two open directories) is one call on one name,
+// which never follows a symbolic link. Keys are checked against blob.Store's
 // syntax ([0-9a-z/._-], at most 200 bytes, no leading or trailing slash, no
 // "..", no empty or "." segment) before the filesystem is touched. Temporary
 // files live in <root>/.tmp, so keys whose first segment is ".tmp" are

@@ -104,6 +104,8 @@ type Store struct {
 	clock    func() time.Time // time.Now; tests move it
 	stopLoop chan struct{}    // closed by Close: ends expireLoop
 
+	dirs dirCache // open directories under the root
+
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
 	syncers map[string]*dirSyncer // directory → its syncer, while in use
 	durable map[string]struct{}   // directories whose entry, and their ancestors', are durable
@@ -217,6 +219,7 @@ func (s *Store) Close() error {
 		close(s.stopLoop)
 		s.stopLoop = nil
 	}
+	s.closeDirs()
 	return s.root.Close()
 }
 
@@ -240,11 +243,16 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (err error) {
 	direct := oDirect != 0 && s.sync && (size >= directMin || size == blob.SizeUnknown) && !s.noDirect.Load()
-	f, kept, direct := s.openKept(size, direct)
-	var tmp string
+	tmpd, err := s.dir(tmpDir)
+	if err != nil {
+		return err
+	}
+	defer tmpd.done()
+	f, kept, direct := s.openKept(tmpd, size, direct)
+	var tmp string // name in .tmp
 	if kept != nil {
 		tmp = kept.name
-	} else if f, tmp, err = s.createTemp(direct); err != nil {
+	} else if f, tmp, err = s.createTemp(tmpd, direct); err != nil {
 		return err
 	}
 	closed := false
@@ -256,7 +264,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 			f.Close()
 		}
 		// After a successful rename this fails with ErrNotExist: harmless.
-		s.root.Remove(tmp)
+		tmpd.root.Remove(tmp)
 	}()
 
 	if err := s.copyExactly(ctx, f, r, size, direct); err != nil {
@@ -280,30 +288,34 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.rename(tmp, key); err != nil {
+	dir, name := splitKey(key)
+	d, err := s.rename(tmpd, tmp, dir, name)
+	if err != nil {
 		return err
 	}
+	defer d.done()
 	if s.sync {
-		if err := s.syncPath(key); err != nil {
+		if err := s.syncPath(dir); err != nil {
 			// The blob is visible but may not survive a crash; a
 			// failed Put must not leave it behind.
-			s.root.Remove(key)
+			d.root.Remove(name)
 			return err
 		}
 	}
 	return nil
 }
 
-// createTemp creates a new, empty temporary file, for direct I/O if direct
-// is set and the filesystem supports it.
-func (s *Store) createTemp(direct bool) (*os.File, string, error) {
+// createTemp creates a new, empty temporary file in tmpd (.tmp), for
+// direct I/O if direct is set and the filesystem supports it, and returns
+// it with its name there.
+func (s *Store) createTemp(tmpd *dirHandle, direct bool) (*os.File, string, error) {
 	for {
-		name := tmpDir + "/" + s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
+		name := s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
 		flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
 		if direct {
 			flag |= oDirect
 		}
-		f, err := s.root.OpenFile(name, flag, filePerm)
+		f, err := tmpd.root.OpenFile(name, flag, filePerm)
 		if errors.Is(err, fs.ErrExist) {
 			continue // a file left by someone else; take the next number
 		}
@@ -419,27 +431,30 @@ func (w *fileWriter) buffered() error {
 	return setDirect(w.f, false)
 }
 
-// rename moves tmp to key, creating key's parent directories if needed.
-func (s *Store) rename(tmp, key string) error {
-	err := s.root.Rename(tmp, key)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return err
+// rename moves the file tmp of tmpd (.tmp) to name in dir, creating dir
+// and its parents if needed, and returns dir's handle (the caller calls
+// done).
+func (s *Store) rename(tmpd *dirHandle, tmp, dir, name string) (*dirHandle, error) {
+	d, err := s.dir(dir)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		if err = s.root.MkdirAll(dir, dirPerm); err == nil {
+			d, err = s.dir(dir)
+		}
 	}
-	dir := path.Dir(key)
-	if dir == "." {
-		return err
+	if err != nil {
+		return nil, err
 	}
-	if err := s.root.MkdirAll(dir, dirPerm); err != nil {
-		return err
+	if err := renameAt(tmpd, tmp, d, name); err != nil {
+		d.done()
+		return nil, err
 	}
-	return s.root.Rename(tmp, key)
+	return d, nil
 }
 
-// syncPath makes the rename to key durable: it syncs key's directory, and
-// for every directory on the path not yet known durable, that directory's
-// parent, which holds its entry.
-func (s *Store) syncPath(key string) error {
-	dir := path.Dir(key)
+// syncPath makes a rename into dir durable: it syncs dir, and for every
+// directory on the path not yet known durable, that directory's parent,
+// which holds its entry.
+func (s *Store) syncPath(dir string) error {
 	if err := s.syncDir(dir); err != nil {
 		return err
 	}
@@ -495,15 +510,12 @@ func (s *Store) syncDirGrouped(dir string) error {
 // fsyncDir fsyncs the directory dir under the root.
 func (s *Store) fsyncDir(dir string) error {
 	s.dirFsyncs.Add(1)
-	f, err := s.root.Open(dir)
+	d, err := s.dir(dir)
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	defer d.done()
+	return d.f.Sync()
 }
 
 // Delete removes key's file, or with Config.Reuse keeps it for reuse (see
@@ -515,19 +527,27 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
-	// Lstat first so that a key naming a directory (another key's parent)
-	// is absent as a blob rather than a directory to remove.
-	fi, err := s.root.Lstat(key)
-	if err == nil && fi.IsDir() {
-		return nil
-	}
-	if err == nil {
-		err = s.deleteOrKeep(key, fi.Size())
-	}
-	if err != nil && !isNotExist(err) {
+	if err := s.delete(key); err != nil && !isNotExist(err) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
 	return nil
+}
+
+// delete removes key's file, or keeps it for reuse.
+func (s *Store) delete(key string) error {
+	dir, name := splitKey(key)
+	d, err := s.dir(dir)
+	if err != nil {
+		return err
+	}
+	defer d.done()
+	// Lstat first so that a key naming a directory (another key's parent)
+	// is absent as a blob rather than a directory to remove.
+	fi, err := d.root.Lstat(name)
+	if err != nil || fi.IsDir() {
+		return err
+	}
+	return s.deleteOrKeep(d, key, name, fi.Size())
 }
 
 // isNotExist reports whether err means that a path does not exist,

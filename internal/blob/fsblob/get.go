@@ -40,7 +40,16 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 
 // open opens key's file for Get.
 func (s *Store) open(key string, off, n int64) (*Reader, error) {
-	f, err := s.root.Open(key)
+	dir, name := splitKey(key)
+	d, err := s.dir(dir)
+	if isNotExist(err) {
+		return nil, blob.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.root.Open(name)
+	d.done()
 	if isNotExist(err) {
 		return nil, blob.ErrNotFound
 	}

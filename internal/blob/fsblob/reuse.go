@@ -36,7 +36,7 @@ const (
 // freeFile is a freed blob's file, renamed into .tmp, waiting for a Put
 // of a blob in its size class.
 type freeFile struct {
-	name  string // under the root
+	name  string // in .tmp
 	size  int64
 	added time.Time
 	taken bool // taken by a Put or deleted; still in pool.order until compacted
@@ -205,9 +205,17 @@ func (s *Store) Reclaim() int64 {
 
 // remove deletes kept files that left the pool and returns their bytes.
 func (s *Store) remove(fs []*freeFile) int64 {
+	if len(fs) == 0 {
+		return 0
+	}
+	tmpd, err := s.dir(tmpDir)
+	if err != nil {
+		return 0
+	}
+	defer tmpd.done()
 	var n int64
 	for _, f := range fs {
-		if err := s.root.Remove(f.name); err == nil || errors.Is(err, os.ErrNotExist) {
+		if err := tmpd.root.Remove(f.name); err == nil || errors.Is(err, os.ErrNotExist) {
 			n += f.size
 		}
 	}
@@ -230,28 +238,35 @@ func (s *Store) expireLoop(idle time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// keep moves the blob file key, of the given size, into the pool instead
-// of deleting it, unless a Reader of this Store has it open (a Put reusing
-// it would change bytes under the reader). It reports whether it did, and
-// returns the kept files that must go to make room; the caller deletes
-// them, and key's file if it was not kept. It holds key's reader stripe,
-// so that no Get opens the file between the check and the rename.
-func (s *Store) keep(key string, size int64) (kept bool, evict []*freeFile, err error) {
+// keep moves the blob file name of directory d, key's, of the given size,
+// into the pool instead of deleting it, unless a Reader of this Store has
+// key open (a Put reusing the file would change bytes under the reader).
+// It reports whether it did, and returns the kept files that must go to
+// make room; the caller deletes them, and key's file if it was not kept.
+// It holds key's reader stripe, so that no Get opens the file between the
+// check and the rename.
+func (s *Store) keep(d *dirHandle, key, name string, size int64) (kept bool, evict []*freeFile, err error) {
 	mu := s.readers.stripe(key)
 	mu.Lock()
 	defer mu.Unlock()
 	if s.readers.open(key) {
 		return false, nil, nil
 	}
-	name := tmpDir + "/" + freePrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
-	if err := s.root.Rename(key, name); err != nil {
+	tmpd, err := s.dir(tmpDir)
+	if err != nil {
 		return false, nil, err
 	}
-	return true, s.pool.add(&freeFile{name: name, size: size, added: s.clock()}), nil
+	defer tmpd.done()
+	free := freePrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
+	if err := renameAt(d, name, tmpd, free); err != nil {
+		return false, nil, err
+	}
+	return true, s.pool.add(&freeFile{name: free, size: size, added: s.clock()}), nil
 }
 
-// openKept opens a kept file of size's class for a Put, or returns nil.
-func (s *Store) openKept(size int64, direct bool) (*os.File, *freeFile, bool) {
+// openKept opens a kept file of size's class in tmpd (.tmp) for a Put, or
+// returns nil.
+func (s *Store) openKept(tmpd *dirHandle, size int64, direct bool) (*os.File, *freeFile, bool) {
 	if s.pool == nil || size < s.reuseMin {
 		return nil, nil, direct
 	}
@@ -264,11 +279,11 @@ func (s *Store) openKept(size int64, direct bool) (*os.File, *freeFile, bool) {
 		if direct {
 			flag |= oDirect
 		}
-		file, err := s.root.OpenFile(f.name, flag, filePerm)
+		file, err := tmpd.root.OpenFile(f.name, flag, filePerm)
 		if direct && err != nil && errors.Is(err, syscall.EINVAL) {
 			s.noDirect.Store(true)
 			direct = false
-			file, err = s.root.OpenFile(f.name, os.O_WRONLY, filePerm)
+			file, err = tmpd.root.OpenFile(f.name, os.O_WRONLY, filePerm)
 		}
 		if err == nil {
 			// The size Delete saw may not be the file's: a Put that
@@ -283,7 +298,7 @@ func (s *Store) openKept(size int64, direct bool) (*os.File, *freeFile, bool) {
 		}
 		// Gone, unusable or of another size: forget it and try another.
 		if err == nil || !errors.Is(err, fs.ErrNotExist) {
-			s.root.Remove(f.name)
+			tmpd.root.Remove(f.name)
 		}
 	}
 }
@@ -339,15 +354,15 @@ func (rc *readerCounts) dec(key string) {
 // open reports whether key has readers; the caller holds key's stripe.
 func (rc *readerCounts) open(key string) bool { return rc.counts(key)[key] > 0 }
 
-// deleteOrKeep removes key's file of the given size, or keeps it for
-// reuse.
-func (s *Store) deleteOrKeep(key string, size int64) error {
+// deleteOrKeep removes the file name of directory d, key's, of the given
+// size, or keeps it for reuse.
+func (s *Store) deleteOrKeep(d *dirHandle, key, name string, size int64) error {
 	if s.pool != nil && size >= s.reuseMin {
-		kept, evict, err := s.keep(key, size)
+		kept, evict, err := s.keep(d, key, name, size)
 		s.remove(evict)
 		if kept || err != nil {
 			return err
 		}
 	}
-	return s.root.Remove(key)
+	return d.root.Remove(name)
 }
