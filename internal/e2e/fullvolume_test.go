@@ -167,7 +167,8 @@ func (w *fullVolumeWriter) run(stop <-chan struct{}) {
 // issue 15's probe did) with 30 KB PUTs and DELETEs from 8 writers until
 // the disk is full, and checks docs/design/0010-fatal-storage-errors.md end
 // to end: writes are answered at once, 200 or 503 ServiceUnavailable (never
-// 500, never a hang); readiness turns to "failed" naming the full disk; the
+// 500, never a hang; a write waiting in the engine when a background flush
+// fails is refused too); readiness turns to "failed" naming the full disk; the
 // server stops by itself, or on SIGTERM, within seconds, with a non-zero
 // status and a clear log line; and once space is freed a restart finds
 // every acknowledged write (the crash test's checker: ledger, listing and
@@ -242,11 +243,31 @@ func fillVolume(t *testing.T, sigterm bool) {
 		wg.Wait()
 	}()
 
+	// The store fails either in a write, which is refused, or in the
+	// background (a memtable flush that finds the disk full), which the
+	// server logs; writes after it are refused, or find the server
+	// stopping.
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if strings.Contains(srv.out.String(), `msg="metadata store failed: refusing writes and stopping`) {
+				select {
+				case failed <- time.Now():
+				default:
+				}
+				return
+			}
+		}
+	}()
 	var failedAt time.Time
 	select {
 	case failedAt = <-failed:
 	case <-srv.done:
-		t.Fatalf("the server exited before any write was refused:\n%s", tail(srv.out.String(), 8*kib))
+		t.Fatalf("the server exited before the store failed or any write was refused:\n%s", tail(srv.out.String(), 8*kib))
 	case <-time.After(2 * time.Minute):
 		t.Fatal("no write was refused after 2 minutes of filling a 24 MiB volume")
 	}
@@ -300,7 +321,7 @@ func fillVolume(t *testing.T, sigterm bool) {
 	c = newClient(t, srv.endpoint)
 	got := readState(t, c, bucket, nil)
 	acked, unacked := checkLedger(t, led, got, "after the restart")
-	t.Logf("%d writes acknowledged, %d refused with 503, %d unanswered; the server exited %v after the first refusal",
+	t.Logf("%d writes acknowledged, %d refused with 503, %d unanswered; the server exited %v after the failure",
 		acked, refused.Load(), gone.Load(), exitAfter.Round(time.Millisecond))
 	if acked < 50 || unacked == 0 {
 		t.Errorf("%d writes acknowledged and %d not: the test exercised little", acked, unacked)

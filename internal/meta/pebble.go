@@ -20,17 +20,22 @@ import (
 // benchmark (bench/README.md, 2026-11-22; RSS stays under ~100 MiB):
 //
 //   - One block cache of cacheSize and memtables of memTableSize, at most
-//     memTableStopWrites of them queued. Doubling both from 16 and 8 MiB cut
-//     server CPU per operation by ~12 % under inline-heavy load (32 KiB
-//     objects) for ~16 MiB more RSS; 48 MiB of cache saved another ~13 %
-//     but passed the RSS budget.
+//     memTableStopWrites of them queued. Pebble reserves each memtable's
+//     size in the block cache, so cache and memtables together stay near
+//     cacheSize. Doubling both from 16 and 8 MiB cut server CPU per
+//     operation by ~12 % under inline-heavy load (32 KiB objects) for
+//     ~16 MiB more RSS; 48 MiB of cache saved another ~13 % but passed the
+//     RSS budget. The static build's cache and memtables are smaller
+//     (heap_nocgo.go).
 //   - Bloom filters on every level, so that a point read (every HEAD, GET
 //     and overwrite reads a record) skips sstables that cannot hold its key
 //     instead of reading their index and data blocks; they matter more with
 //     the deeper L0 below.
 //   - L0 compacts at 8 sublevels (default 4) and LBase holds up to 256 MiB
 //     (default 64): fewer, larger compactions out of L0, so less rewriting
-//     of LBase per byte written (~3 % less CPU per operation).
+//     of LBase per byte written (~3 % less CPU per operation). The static
+//     build, whose memtables are a quarter of the size, compacts L0 at 32
+//     sublevels, so that an L0 compaction still takes ~128 MiB.
 //   - One compaction at a time and Snappy (the default) compression. No
 //     compression saved ~6 % of CPU on the benchmark's random payloads but
 //     would waste disk on compressible data; MinLZ was no faster here.
@@ -41,18 +46,16 @@ import (
 // writes of object data stop: a memtable flush (at most memTableSize), the
 // next preallocated WAL and the output of a compaction. A free-space reserve
 // (internal/diskspace) should keep at least this much, so that Pebble is
-// never what finds the disk full.
-const MinFreeSpace = 4 * memTableSize
+// never what finds the disk full. It is four memtables of the cgo build's
+// 16 MiB in either build: the static build's smaller memtables shrink the
+// flush and the WAL, not a compaction's output.
+const MinFreeSpace = 64 << 20
 
 const (
-	cacheSize             = 32 << 20
-	memTableSize          = 16 << 20
-	memTableStopWrites    = 3
-	maxOpenFiles          = 256
-	l0CompactionThreshold = 8
-	l0StopWrites          = 24
-	lBaseMaxBytes         = 256 << 20
-	bloomBitsPerKey       = 10
+	memTableStopWrites = 3
+	maxOpenFiles       = 256
+	lBaseMaxBytes      = 256 << 20
+	bloomBitsPerKey    = 10
 )
 
 // merger sums the merge operands of usage keys (see usage.go) and
@@ -262,6 +265,10 @@ type pebbleBatch struct {
 	b    *pebble.Batch
 	err  error
 	fail *failure
+	// abandoned, once commit gave up on a commit still running in Pebble
+	// (the store failed meanwhile), yields that commit's result; the
+	// batch is closed only after it.
+	abandoned <-chan error
 }
 
 func (b *pebbleBatch) set(key, value []byte) {
@@ -292,23 +299,57 @@ func (b *pebbleBatch) merge(key, value []byte) {
 }
 
 // commit fails at once, without entering Pebble, once the store has
-// failed: a commit pipeline that panicked may hold its locks forever.
-func (b *pebbleBatch) commit(sync bool) (err error) {
+// failed: a commit pipeline that panicked may hold its locks forever. A
+// commit that is in Pebble when the store fails is given up on: one that
+// waits for room in the memtables behind a flush that failed (the disk is
+// full) would never return, and its request would never be answered. So
+// Pebble's Commit runs on a goroutine of its own, and this call returns
+// the failure as soon as the store fails; the commit may still complete
+// (a write answered 503 may have happened, as after any 503), and the
+// batch is closed once it does. The goroutine costs about a microsecond
+// per commit, against the millisecond of a synced one.
+func (b *pebbleBatch) commit(sync bool) error {
 	if b.err != nil {
 		return b.err
 	}
 	if err := b.fail.get(); err != nil {
 		return err
 	}
-	defer b.fail.recoverInto(&err)
 	opt := pebble.NoSync
 	if sync {
 		opt = pebble.Sync
 	}
-	return b.b.Commit(opt)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer b.fail.recoverInto(&err)
+		err = b.b.Commit(opt)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-b.fail.done:
+	}
+	select {
+	case err := <-done: // it ended as the store failed
+		return err
+	default:
+		b.abandoned = done
+		return b.fail.get()
+	}
 }
 
-func (b *pebbleBatch) close() { _ = b.b.Close() }
+func (b *pebbleBatch) close() {
+	if b.abandoned != nil {
+		go func() {
+			<-b.abandoned
+			_ = b.b.Close()
+		}()
+		return
+	}
+	_ = b.b.Close()
+}
 
 // pebbleIndexedBatch adapts an indexed *pebble.Batch, which reads the
 // database with the batch's writes applied.
