@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -191,17 +192,25 @@ func TestReuseBounds(t *testing.T) {
 		key := "k" + string(rune('0'+i))
 		putBytes(t, s, key, fill(byte('0'+i), size))
 	}
-	var names []string
+	var order []string // kept files' names, in the order the deletes kept them
 	for i := range 5 {
 		deleteKey(t, s, "k"+string(rune('0'+i)))
-		names = append(names, keptNames(t, s)...)
+		for _, n := range keptNames(t, s) {
+			if !slices.Contains(order, n) {
+				order = append(order, n)
+			}
+		}
 	}
 	st := s.ReuseStats()
 	if st.Files != 3 || st.Bytes != 3*size || st.Evicted != 2 {
 		t.Errorf("after 5 deletes with room for 3: %+v, want 3 files, %d bytes, 2 evicted", st, 3*size)
 	}
-	if kept := keptNames(t, s); len(kept) != 3 {
-		t.Errorf("kept files on disk: %q, want 3", kept)
+	kept := keptNames(t, s)
+	slices.Sort(kept)
+	want := slices.Clone(order[len(order)-3:])
+	slices.Sort(want)
+	if !slices.Equal(kept, want) {
+		t.Errorf("kept files on disk: %q, want the newest three %q (of %q)", kept, want, order)
 	}
 	// The newest are kept: a Put of that size takes the newest.
 	putBytes(t, s, "new", fill('n', size))
