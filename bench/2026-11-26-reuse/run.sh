@@ -18,7 +18,8 @@ start() { # name binary port
 }
 start a "$A" 6951; A_PID=$!
 start b "$B" 6961; B_PID=$!
-trap 'kill $A_PID $B_PID 2>/dev/null || true' EXIT
+# The servers stop and their data goes at exit (put-10MiB leaves ~15 GB each).
+trap 'kill $A_PID $B_PID 2>/dev/null || true; wait 2>/dev/null; cp "$DATA"/*.log "$OUT"/ 2>/dev/null; rm -rf "$DATA"' EXIT
 sleep 3
 
 cat > "$DATA/targets.toml" <<'TOML'

@@ -25,7 +25,8 @@ MINIO_ROOT_USER=minioadmin MINIO_ROOT_PASSWORD=minioadmin-secret MINIO_BROWSER=o
   "$MINIO" server "$DATA/minio" --address 127.0.0.1:9100 --console-address 127.0.0.1:9101 \
   > "$DATA/minio.log" 2>&1 &
 MINIO_PID=$!
-trap 'kill $COFFER_PID $MINIO_PID 2>/dev/null || true' EXIT
+# The servers stop and their data goes at exit (put-10MiB leaves ~15 GB each).
+trap 'kill $COFFER_PID $MINIO_PID 2>/dev/null || true; wait 2>/dev/null; cp "$DATA"/*.log "$OUT"/ 2>/dev/null; rm -rf "$DATA"' EXIT
 sleep 5
 
 cat > "$DATA/targets.toml" <<'TOML'
