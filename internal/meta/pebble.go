@@ -304,9 +304,9 @@ func (b *pebbleBatch) merge(key, value []byte) {
 // waits for room in the memtables behind a flush that failed (the disk is
 // full) would never return, and its request would never be answered. So
 // Pebble's Commit runs on a goroutine of its own, and this call returns
-// the failure as soon as the store fails; the commit may still complete
-// (a write answered 503 may have happened, as after any 503), and the
-// batch is closed once it does. The goroutine costs about a microsecond
+// the failure at most abandonAfter after the store fails; the commit may
+// still complete (a write answered 503 may have happened, as after any
+// 503), and the batch is closed once it does. The goroutine costs about a microsecond
 // per commit, against the millisecond of a synced one.
 func (b *pebbleBatch) commit(sync bool) error {
 	if b.err != nil {
@@ -331,14 +331,23 @@ func (b *pebbleBatch) commit(sync bool) error {
 		return err
 	case <-b.fail.done:
 	}
+	// A commit that met the failure itself (its log write failed) ends
+	// within microseconds, with Pebble's own error and log line; give it
+	// that long, and give up on one that waits for something else.
+	t := time.NewTimer(abandonAfter)
+	defer t.Stop()
 	select {
-	case err := <-done: // it ended as the store failed
+	case err := <-done:
 		return err
-	default:
+	case <-t.C:
 		b.abandoned = done
 		return b.fail.get()
 	}
 }
+
+// abandonAfter is how long a commit in Pebble when the store fails may
+// still take before commit gives up on it.
+const abandonAfter = 200 * time.Millisecond
 
 func (b *pebbleBatch) close() {
 	if b.abandoned != nil {
