@@ -88,7 +88,7 @@ func TestDirectWriteFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _, err := s.createTemp(tmpd, true)
+	f, _, _, err := s.createTemp(tmpd, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -252,7 +252,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 	var tmp string // name in .tmp
 	if kept != nil {
 		tmp = kept.name
-	} else if f, tmp, err = s.createTemp(tmpd, direct); err != nil {
+	} else if f, tmp, direct, err = s.createTemp(tmpd, direct); err != nil {
 		return err
 	}
 	closed := false
@@ -307,26 +307,32 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 
 // createTemp creates a new, empty temporary file in tmpd (.tmp), for
 // direct I/O if direct is set and the filesystem supports it, and returns
-// it with its name there.
-func (s *Store) createTemp(tmpd *dirHandle, direct bool) (*os.File, string, error) {
+// it with its name there and whether it is open for direct I/O.
+func (s *Store) createTemp(tmpd *dirHandle, direct bool) (*os.File, string, bool, error) {
 	for {
 		name := s.tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 36)
-		flag := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-		if direct {
-			flag |= oDirect
-		}
-		f, err := tmpd.root.OpenFile(name, flag, filePerm)
+		f, d, err := s.openTmp(tmpd, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, direct)
 		if errors.Is(err, fs.ErrExist) {
 			continue // a file left by someone else; take the next number
 		}
-		if direct && errors.Is(err, syscall.EINVAL) {
-			// tmpfs and some others have no direct I/O.
-			s.noDirect.Store(true)
-			direct = false
-			continue
-		}
-		return f, name, err
+		return f, name, d, err
 	}
+}
+
+// openTmp opens name in tmpd (.tmp) with flag, and for direct I/O if
+// direct is set. A filesystem that refuses direct I/O (tmpfs and some
+// others) is remembered, and the file opened without it; the result says
+// which it is.
+func (s *Store) openTmp(tmpd *dirHandle, name string, flag int, direct bool) (*os.File, bool, error) {
+	if direct {
+		f, err := tmpd.root.OpenFile(name, flag|oDirect, filePerm)
+		if !errors.Is(err, syscall.EINVAL) {
+			return f, true, err
+		}
+		s.noDirect.Store(true)
+	}
+	f, err := tmpd.root.OpenFile(name, flag, filePerm)
+	return f, false, err
 }
 
 // copyExactly copies r to f and checks that r held exactly size bytes

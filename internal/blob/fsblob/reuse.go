@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -246,10 +245,10 @@ func (s *Store) expireLoop(idle time.Duration, stop <-chan struct{}) {
 // It holds key's reader stripe, so that no Get opens the file between the
 // check and the rename.
 func (s *Store) keep(d *dirHandle, key, name string, size int64) (kept bool, evict []*freeFile, err error) {
-	mu := s.readers.stripe(key)
-	mu.Lock()
-	defer mu.Unlock()
-	if s.readers.open(key) {
+	st := s.readers.stripe(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.n[key] > 0 {
 		return false, nil, nil
 	}
 	tmpd, err := s.dir(tmpDir)
@@ -275,16 +274,9 @@ func (s *Store) openKept(tmpd *dirHandle, size int64, direct bool) (*os.File, *f
 		if f == nil {
 			return nil, nil, direct
 		}
-		flag := os.O_WRONLY
-		if direct {
-			flag |= oDirect
-		}
-		file, err := tmpd.root.OpenFile(f.name, flag, filePerm)
-		if direct && err != nil && errors.Is(err, syscall.EINVAL) {
-			s.noDirect.Store(true)
-			direct = false
-			file, err = tmpd.root.OpenFile(f.name, os.O_WRONLY, filePerm)
-		}
+		var file *os.File
+		var err error
+		file, direct, err = s.openTmp(tmpd, f.name, os.O_WRONLY, direct)
 		if err == nil {
 			// The size Delete saw may not be the file's: a Put that
 			// replaced the key in between would have put another file
@@ -307,11 +299,14 @@ func (s *Store) openKept(tmpd *dirHandle, size int64, direct bool) (*os.File, *f
 // hands a file someone reads to a Put that would overwrite it.
 type readerCounts struct {
 	seed    maphash.Seed
-	stripes [readerStripes]struct {
-		mu sync.Mutex
-		n  map[string]int
-		_  [40]byte // keep stripes on separate cache lines
-	}
+	stripes [readerStripes]readerStripe
+}
+
+// readerStripe counts the readers of the keys that hash to it.
+type readerStripe struct {
+	mu sync.Mutex
+	n  map[string]int
+	_  [48]byte // one stripe per 64-byte cache line
 }
 
 func newReaderCounts() *readerCounts {
@@ -322,37 +317,30 @@ func newReaderCounts() *readerCounts {
 	return rc
 }
 
-func (rc *readerCounts) stripe(key string) *sync.Mutex {
-	return &rc.stripes[maphash.String(rc.seed, key)%readerStripes].mu
-}
-
-func (rc *readerCounts) counts(key string) map[string]int {
-	return rc.stripes[maphash.String(rc.seed, key)%readerStripes].n
+// stripe returns key's stripe.
+func (rc *readerCounts) stripe(key string) *readerStripe {
+	return &rc.stripes[maphash.String(rc.seed, key)%readerStripes]
 }
 
 // inc counts a reader of key that is about to open it.
 func (rc *readerCounts) inc(key string) {
-	mu := rc.stripe(key)
-	mu.Lock()
-	rc.counts(key)[key]++
-	mu.Unlock()
+	st := rc.stripe(key)
+	st.mu.Lock()
+	st.n[key]++
+	st.mu.Unlock()
 }
 
 // dec uncounts a reader of key.
 func (rc *readerCounts) dec(key string) {
-	mu := rc.stripe(key)
-	mu.Lock()
-	n := rc.counts(key)
-	if n[key] <= 1 {
-		delete(n, key)
+	st := rc.stripe(key)
+	st.mu.Lock()
+	if st.n[key] <= 1 {
+		delete(st.n, key)
 	} else {
-		n[key]--
+		st.n[key]--
 	}
-	mu.Unlock()
+	st.mu.Unlock()
 }
-
-// open reports whether key has readers; the caller holds key's stripe.
-func (rc *readerCounts) open(key string) bool { return rc.counts(key)[key] > 0 }
 
 // deleteOrKeep removes the file name of directory d, key's, of the given
 // size, or keeps it for reuse.
