@@ -118,6 +118,11 @@ type Config struct {
 	// none.
 	MemoryLimit int64
 
+	// Procs is how many threads may run Go code at once (the runtime's
+	// GOMAXPROCS); 0 means automatic: GOMAXPROCS if set, else twice the
+	// CPUs the process may use (cli.applyProcs says why).
+	Procs int
+
 	// Lifecycle configures the worker that applies buckets' lifecycle
 	// rules.
 	Lifecycle lifecycle.Config

@@ -127,6 +127,8 @@ func settings(c *Config) []setting {
 			usage: "a request body that sends nothing for this long fails with 400 RequestTimeout and nothing of it is stored (S3 waits about 20s)"},
 		{name: "memory-limit", value: &sizeValue{&c.MemoryLimit},
 			usage: "soft memory limit of the Go runtime: it collects garbage harder as the heap nears it (0: GOMEMLIMIT if set, else 90 % of the cgroup's memory limit, else none)"},
+		{name: "procs", value: &intValue{&c.Procs},
+			usage: "threads that may run Go code at once (GOMAXPROCS); 0: GOMAXPROCS if set, else twice the CPUs available, since much of a request's time is spent in blocking file system calls"},
 		{name: "shutdown-timeout", value: &durationValue{p: &c.ShutdownTimeout},
 			usage: "on SIGINT/SIGTERM, how long to wait for requests in flight before closing their connections"},
 		{name: "log-level", value: &levelValue{&c.Log.Level},

@@ -117,6 +117,9 @@ func (c Config) Validate() error {
 			add(s.name, errors.New("must be positive"))
 		}
 	}
+	if c.Procs < 0 {
+		add("procs", fmt.Errorf("%d is out of range: want 0 (automatic) or more", c.Procs))
+	}
 	if c.Lifecycle.Interval == 0 {
 		add("lifecycle.interval", errors.New("must be positive (or negative to disable)"))
 	}

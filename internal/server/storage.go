@@ -55,7 +55,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	case config.BlobMemory:
 		st.blobs = memblob.New()
 	case config.BlobFS:
-		fs, err := fsblob.Open(fsblob.Config{Root: filepath.Join(cfg.StoragePath, blobDir), Sync: cfg.Fsync, Reuse: cfg.Blob.FS.Reuse})
+		fs, err := fsblob.Open(fsblob.Config{Root: filepath.Join(cfg.StoragePath, blobDir), Sync: cfg.Fsync, Reuse: cfg.Blob.FS.Reuse, Spares: fsblob.DefaultSpares})
 		if err != nil {
 			return nil, errors.Join(err, st.close())
 		}

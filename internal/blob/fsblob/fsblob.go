@@ -40,7 +40,18 @@ type Config struct {
 	// ReuseIdle is how long a kept file waits for a Put before it is
 	// deleted after all; 0 means DefaultReuseIdle.
 	ReuseIdle time.Duration
+	// Spares is the number of empty files a background goroutine keeps
+	// ready in .tmp for Puts that find no file to reuse (see "Spare
+	// files" in the package doc); 0 turns them off. DefaultSpares is what
+	// the server uses.
+	Spares int
 }
+
+// DefaultSpares is the number of spare files the server keeps ready: more
+// than a burst of new objects from a few dozen clients needs before the
+// background goroutine, which creates one in well under a millisecond,
+// catches up.
+const DefaultSpares = 16
 
 // Validate reports whether c can be used to open a Store.
 func (c Config) Validate() error {
@@ -49,6 +60,9 @@ func (c Config) Validate() error {
 	}
 	if c.Reuse < 0 || c.ReuseIdle < 0 {
 		return fmt.Errorf("fsblob: negative reuse %d bytes / %v", c.Reuse, c.ReuseIdle)
+	}
+	if c.Spares < 0 {
+		return fmt.Errorf("fsblob: negative spares %d", c.Spares)
 	}
 	return nil
 }
@@ -104,6 +118,11 @@ type Store struct {
 	clock    func() time.Time // time.Now; tests move it
 	stopLoop chan struct{}    // closed by Close: ends expireLoop
 
+	// Spare files; nil when off.
+	spares     chan spare
+	stopSpares chan struct{} // closed by Close: ends spareLoop
+	sparesDone chan struct{} // closed by spareLoop when it has removed the spares
+
 	dirs dirCache // open directories under the root
 
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
@@ -158,6 +177,12 @@ func Open(cfg Config) (*Store, error) {
 		s.reuseMin = defaultReuseMin
 		s.stopLoop = make(chan struct{})
 		go s.expireLoop(idle, s.stopLoop)
+	}
+	if cfg.Spares > 0 {
+		// The loop holds one more, ready to send.
+		s.spares = make(chan spare, cfg.Spares-1)
+		s.stopSpares, s.sparesDone = make(chan struct{}), make(chan struct{})
+		go s.spareLoop(s.stopSpares, s.sparesDone)
 	}
 	return s, nil
 }
@@ -219,6 +244,11 @@ func (s *Store) Close() error {
 		close(s.stopLoop)
 		s.stopLoop = nil
 	}
+	if s.stopSpares != nil {
+		close(s.stopSpares)
+		<-s.sparesDone
+		s.stopSpares = nil
+	}
 	s.closeDirs()
 	return s.root.Close()
 }
@@ -252,6 +282,8 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) (e
 	var tmp string // name in .tmp
 	if kept != nil {
 		tmp = kept.name
+	} else if sp, ok := s.takeSpare(direct); ok {
+		f, tmp = sp.f, sp.name
 	} else if f, tmp, direct, err = s.createTemp(tmpd, direct); err != nil {
 		return err
 	}
