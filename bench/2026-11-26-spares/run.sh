@@ -1,0 +1,58 @@
+#!/bin/sh
+# A/B of two Coffer servers (A = "before", B = "reuse" in the reports, the
+# names of bench/2026-11-26-reuse/run.sh, whatever the builds are), both
+# fresh at default durability, rounds interleaved: the mixed workload, then
+# put-10MiB. GEN is the binary that runs the generator (default B), so that
+# a wrapper script setting an environment variable for one server does not
+# change the generator. Run as A=… B=… GEN=… OUT=dir ROUNDS=4 DURATION=60s ./run.sh.
+set -eu
+OUT=${OUT:?set OUT to the results directory}
+A=${A:?set A to the first server binary}
+B=${B:?set B to the second server binary}
+DATA=${DATA:-/var/tmp/coffer-reuse-ab}
+DURATION=${DURATION:-60s}
+rm -rf "$DATA" && mkdir -p "$DATA/a" "$DATA/b" "$OUT"
+
+start() { # name binary port
+  COFFER_ROOT_ACCESS_KEY=benchak COFFER_ROOT_SECRET_KEY=benchsecretkey00 \
+    "$2" serve --storage-path "$DATA/$1" --address 127.0.0.1:$3 \
+    --console-address 127.0.0.1:$(($3 + 2)) > "$DATA/$1.log" 2>&1 &
+}
+start a "$A" 6951; A_PID=$!
+start b "$B" 6961; B_PID=$!
+# The servers stop and their data goes at exit (put-10MiB leaves ~15 GB each).
+trap 'kill $A_PID $B_PID 2>/dev/null || true; wait 2>/dev/null; cp "$DATA"/*.log "$OUT"/ 2>/dev/null; rm -rf "$DATA"' EXIT
+sleep 3
+
+cat > "$DATA/targets.toml" <<'TOML'
+[[target]]
+name = "before"
+url = "http://127.0.0.1:6951"
+access_key = "benchak"
+secret_key = "benchsecretkey00"
+
+[[target]]
+name = "reuse"
+url = "http://127.0.0.1:6961"
+access_key = "benchak"
+secret_key = "benchsecretkey00"
+TOML
+
+rss() {
+  for p in $A_PID $B_PID; do
+    printf '%s %s\n' "$p" "$(grep -E 'VmHWM|VmRSS' /proc/$p/status | tr -s ' \n' ' ')"
+  done
+}
+mkdir -p "$OUT/mixed" "$OUT/cases"
+uptime > "$OUT/load.txt"
+"${GEN:-$B}" bench mixed --targets "$DATA/targets.toml" --baseline before --payload streaming \
+  --size 100KiB --workers 16 --objects 1000 --duration "$DURATION" --rounds ${ROUNDS:-3} \
+  --gobench --out "$OUT/mixed" > "$OUT/mixed/output.txt" 2>&1
+uptime >> "$OUT/load.txt"
+rss > "$OUT/mixed/rss.txt"
+"${GEN:-$B}" bench cases --targets "$DATA/targets.toml" --baseline before --payload streaming \
+  --cases put-10MiB --workers 8 --duration 30s --rounds ${ROUNDS:-3} \
+  --gobench --out "$OUT/cases" > "$OUT/cases/output.txt" 2>&1
+uptime >> "$OUT/load.txt"
+rss > "$OUT/cases/rss.txt"
+curl -s http://127.0.0.1:6963/metrics 2>/dev/null | grep '^coffer_blob_reuse' > "$OUT/reuse-metrics.txt" || true
