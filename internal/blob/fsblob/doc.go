@@ -118,11 +118,13 @@
 // most blobs then land in blocks the filesystem has already allocated, and
 // the filesystem frees and allocates next to nothing. That matters most
 // for the tail: on ext4 mounted with "discard" (common on cloud VMs and
-// the reference machine), freeing a file's extents issues trims inside the
-// journal commit, and every fsync of the process waited behind them: PUTs
-// waited 35–113 ms for a WAL sync that otherwise takes under 3 ms. An
-// overwrite in place of the same size also needs no journal commit at all
-// when synced with fdatasync(2), which Put uses for every file: it makes
+// the reference machine), freeing a file's extents issues trims — inside
+// the journal commit, or, without a journal (the reference machine), in
+// the unlink itself — and every fsync of the process waited behind them:
+// PUTs waited 35–113 ms for a WAL sync that otherwise takes under 3 ms. An
+// overwrite in place of the same size also needs no metadata write (no
+// journal commit, where there is one) when synced with fdatasync(2),
+// which Put uses for every file: it makes
 // the data durable together with what is needed to read it back (size and
 // allocation), which is all step 2 asks for.
 //
