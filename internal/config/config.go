@@ -120,7 +120,7 @@ type Config struct {
 
 	// Procs is how many threads may run Go code at once (the runtime's
 	// GOMAXPROCS); 0 means automatic: GOMAXPROCS if set, else twice the
-	// CPUs the process may use (cli.applyProcs says why).
+	// CPUs the process may use (package procs says why).
 	Procs int
 
 	// Lifecycle configures the worker that applies buckets' lifecycle

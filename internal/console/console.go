@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/procs"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -144,7 +144,7 @@ type Deps struct {
 	// Clock returns the current time; nil means time.Now.
 	Clock func() time.Time
 	// HashSlots is how many password checks may run at once; 0 means
-	// one per CPU (GOMAXPROCS).
+	// one per CPU (procs.CPUs).
 	HashSlots int
 	// Browser is what the object browser needs; without Objects its
 	// pages answer 404.
@@ -202,7 +202,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	slots := d.HashSlots
 	if slots <= 0 {
-		slots = runtime.GOMAXPROCS(0)
+		slots = procs.CPUs() // hashing is CPU-bound; GOMAXPROCS may be twice this
 	}
 	h.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionLifetime, maxSessions, h.clock)
 	h.limiter = newLimiter(cfg.LoginFailures, cfg.LoginWindow, limiterKeys, h.clock)

@@ -1,4 +1,4 @@
-package cli
+package procs
 
 import "testing"
 
@@ -29,9 +29,9 @@ func TestApplyProcs(t *testing.T) {
 				}
 				return ""
 			}
-			n, reason := applyProcs(tc.n, getenv, set)
-			if procs != tc.want || reason != tc.wantReason || (reason != "" && n != tc.want) {
-				t.Errorf("applyProcs(%d, GOMAXPROCS=%q) = %d, %q, GOMAXPROCS %d; want %d, %q", tc.n, tc.env, n, reason, procs, tc.want, tc.wantReason)
+			n, reason := Apply(tc.n, getenv, set)
+			if procs != tc.want || reason != tc.wantReason || (reason != "" && n != tc.want) || CPUs() != 2 {
+				t.Errorf("Apply(%d, GOMAXPROCS=%q) = %d, %q, GOMAXPROCS %d, CPUs %d; want %d, %q, CPUs 2", tc.n, tc.env, n, reason, procs, CPUs(), tc.want, tc.wantReason)
 			}
 		})
 	}
