@@ -2,7 +2,7 @@ package procs
 
 import "testing"
 
-func TestApplyProcs(t *testing.T) {
+func TestApply(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		n          int
