@@ -91,6 +91,8 @@ func TestValidate(t *testing.T) {
 		{name: "audit per source 0", mod: func(c *Config) { c.Audit.PerSource = 0 }, wantErr: "audit.refused.per-source: 0 is out of range: want 1 to 100000"},
 		{name: "audit per minute too high", mod: func(c *Config) { c.Audit.PerMinute = 100001 }, wantErr: "audit.refused.per-minute: 100001 is out of range"},
 		{name: "audit per minute highest", mod: func(c *Config) { c.Audit.PerMinute = 100000 }},
+		{name: "procs negative", mod: func(c *Config) { c.Procs = -1 }, wantErr: "procs: -1 is out of range: want 0 (automatic) or more"},
+		{name: "procs set", mod: func(c *Config) { c.Procs = 3 }},
 		{name: "region empty", mod: func(c *Config) { c.S3.Region = "" }, wantErr: `region: invalid region ""`},
 		{name: "region upper", mod: func(c *Config) { c.S3.Region = "US-EAST-1" }, wantErr: "region: invalid region"},
 		{name: "domain with scheme", mod: func(c *Config) { c.S3.Domain = "https://s3.example.com" }, wantErr: "domain: invalid domain"},

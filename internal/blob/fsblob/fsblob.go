@@ -182,7 +182,7 @@ func Open(cfg Config) (*Store, error) {
 		// The loop holds one more, ready to send.
 		s.spares = make(chan spare, cfg.Spares-1)
 		s.stopSpares, s.sparesDone = make(chan struct{}), make(chan struct{})
-		go s.spareLoop(s.stopSpares, s.sparesDone)
+		go s.spareLoop(s.newSpare, spareRetry, s.stopSpares, s.sparesDone)
 	}
 	return s, nil
 }

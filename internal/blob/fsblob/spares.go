@@ -23,18 +23,20 @@ type spare struct {
 	name string // in .tmp
 }
 
-// spareLoop keeps s.spares full of new empty files until stop is closed,
-// then closes and removes those left over.
-func (s *Store) spareLoop(stop <-chan struct{}, done chan<- struct{}) {
+// spareLoop keeps s.spares full of files from create until stop is
+// closed, then closes and removes those left over. A failed create (no
+// inodes left, too many open files) is tried again after retry; Puts
+// create their own files meanwhile.
+func (s *Store) spareLoop(create func() (spare, error), retry time.Duration, stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	defer s.removeSpares()
 	for {
-		sp, err := s.newSpare()
+		sp, err := create()
 		if err != nil {
 			select {
 			case <-stop:
 				return
-			case <-time.After(spareRetry):
+			case <-time.After(retry):
 				continue
 			}
 		}

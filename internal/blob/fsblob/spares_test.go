@@ -115,3 +115,31 @@ func TestSparesConformance(t *testing.T) {
 		})
 	}
 }
+
+// The loop goes on after failing to create a file, and removes what it
+// holds when stopped.
+func TestSpareLoopRetries(t *testing.T) {
+	s := open(t, Config{})
+	s.spares = make(chan spare)
+	fails := 2
+	create := func() (spare, error) {
+		if fails > 0 {
+			fails--
+			return spare{}, syscall.ENOSPC
+		}
+		return s.newSpare()
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go s.spareLoop(create, time.Millisecond, stop, done)
+	sp := <-s.spares // after two failures
+	if fails != 0 {
+		t.Errorf("a spare came with %d failures still to go", fails)
+	}
+	sp.remove(s)
+	spareInodes(t, s, 1) // the next one, held by the loop
+	close(stop)
+	<-done
+	if n := tmpNames(t, s); len(n) != 0 {
+		t.Errorf("after the loop stopped, %s holds %q, want nothing", tmpDir, n)
+	}
+}
