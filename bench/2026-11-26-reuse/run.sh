@@ -2,7 +2,11 @@
 # Block-file reuse A/B (issue 13, the PUT tail): two Coffer builds side by
 # side, both fresh and at default durability, the same generator, rounds
 # interleaved (A B A B …). A = main before reuse, B = with blob.fs.reuse
-# (its default). Run as OUT=run-N ./run.sh from this directory.
+# (its default). Run as OUT=run-N ./run.sh from this directory. Any two
+# builds work (bench/2026-11-26-spares uses it so): the reports call A
+# "before" and B "reuse" whatever they are. GEN is the binary that runs the
+# generator (default B), so that a wrapper script setting an environment
+# variable for one server does not change the generator.
 set -eu
 OUT=${OUT:?set OUT to the results directory}
 A=${A:-/tmp/cf-base}     # git worktree add --detach /tmp/wt ec207b8 && CGO_ENABLED=0 go build -o /tmp/cf-base ./cmd/coffer
@@ -43,12 +47,12 @@ rss() {
 }
 mkdir -p "$OUT/mixed" "$OUT/cases"
 uptime > "$OUT/load.txt"
-"$B" bench mixed --targets "$DATA/targets.toml" --baseline before --payload streaming \
+"${GEN:-$B}" bench mixed --targets "$DATA/targets.toml" --baseline before --payload streaming \
   --size 100KiB --workers 16 --objects 1000 --duration "$DURATION" --rounds ${ROUNDS:-3} \
   --gobench --out "$OUT/mixed" > "$OUT/mixed/output.txt" 2>&1
 uptime >> "$OUT/load.txt"
 rss > "$OUT/mixed/rss.txt"
-"$B" bench cases --targets "$DATA/targets.toml" --baseline before --payload streaming \
+"${GEN:-$B}" bench cases --targets "$DATA/targets.toml" --baseline before --payload streaming \
   --cases put-10MiB --workers 8 --duration 30s --rounds ${ROUNDS:-3} \
   --gobench --out "$OUT/cases" > "$OUT/cases/output.txt" 2>&1
 uptime >> "$OUT/load.txt"

@@ -22,57 +22,57 @@ func cpu() time.Duration {
 	return time.Duration(t.Nano())
 }
 
+// writeFile opens name with flag, writes buf, fdatasyncs and closes it,
+// and returns the CPU time of the open, the write and the fdatasync.
+func writeFile(name string, flag int, buf []byte) (open, write, sync time.Duration) {
+	a := cpu()
+	fd, err := unix.Open(name, flag|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+	b := cpu()
+	if err != nil {
+		panic(err)
+	}
+	unix.Write(fd, buf)
+	c := cpu()
+	unix.Fdatasync(fd)
+	d := cpu()
+	unix.Close(fd)
+	return b - a, c - b, d - c
+}
+
 func main() {
 	runtime.LockOSThread()
 	dir := os.Args[1]
 	os.MkdirAll(dir, 0o755)
 	buf := make([]byte, 100<<10)
-	n := 1000
-	var cOpen, cWrite, cSync, cTmp time.Duration
-	for i := 0; i < n; i++ {
-		name := dir + "/f" + strconv.Itoa(i)
-		a := cpu()
-		fd, err := unix.Open(name, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
-		b := cpu()
-		if err != nil {
-			panic(err)
+	const n = 1000
+	per := func(d time.Duration) time.Duration { return d / n }
+	for _, pass := range []struct {
+		name string
+		flag int
+	}{{"new file", unix.O_CREAT}, {"overwrite", 0}} {
+		var cOpen, cWrite, cSync, cTmp time.Duration
+		for i := 0; i < n; i++ {
+			o, w, s := writeFile(dir+"/f"+strconv.Itoa(i), pass.flag, buf)
+			cOpen, cWrite, cSync = cOpen+o, cWrite+w, cSync+s
+			if pass.flag&unix.O_CREAT != 0 {
+				a := cpu()
+				fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+				cTmp += cpu() - a
+				if err != nil {
+					panic(err)
+				}
+				unix.Close(fd)
+			}
 		}
-		unix.Write(fd, buf)
-		c := cpu()
-		unix.Fdatasync(fd)
-		d := cpu()
-		unix.Close(fd)
-		cOpen += b - a
-		cWrite += c - b
-		cSync += d - c
-		a = cpu()
-		fd, err = unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		cTmp += cpu() - a
-		if err != nil {
-			panic(err)
+		fmt.Printf("%s: open %v write %v fdatasync %v", pass.name, per(cOpen), per(cWrite), per(cSync))
+		if cTmp > 0 {
+			fmt.Printf("; O_TMPFILE open %v", per(cTmp))
 		}
-		unix.Close(fd)
+		fmt.Println()
 	}
-	fmt.Printf("new file: open %v write %v fdatasync %v; O_TMPFILE open %v\n", cOpen/time.Duration(n), cWrite/time.Duration(n), cSync/time.Duration(n), cTmp/time.Duration(n))
-	cOpen, cWrite, cSync = 0, 0, 0
-	for i := 0; i < n; i++ {
-		name := dir + "/f" + strconv.Itoa(i)
-		a := cpu()
-		fd, _ := unix.Open(name, unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		b := cpu()
-		unix.Write(fd, buf)
-		c := cpu()
-		unix.Fdatasync(fd)
-		d := cpu()
-		unix.Close(fd)
-		cOpen += b - a
-		cWrite += c - b
-		cSync += d - c
-	}
-	fmt.Printf("overwrite: open %v write %v fdatasync %v\n", cOpen/time.Duration(n), cWrite/time.Duration(n), cSync/time.Duration(n))
 	a := cpu()
 	for i := 0; i < n; i++ {
 		unix.Unlink(dir + "/f" + strconv.Itoa(i))
 	}
-	fmt.Printf("unlink %v\n", (cpu()-a)/time.Duration(n))
+	fmt.Printf("unlink %v\n", per(cpu()-a))
 }
