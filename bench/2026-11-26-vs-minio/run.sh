@@ -59,7 +59,7 @@ uptime > "$OUT/load.txt"
 uptime >> "$OUT/load.txt"
 rss > "$OUT/mixed/rss.txt"
 "$COFFER" bench cases --targets "$DATA/targets.toml" --baseline minio --payload streaming \
-  --cases put-10MiB,get-10MiB --workers 8 --duration 30s --rounds ${ROUNDS:-3} \
+  --cases put-10MiB,get-10MiB --workers 8 --duration 30s --rounds ${ROUNDS:-3} --settle 20s \
   --gobench --out "$OUT/cases" > "$OUT/cases/output.txt" 2>&1
 uptime >> "$OUT/load.txt"
 rss > "$OUT/cases/rss.txt"

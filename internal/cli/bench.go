@@ -120,9 +120,11 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	fs.StringVar(&region, "region", "us-east-1", "signing region")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent requests per target")
 	var cases string
+	var settle time.Duration
 	if workload == "cases" {
 		cfg.Duration = 15 * time.Second
 		fs.StringVar(&cases, "cases", "", "comma-separated subset of: "+strings.Join(loadgen.CaseNames(), ", "))
+		fs.DurationVar(&settle, "settle", 0, "pause before each case after the first, so that work a server does in the background after the previous case's clean-up (freeing and trimming deleted data) is not measured in the next case")
 	} else {
 		fs.Var(sizeFlag{&cfg.Size}, "size", "object size, e.g. 100KiB, 1MiB (default 100KiB)")
 		fs.IntVar(&cfg.Objects, "objects", cfg.Objects, "objects prepared before measuring")
@@ -166,6 +168,9 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	}
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if settle < 0 {
+		return usageErr("--settle: negative duration %v", settle)
 	}
 	var err error
 	if cfg.Payload, err = loadgen.ParsePayload(payload); err != nil {
@@ -233,7 +238,7 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	case "cases":
 		cc := loadgen.CasesConfig{
 			Workers: cfg.Workers, Duration: cfg.Duration, Rounds: cfg.Rounds, Keep: cfg.Keep,
-			Progress: cfg, Cases: caseNames, Profile: cfg.Profile, Payload: cfg.Payload,
+			Progress: cfg, Cases: caseNames, Profile: cfg.Profile, Payload: cfg.Payload, Settle: settle,
 		}
 		res, err = loadgen.RunCases(ctx, cc, targets)
 	default:

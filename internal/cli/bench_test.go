@@ -248,13 +248,17 @@ func testBenchCases(t *testing.T, cases, workers string) {
 	endpoint := startCoffer(t)
 	out := t.TempDir()
 	code, stdout, stderr := runCLI(t, nil, "bench", "cases", "--target", "coffer="+endpoint,
-		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", workers, "--cases", cases, "--out", out)
+		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--workers", workers, "--cases", cases, "--out", out,
+		"--settle", "50ms")
 	if code != 0 {
 		t.Fatalf("coffer bench cases: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	res, err := loadgen.ReadJSON(filepath.Join(out, "results.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.Config.SettleSeconds != 0.05 || !strings.Contains(stdout, "started 0.05s after the previous one's clean-up (--settle)") {
+		t.Errorf("settle %gs in the results, report:\n%s\nwant 0.05s in both", res.Config.SettleSeconds, stdout)
 	}
 	seen := map[string]bool{}
 	for _, o := range res.Targets[0].Ops {
@@ -507,6 +511,9 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "mixed", "--size", "8MB"}, 2, "", `unknown unit "MB"`},
 		{[]string{"bench", "put", "--size", "2TiB"}, 2, "", "larger than 1TiB"},
 		{[]string{"bench", "report", "/nonexistent/results.json"}, 1, "", "no such file"},
+		{[]string{"bench", "cases", "-h"}, 0, "-settle", ""},
+		{[]string{"bench", "cases", "--settle", "-1s"}, 2, "", "--settle: negative duration -1s"},
+		{[]string{"bench", "mixed", "--settle", "1s"}, 2, "", "flag provided but not defined: -settle"},
 	} {
 		code, stdout, stderr := runCLI(t, nil, tc.args...)
 		if code != tc.wantCode || !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {

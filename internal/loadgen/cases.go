@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -68,6 +69,16 @@ type CasesConfig struct {
 	Keep     bool
 	Progress MixedConfig // only its Progress and TTY are used
 
+	// Settle is a pause before every case but the first, after the
+	// previous one has cleaned up. A server may do the work of that
+	// clean-up later, in the background: Coffer frees deleted blobs
+	// seconds after the DELETEs, and on a filesystem mounted with
+	// "discard" each freed extent is trimmed then. Without a pause that
+	// work lands in the next case's first round, on that server alone,
+	// while a server that frees during its DELETEs pays in the clean-up,
+	// which is not measured.
+	Settle time.Duration
+
 	// Profile, if set, profiles every case as RunMixed does, into a
 	// directory of its own named after the case, below Profile.Dir.
 	Profile *Profiler
@@ -125,7 +136,10 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 	}
 	out := &Results{
 		Version: ResultsVersion, Workload: "cases", Started: time.Now().UTC(),
-		Config: RunConfig{Workers: cfg.Workers, DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Payload: string(cfg.Payload)},
+		Config: RunConfig{
+			Workers: cfg.Workers, DurationSeconds: cfg.Duration.Seconds(), Rounds: cfg.Rounds,
+			Payload: string(cfg.Payload), SettleSeconds: cfg.Settle.Seconds(),
+		},
 	}
 	var errs []error
 	fail := func(name string, err error) {
@@ -133,6 +147,7 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 		errs = append(errs, fmt.Errorf("case %s: %w", name, err))
 	}
 	cpu := map[string]float64{} // CPU µs summed over ops, by target
+	ran := false                // a case has run: the next one settles first
 	for _, c := range selected {
 		workers := cfg.Workers
 		if c.Workers > 0 {
@@ -165,6 +180,11 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 				continue
 			}
 		}
+		if ran && !settle(ctx, cfg.Settle, c.Name, cfg.Progress.Progress) {
+			fail(c.Name, fmt.Errorf("settling before the case: %w", ctx.Err()))
+			break
+		}
+		ran = true
 		res, err := RunSingle(ctx, c.Op, mc, ts)
 		if err != nil {
 			fail(c.Name, err) // with res set, the case ran but its clean-up failed
@@ -210,6 +230,25 @@ func RunCases(ctx context.Context, cfg CasesConfig, targets []Target) (*Results,
 		return nil, errors.Join(errs...)
 	}
 	return out, errors.Join(errs...)
+}
+
+// settle waits d before case name (see CasesConfig.Settle), saying so on
+// progress if that is set. It reports false if ctx ended first.
+func settle(ctx context.Context, d time.Duration, name string, progress io.Writer) bool {
+	if d <= 0 {
+		return true
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "%s: settling %v after the previous case\n", name, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // opOf maps a RunSingle operation name to its op.

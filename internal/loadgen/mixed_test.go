@@ -482,6 +482,54 @@ func TestRunCases(t *testing.T) {
 	}
 }
 
+// TestRunCasesSettle checks the pause between cases: none before the
+// first, one before each other, and a run that ends while settling keeps
+// the results of the cases before and says why it stopped.
+func TestRunCasesSettle(t *testing.T) {
+	t.Parallel()
+	_, srv := newFake(t)
+	var progress strings.Builder
+	cfg := CasesConfig{
+		Workers: 2, Duration: time.Second, Cases: []string{"head", "list-1000"}, Settle: 300 * time.Millisecond,
+		Progress: MixedConfig{Progress: &progress},
+	}
+	start := time.Now()
+	res, err := RunCases(t.Context(), cfg, []Target{target("a", srv.URL)})
+	if err != nil {
+		t.Fatalf("RunCases: %v", err)
+	}
+	if el := time.Since(start); el < 2*cfg.Duration+cfg.Settle {
+		t.Errorf("run took %v, less than its two cases and one pause", el)
+	}
+	if p := progress.String(); strings.Contains(p, "head: settling") || !strings.Contains(p, "list-1000: settling 300ms after the previous case\n") {
+		t.Errorf("progress %q: want a pause before list-1000 alone", p)
+	}
+	if res.Config.SettleSeconds != 0.3 {
+		t.Errorf("SettleSeconds %g, want 0.3", res.Config.SettleSeconds)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cfg.Settle = time.Hour
+	cfg.Progress.Progress = writerFunc(func(p []byte) (int, error) {
+		if strings.Contains(string(p), "settling") {
+			cancel()
+		}
+		return len(p), nil
+	})
+	res, err = RunCases(ctx, cfg, []Target{target("a", srv.URL)})
+	if res == nil || !slices.Equal(res.Config.Cases, []string{"head"}) {
+		t.Fatalf("RunCases ended while settling: results %+v; want those of head", res)
+	}
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "case list-1000: settling before the case") {
+		t.Errorf("RunCases ended while settling: %v; want list-1000's pause canceled", err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
 // TestRunCasesKeepsResultsOfOthers checks that a failing case is reported
 // while the results of the cases around it are kept.
 func TestRunCasesKeepsResultsOfOthers(t *testing.T) {

@@ -134,6 +134,9 @@ func WriteMarkdown(w io.Writer, res *Results, baseline string, charts bool) erro
 	if res.Workload == "cases" {
 		fmt.Fprintf(&b, "Started %s. %d workers, %gs measured per case and target in %d round(s); cases %s. ops/s is the median of per-second windows; ratio is ops/s relative to %s.\n",
 			res.Started.Format("2006-01-02 15:04:05 MST"), c.Workers, c.DurationSeconds, c.Rounds, strings.Join(c.Cases, ", "), ref)
+		if c.SettleSeconds > 0 {
+			fmt.Fprintf(&b, "Each case after the first started %gs after the previous one's clean-up (--settle).\n", c.SettleSeconds)
+		}
 	} else {
 		fmt.Fprintf(&b, "Started %s. %s objects, %d workers, %gs measured per target in %d round(s), %d prepared objects; weights %s. ops/s is the median of per-second windows; ratio is ops/s relative to %s.\n",
 			res.Started.Format("2006-01-02 15:04:05 MST"), fmtSize(c.SizeBytes), c.Workers, c.DurationSeconds, c.Rounds, c.Objects,

@@ -55,6 +55,8 @@ type RunConfig struct {
 	// Payload is how uploads were signed (a Payload); "" in runs from
 	// before the setting, which sent UNSIGNED-PAYLOAD.
 	Payload string `json:"payload,omitempty"`
+	// SettleSeconds is the pause between cases (CasesConfig.Settle).
+	SettleSeconds float64 `json:"settle_seconds,omitempty"`
 }
 
 func runConfig(c MixedConfig) RunConfig {
