@@ -174,10 +174,11 @@ type Log struct {
 	// The writer's own connection and statements, used by no one else.
 	// On PostgreSQL there is no wconn: the statements run on the pool,
 	// which replaces broken connections.
-	wconn   *sql.Conn
-	wInsert *sql.Stmt
-	wPrune  *sql.Stmt
-	wEvict  *sql.Stmt
+	wconn       *sql.Conn
+	wInsert     *sql.Stmt
+	wInsertMany *sql.Stmt // insertRows events at once; SQLite only
+	wPrune      *sql.Stmt
+	wEvict      *sql.Stmt
 	// closeErr is the error of the writer's last writes, set before done
 	// is closed.
 	closeErr error
@@ -281,6 +282,9 @@ func (l *Log) openSQLite(cfg Config) (err error) {
 		return fmt.Errorf("audit: open %s: %w", cfg.Path, err)
 	}
 	if l.wInsert, err = l.wconn.PrepareContext(ctx, insertSQL); err != nil {
+		return fmt.Errorf("audit: prepare insert: %w", err)
+	}
+	if l.wInsertMany, err = l.wconn.PrepareContext(ctx, insertManySQL); err != nil {
 		return fmt.Errorf("audit: prepare insert: %w", err)
 	}
 	if l.wPrune, err = l.wconn.PrepareContext(ctx, pruneSQL); err != nil {
@@ -447,7 +451,7 @@ func (l *Log) Close() error {
 // closeDB closes the statements, connections and database that are open.
 func (l *Log) closeDB() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{l.wInsert, l.wPrune, l.wEvict, l.prune} {
+	for _, st := range []*sql.Stmt{l.wInsert, l.wInsertMany, l.wPrune, l.wEvict, l.prune} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

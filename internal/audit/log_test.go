@@ -119,12 +119,16 @@ var oddKeys = []string{
 	"invalid\xff\xfeutf8",
 }
 
+// TestRoundTrip stores events with odd keys and every field set, more of
+// them than one multi-row INSERT holds (insertRows) and not a multiple of
+// it, and reads every field back in order.
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
 	l := openTest(t, Config{}, hooks{})
 	est := time.FixedZone("EST", -5*3600)
 	var want []Event
-	for i, key := range oddKeys {
+	for i := range 2*insertRows + 3 {
+		key := oddKeys[i%len(oddKeys)]
 		want = append(want, Event{
 			Time:      t0.Add(time.Duration(i) * time.Hour).In(est),
 			Source:    SourceS3,

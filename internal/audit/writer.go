@@ -345,14 +345,31 @@ func (w *writer) insert() (err error) {
 			_ = tx.Rollback() // the insert's error is the one to report
 		}
 	}()
-	st := tx.StmtContext(ctx, w.l.wInsert)
-	for i := range w.batch {
-		w.args = insertArgs(&w.batch[i], w.args)
-		if _, err := st.ExecContext(ctx, w.args...); err != nil {
-			return err
+	defer func() { clear(w.args) }() // drop the references to the events' strings
+	// Whole groups of insertRows in one statement each, the rest one by
+	// one: rows are stored in the batch's order either way.
+	b := w.batch
+	if len(b) >= insertRows {
+		many := tx.StmtContext(ctx, w.l.wInsertMany)
+		for ; len(b) >= insertRows; b = b[insertRows:] {
+			w.args = w.args[:0]
+			for i := range b[:insertRows] {
+				w.args = appendInsertArgs(w.args, &b[i])
+			}
+			if _, err := many.ExecContext(ctx, w.args...); err != nil {
+				return err
+			}
 		}
 	}
-	clear(w.args)
+	if len(b) > 0 {
+		st := tx.StmtContext(ctx, w.l.wInsert)
+		for i := range b {
+			w.args = appendInsertArgs(w.args[:0], &b[i])
+			if _, err := st.ExecContext(ctx, w.args...); err != nil {
+				return err
+			}
+		}
+	}
 	return tx.Commit()
 }
 
