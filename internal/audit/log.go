@@ -285,7 +285,7 @@ func (l *Log) openSQLite(cfg Config) (err error) {
 		return fmt.Errorf("audit: prepare insert: %w", err)
 	}
 	if l.wInsertMany, err = l.wconn.PrepareContext(ctx, insertManySQL); err != nil {
-		return fmt.Errorf("audit: prepare insert: %w", err)
+		return fmt.Errorf("audit: prepare multi-row insert: %w", err)
 	}
 	if l.wPrune, err = l.wconn.PrepareContext(ctx, pruneSQL); err != nil {
 		return fmt.Errorf("audit: prepare prune: %w", err)

@@ -345,7 +345,7 @@ func (w *writer) insert() (err error) {
 			_ = tx.Rollback() // the insert's error is the one to report
 		}
 	}()
-	defer func() { clear(w.args) }() // drop the references to the events' strings
+	defer func() { clear(w.args[:cap(w.args)]) }() // drop the references to the events' strings
 	// Whole groups of insertRows in one statement each, the rest one by
 	// one: rows are stored in the batch's order either way.
 	b := w.batch
