@@ -121,10 +121,11 @@ var oddKeys = []string{
 
 // TestRoundTrip stores events with odd keys and every field set, more of
 // them than one multi-row INSERT holds (insertRows) and not a multiple of
-// it, and reads every field back in order.
+// it, in one batch (nothing is written before the Flush), and reads every
+// field back in order.
 func TestRoundTrip(t *testing.T) {
 	t.Parallel()
-	l := openTest(t, Config{}, hooks{})
+	l := openTest(t, Config{FlushInterval: time.Hour}, hooks{})
 	est := time.FixedZone("EST", -5*3600)
 	var want []Event
 	for i := range 2*insertRows + 3 {
