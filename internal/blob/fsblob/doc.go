@@ -143,7 +143,13 @@
 // minute by default) is deleted after all, so a store that has gone quiet
 // gives the space of its deleted objects back; and Reclaim deletes them
 // all at once, which diskspace.Guard does when free space runs low.
-// ReuseStats counts them. Puts of other sizes, or of unknown size, create
+// ReuseStats counts them. Only blobs under 1 MiB are kept, and a Reader of
+// one never hands its file to sendfile(2) but copies it through a buffer:
+// sendfile leaves references to the file's page-cache pages in the socket
+// until the peer has read them, after the Reader has closed, and a Put
+// rewriting the file then would change bytes on their way (a GET of one
+// object sent another's bytes in a test under load). Larger blobs keep
+// sendfile and are deleted when freed. Puts of other sizes, or of unknown size, create
 // files as before.
 //
 // # Spare files

@@ -71,7 +71,10 @@ func (s *Store) open(key string, off, n int64) (*Reader, error) {
 	if n < 0 || n > size-off {
 		n = size - off
 	}
-	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs, readers: s.readers, key: key}, nil
+	// A file that may be rewritten in place once this Reader is closed
+	// is copied, never sent with sendfile (see reuseMax).
+	copyOnly := s.readers != nil && size < reuseMax
+	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs, copyOnly: copyOnly, readers: s.readers, key: key}, nil
 }
 
 // Reader reads a byte range of one blob file; Get returns it as an
@@ -89,6 +92,9 @@ type Reader struct {
 	off  int64      // next byte to read
 	end  int64      // end of the range
 	bufs *sync.Pool // the Store's copy buffers
+	// copyOnly makes WriteTo copy through a buffer even into an
+	// io.ReaderFrom: the file may be rewritten in place after Close.
+	copyOnly bool
 
 	readers *readerCounts // the Store's, with reuse on: Close uncounts the reader of key
 	key     string
@@ -112,8 +118,9 @@ func (r *Reader) Read(p []byte) (int, error) {
 
 // WriteTo writes the rest of the range to w. If w is an io.ReaderFrom it
 // gets an io.LimitedReader over the *os.File, positioned at the range, so it
-// can use sendfile(2) or copy_file_range(2); otherwise the bytes go through
-// one of the Store's pooled buffers.
+// can use sendfile(2) or copy_file_range(2); otherwise, and for a file kept
+// for reuse when freed (see reuseMax), the bytes go through one of the
+// Store's pooled buffers.
 func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 	if r.off >= r.end {
 		return 0, nil
@@ -126,11 +133,12 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 		n   int64
 		err error
 	)
-	if rf, ok := w.(io.ReaderFrom); ok {
+	if rf, ok := w.(io.ReaderFrom); ok && !r.copyOnly {
 		n, err = rf.ReadFrom(lr)
 	} else {
 		bufp := r.bufs.Get().(*[]byte)
-		n, err = io.CopyBuffer(w, lr, *bufp)
+		// Only Write, so that CopyBuffer cannot take w's ReadFrom.
+		n, err = io.CopyBuffer(struct{ io.Writer }{w}, lr, *bufp)
 		r.bufs.Put(bufp)
 	}
 	r.off += n

@@ -25,6 +25,15 @@ const (
 	// that needs exactly as many of them, so that neither extends nor
 	// truncates an allocation.
 	reuseAlloc = 4 << 10
+	// reuseMax bounds the blobs whose files are kept for reuse: only
+	// those smaller, and a Reader of a file that small never hands it to
+	// sendfile(2). sendfile queues references to the file's page-cache
+	// pages on the socket, not copies, and returns before the peer has
+	// read them (on loopback, before it has even received them); a file
+	// rewritten in place after its Reader closed would change bytes still
+	// on their way, so a GET could send another object's data. Larger
+	// blobs keep sendfile and are deleted when freed, never rewritten.
+	reuseMax = directMin
 	// DefaultReuseIdle is how long a kept file waits for a Put of its size
 	// before it is deleted after all.
 	DefaultReuseIdle = time.Minute
@@ -266,7 +275,7 @@ func (s *Store) keep(d *dirHandle, key, name string, size int64) (kept bool, evi
 // openKept opens a kept file of size's class in tmpd (.tmp) for a Put, or
 // returns nil.
 func (s *Store) openKept(tmpd *dirHandle, size int64, direct bool) (*os.File, *freeFile, bool) {
-	if s.pool == nil || size < s.reuseMin {
+	if s.pool == nil || size < s.reuseMin || size >= reuseMax {
 		return nil, nil, direct
 	}
 	for {
@@ -345,7 +354,7 @@ func (rc *readerCounts) dec(key string) {
 // deleteOrKeep removes the file name of directory d, key's, of the given
 // size, or keeps it for reuse.
 func (s *Store) deleteOrKeep(d *dirHandle, key, name string, size int64) error {
-	if s.pool != nil && size >= s.reuseMin {
+	if s.pool != nil && size >= s.reuseMin && size < reuseMax {
 		kept, evict, err := s.keep(d, key, name, size)
 		s.remove(evict)
 		if kept || err != nil {

@@ -2,6 +2,7 @@ package fsblob
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -407,5 +408,55 @@ func TestReuseChecksKeptSize(t *testing.T) {
 	}
 	if n := keptNames(t, s); len(n) != 0 {
 		t.Errorf("the mismatched kept file is still in %s: %q", tmpDir, n)
+	}
+}
+
+// readFromRecorder is an io.ReaderFrom that records whether ReadFrom was
+// called, as sendfile would be through an http.ResponseWriter.
+type readFromRecorder struct {
+	bytes.Buffer
+	readFrom bool
+}
+
+func (w *readFromRecorder) ReadFrom(r io.Reader) (int64, error) {
+	w.readFrom = true
+	return w.Buffer.ReadFrom(r)
+}
+
+// Files that may be rewritten in place once freed are never handed to
+// sendfile (whose socket buffers reference the file's pages until the
+// peer reads them), and only they are kept when freed: larger blobs keep
+// sendfile and are deleted.
+func TestReuseNeverSendfile(t *testing.T) {
+	for _, reuse := range []int64{0, 1 << 30} {
+		s := open(t, Config{Sync: true, Reuse: reuse})
+		for _, size := range []int{100 << 10, reuseMax - 1, reuseMax, 2 << 20} {
+			key := fmt.Sprintf("s/%d", size)
+			data := fill('r', size)
+			putBytes(t, s, key, data)
+			rc, err := s.Get(t.Context(), key, 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w readFromRecorder
+			if _, err := rc.(io.WriterTo).WriteTo(&w); err != nil {
+				t.Fatal(err)
+			}
+			rc.Close()
+			if !bytes.Equal(w.Bytes(), data) {
+				t.Errorf("reuse %d, %d bytes: WriteTo wrote other bytes", reuse, size)
+			}
+			if wantCopy := reuse > 0 && size < reuseMax; w.readFrom == wantCopy {
+				t.Errorf("reuse %d, %d bytes: ReadFrom called = %v, want %v", reuse, size, w.readFrom, !wantCopy)
+			}
+			if err := s.Delete(t.Context(), key); err != nil {
+				t.Fatal(err)
+			}
+			kept := slices.ContainsFunc(tmpNames(t, s), func(n string) bool { return strings.HasPrefix(n, freePrefix) })
+			if want := reuse > 0 && size < reuseMax; kept != want {
+				t.Errorf("reuse %d, %d bytes: kept after Delete = %v, want %v", reuse, size, kept, want)
+			}
+			s.Reclaim()
+		}
 	}
 }
