@@ -76,7 +76,7 @@ func settings(c *Config) []setting {
 		{name: "blob.kind", value: &enumValue{&c.Blob.Kind, []string{BlobFS, BlobMemory, BlobS3}},
 			usage: "block store: fs (files in the blobs directory of storage-path), s3 (an upstream S3 bucket: gateway mode, see blob.s3.*) or memory (lost on exit; tests and benchmarks)"},
 		{name: "blob.fs.reuse", value: &sizeValue{&c.Blob.FS.Reuse},
-			usage: "with blob.kind fs: at most this much of deleted and overwritten blocks' files (and at most 5 % of the filesystem) is kept to be rewritten in place by new blocks of the same size, instead of being deleted and allocated again; a kept file is deleted after a minute unused, or at once when free space nears disk.reserve; 0 turns reuse off"},
+			usage: "with blob.kind fs: at most this much of deleted and overwritten blocks' files under 1 MiB (and at most 5 % of the filesystem) is kept to be rewritten in place by new blocks of the same size, instead of being deleted and allocated again; a kept file is deleted after a minute unused, or at once when free space nears disk.reserve; 0 turns reuse off"},
 		{name: "blob.s3.endpoint", value: &stringValue{&c.Blob.S3.Endpoint},
 			usage: "with blob.kind s3: URL of the upstream S3 API (http:// or https://)"},
 		{name: "blob.s3.region", value: &stringValue{&c.Blob.S3.Region},
