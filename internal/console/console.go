@@ -67,13 +67,16 @@ const (
 )
 
 // Bounds on memory, whatever the load: sessions held, keys each table of
-// the sign-in limiter keeps (addresses, user names), sign-ins waiting per
-// hashing slot, and the size of a posted form.
+// the sign-in limiter keeps (addresses, user names), password checks at
+// once by default (each holds its argon2id memory, 19 MiB by default: one
+// per CPU, but not 64 on a 64-CPU machine), sign-ins waiting per hashing
+// slot, and the size of a posted form.
 const (
-	maxSessions  = 10_000
-	limiterKeys  = 10_000
-	queuePerSlot = 64
-	maxFormBytes = 64 << 10
+	maxSessions     = 10_000
+	limiterKeys     = 10_000
+	maxDefaultSlots = 4
+	queuePerSlot    = 64
+	maxFormBytes    = 64 << 10
 )
 
 // The session cookie's names: over TLS with the __Host- prefix, which
@@ -144,7 +147,7 @@ type Deps struct {
 	// Clock returns the current time; nil means time.Now.
 	Clock func() time.Time
 	// HashSlots is how many password checks may run at once; 0 means
-	// one per CPU (procs.CPUs).
+	// one per CPU (procs.CPUs), at most maxDefaultSlots.
 	HashSlots int
 	// Browser is what the object browser needs; without Objects its
 	// pages answer 404.
@@ -202,7 +205,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	slots := d.HashSlots
 	if slots <= 0 {
-		slots = procs.CPUs() // hashing is CPU-bound; GOMAXPROCS may be twice this
+		slots = min(procs.CPUs(), maxDefaultSlots) // hashing is CPU-bound; GOMAXPROCS may be twice this
 	}
 	h.sessions = newSessionStore(cfg.SessionIdle, cfg.SessionLifetime, maxSessions, h.clock)
 	h.limiter = newLimiter(cfg.LoginFailures, cfg.LoginWindow, limiterKeys, h.clock)

@@ -28,13 +28,16 @@ type stormAttempt struct {
 	username, password string
 }
 
+// stormBusy is the one address of the storm that is locked out.
+const stormBusy = "127.0.2.1"
+
 // stormPlan returns the storm's attempts. They come from many loopback
 // addresses (127.0.1.x, 8 each, under the limit of 10 failures per
 // address) with names of their own, so that the per-address and per-name
 // limits let most of them through to the password check and the gate
 // (hashing slots and its queue) is what bounds the work; every tenth is
-// the right password of a real user, and 50 come from one address
-// (127.0.2.1), which the per-address limit locks out after 10.
+// the right password of a real user, and 50 come from stormBusy, which
+// TestLoginStorm locks out before the storm.
 func stormPlan(user, password string) []stormAttempt {
 	var plan []stormAttempt
 	for i := range stormAttempts - 50 {
@@ -45,7 +48,7 @@ func stormPlan(user, password string) []stormAttempt {
 		plan = append(plan, a)
 	}
 	for i := range 50 {
-		plan = append(plan, stormAttempt{from: "127.0.2.1", username: fmt.Sprintf("one-address-%d", i), password: "wrong-password"})
+		plan = append(plan, stormAttempt{from: stormBusy, username: fmt.Sprintf("one-address-%d", i), password: "wrong-password"})
 	}
 	return plan
 }
@@ -87,6 +90,11 @@ func signInRaw(console, from, username, password string) (int, error) {
 // RSS (VmHWM) stays under 200 MiB; a normal sign-in works afterwards;
 // and the attempts are in the audit log, as `coffer admin audit ls`
 // shows them.
+//
+// The busy address is locked out before the storm, one attempt at a
+// time: within the storm, whether ten of its attempts reach the password
+// check (a refused 503 is not a failure) depends on the scheduler, and
+// the lock-out check was a CI flake.
 func TestLoginStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 sign-ins against a child process")
@@ -108,6 +116,27 @@ func TestLoginStorm(t *testing.T) {
 	base, err := procStatusKB(srv.cmd.Process.Pid, "VmRSS", "VmHWM")
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	// Lock the busy address out: 10 failed checks, then 429. (A 503,
+	// the gate busy with nothing else, would not count; retry it.)
+	for i, failed := 0, 0; ; i++ {
+		st, err := signInRaw(ops, stormBusy, fmt.Sprintf("busy-%d", i), "wrong-password")
+		if err != nil {
+			t.Fatalf("sign-in %d from %s: %v", i, stormBusy, err)
+		}
+		if st == http.StatusTooManyRequests {
+			if failed < 10 {
+				t.Fatalf("%s locked out after %d failed sign-ins, want 10", stormBusy, failed)
+			}
+			break
+		}
+		if st == http.StatusUnauthorized {
+			failed++
+		}
+		if failed > 10 || i > 100 {
+			t.Fatalf("%s not locked out after %d failed sign-ins (last %d)", stormBusy, failed, st)
+		}
 	}
 
 	plan := stormPlan("stormy", password)
@@ -133,6 +162,9 @@ func TestLoginStorm(t *testing.T) {
 				return
 			}
 			counts[st]++
+			if a.from == stormBusy && st != http.StatusTooManyRequests {
+				errs = append(errs, fmt.Sprintf("%s as %s: %d, want 429 (locked out)", a.from, a.username, st))
+			}
 		})
 	}
 	ready.Wait()
@@ -147,7 +179,7 @@ func TestLoginStorm(t *testing.T) {
 	t.Logf("%d sign-ins in %v: %v; RSS before %d MiB (VmHWM %d MiB), peak %d MiB",
 		len(plan), took.Round(time.Millisecond), counts, base["VmRSS"]>>10, base["VmHWM"]>>10, peak["VmHWM"]>>10)
 	if len(errs) > 0 {
-		t.Errorf("%d of %d sign-ins got no answer, e.g. %s", len(errs), len(plan), errs[0])
+		t.Errorf("%d of %d sign-ins got no answer or the wrong one, e.g. %s", len(errs), len(plan), errs[0])
 	}
 	for st, n := range counts {
 		switch st {
@@ -156,10 +188,9 @@ func TestLoginStorm(t *testing.T) {
 			t.Errorf("%d sign-ins answered %d; want only 303, 401, 429 or 503", n, st)
 		}
 	}
-	// The storm must reach the password checks (401s and 303s), and the
-	// per-address limit must lock the one busy address out (429s).
-	if counts[http.StatusUnauthorized] == 0 || counts[http.StatusTooManyRequests] < 40 {
-		t.Errorf("answers %v: want 401s from the password checks and at least 40 429s from the one busy address", counts)
+	// The storm must reach the password checks (401s).
+	if counts[http.StatusUnauthorized] == 0 {
+		t.Errorf("answers %v: want 401s from the password checks", counts)
 	}
 	if peak["VmHWM"] >= stormRSSLimit {
 		t.Errorf("peak RSS %d MiB under %d concurrent sign-ins, want under %d MiB", peak["VmHWM"]>>10, len(plan), stormRSSLimit>>20)
@@ -183,9 +214,18 @@ func TestLoginStorm(t *testing.T) {
 	if err != nil || !strings.Contains(out, "SignIn") || !strings.Contains(out, "stormy") {
 		t.Errorf("coffer admin audit ls --source console --user stormy --ip 127.0.0.1: %v\n%s\nwant the sign-in after the storm", err, out)
 	}
-	out, err = runCoffer(t, append([]string{"admin", "audit", "ls", "--source", "console", "--op", "SignIn", "--failed", "--limit", "1000"}, admin...)...)
+	// The lock-out is asked for by address: a listing of all failures,
+	// newest first, is cut by any limit short of everything, and the
+	// lock-out is among the oldest. (Within the storm the log keeps the
+	// first 5 events a minute of each address and outcome and counts the
+	// rest, so not every attempt is listed before the minute ends.)
+	out, err = runCoffer(t, append([]string{"admin", "audit", "ls", "--source", "console", "--op", "SignIn", "--failed", "--ip", stormBusy}, admin...)...)
 	if err != nil || !strings.Contains(out, "LockedOut") {
-		t.Errorf("coffer admin audit ls --source console --op SignIn --failed: %v\n%s\nwant the lock-outs of the storm", err, out)
+		t.Errorf("coffer admin audit ls --source console --op SignIn --failed --ip %s: %v\n%s\nwant its lock-out", stormBusy, err, out)
+	}
+	out, err = runCoffer(t, append([]string{"admin", "audit", "ls", "--source", "console", "--limit", "5000"}, admin...)...)
+	if err != nil {
+		t.Errorf("coffer admin audit ls --source console: %v\n%s", err, out)
 	}
 	if strings.Contains(out, "wrong-password") || strings.Contains(out, password) {
 		t.Errorf("the audit log shows a password:\n%s", out)
