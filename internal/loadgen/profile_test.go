@@ -243,11 +243,11 @@ func TestReadTopOfRealProfiles(t *testing.T) {
 	if err := WriteProfileTops(&out, dir, 3); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"CPU (" + cpuPath + "): ", "loadgen.burnCPU\n", "\n\nAllocations (", " alloc_space\n"}
+	wants := []string{"CPU (" + cpuPath + "): ", "loadgen.burnCPU\n", "\n\nAllocations (", " alloc_space\n"}
 	for _, f := range allocTop.Funcs {
-		want = append(want, f.Name+"\n") // the same top as ReadTop's
+		wants = append(wants, f.Name+"\n") // the same top as ReadTop's
 	}
-	for _, want := range want {
+	for _, want := range wants {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("WriteProfileTops output lacks %q:\n%s", want, out.String())
 		}
