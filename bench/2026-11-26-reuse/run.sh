@@ -4,7 +4,8 @@
 # interleaved (A B A B …). A = main before reuse, B = with blob.fs.reuse
 # (its default). Run as OUT=run-N ./run.sh from this directory. Any two
 # builds work (bench/2026-11-26-spares uses it so): the reports call A
-# "before" and B "reuse" whatever they are. GEN is the binary that runs the
+# $NAME_A and B $NAME_B ("before" and "reuse" unless set; set them for any
+# other comparison, e.g. NAME_A=main NAME_B=overlap). GEN is the binary that runs the
 # generator (default B), so that a wrapper script setting an environment
 # variable for one server does not change the generator.
 set -eu
@@ -13,6 +14,8 @@ A=${A:-/tmp/cf-base}     # git worktree add --detach /tmp/wt ec207b8 && CGO_ENAB
 B=${B:-/tmp/cf-reuse}    # CGO_ENABLED=0 go build -o /tmp/cf-reuse ./cmd/coffer
 DATA=${DATA:-/var/tmp/coffer-reuse-ab}
 DURATION=${DURATION:-60s}
+NAME_A=${NAME_A:-before}
+NAME_B=${NAME_B:-reuse}
 rm -rf "$DATA" && mkdir -p "$DATA/a" "$DATA/b" "$OUT"
 
 start() { # name binary port
@@ -26,15 +29,15 @@ start b "$B" 6961; B_PID=$!
 trap 'kill $A_PID $B_PID 2>/dev/null || true; wait 2>/dev/null; cp "$DATA"/*.log "$OUT"/ 2>/dev/null; rm -rf "$DATA"' EXIT
 sleep 3
 
-cat > "$DATA/targets.toml" <<'TOML'
+cat > "$DATA/targets.toml" <<TOML
 [[target]]
-name = "before"
+name = "$NAME_A"
 url = "http://127.0.0.1:6951"
 access_key = "benchak"
 secret_key = "benchsecretkey00"
 
 [[target]]
-name = "reuse"
+name = "$NAME_B"
 url = "http://127.0.0.1:6961"
 access_key = "benchak"
 secret_key = "benchsecretkey00"
@@ -47,12 +50,12 @@ rss() {
 }
 mkdir -p "$OUT/mixed" "$OUT/cases"
 uptime > "$OUT/load.txt"
-"${GEN:-$B}" bench mixed --targets "$DATA/targets.toml" --baseline before --payload streaming \
+"${GEN:-$B}" bench mixed --targets "$DATA/targets.toml" --baseline "$NAME_A" --payload streaming \
   --size 100KiB --workers 16 --objects 1000 --duration "$DURATION" --rounds ${ROUNDS:-3} \
   --gobench --out "$OUT/mixed" > "$OUT/mixed/output.txt" 2>&1
 uptime >> "$OUT/load.txt"
 rss > "$OUT/mixed/rss.txt"
-"${GEN:-$B}" bench cases --targets "$DATA/targets.toml" --baseline before --payload streaming \
+"${GEN:-$B}" bench cases --targets "$DATA/targets.toml" --baseline "$NAME_A" --payload streaming \
   --cases put-10MiB --workers 8 --duration 30s --rounds ${ROUNDS:-3} \
   --gobench --out "$OUT/cases" > "$OUT/cases/output.txt" 2>&1
 uptime >> "$OUT/load.txt"
