@@ -419,6 +419,38 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
+// TestWriteErrorMultiRow is TestWriteError for a batch of more events
+// than one multi-row INSERT holds: the multi-row statement fails first,
+// and the whole batch is lost, counted and rolled back like any other.
+func TestWriteErrorMultiRow(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l := openTest(t, Config{Path: path, FlushInterval: time.Hour}, hooks{})
+	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DROP TABLE events"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*insertRows + 1
+	for i := range n {
+		if !l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject"}) {
+			t.Fatalf("Record of event %d refused: %+v", i, l.Stats())
+		}
+	}
+	if err := l.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "no such table") {
+		t.Errorf("Flush of %d events after the table was dropped = %v, want a no such table error", n, err)
+	}
+	want := Stats{Recorded: n + 1, Written: 1, WriteErrors: n, Stored: 1}
+	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
+		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestSchemaVersion(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
