@@ -73,7 +73,7 @@ func (s *Store) open(key string, off, n int64) (*Reader, error) {
 	}
 	// A file that may be rewritten in place once this Reader is closed
 	// is copied, never sent with sendfile (see reuseMax).
-	copyOnly := s.readers != nil && size < reuseMax
+	copyOnly := s.reusable(size)
 	return &Reader{f: f, off: off, end: off + n, bufs: &s.bufs, copyOnly: copyOnly, readers: s.readers, key: key}, nil
 }
 

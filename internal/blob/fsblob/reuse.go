@@ -272,10 +272,16 @@ func (s *Store) keep(d *dirHandle, key, name string, size int64) (kept bool, evi
 	return true, s.pool.add(&freeFile{name: free, size: size, added: s.clock()}), nil
 }
 
+// reusable reports whether a blob file of size is kept for reuse when
+// freed, and so may be rewritten in place once no Reader has it open.
+func (s *Store) reusable(size int64) bool {
+	return s.pool != nil && size >= s.reuseMin && size < reuseMax
+}
+
 // openKept opens a kept file of size's class in tmpd (.tmp) for a Put, or
 // returns nil.
 func (s *Store) openKept(tmpd *dirHandle, size int64, direct bool) (*os.File, *freeFile, bool) {
-	if s.pool == nil || size < s.reuseMin || size >= reuseMax {
+	if !s.reusable(size) {
 		return nil, nil, direct
 	}
 	for {
@@ -354,7 +360,7 @@ func (rc *readerCounts) dec(key string) {
 // deleteOrKeep removes the file name of directory d, key's, of the given
 // size, or keeps it for reuse.
 func (s *Store) deleteOrKeep(d *dirHandle, key, name string, size int64) error {
-	if s.pool != nil && size >= s.reuseMin && size < reuseMax {
+	if s.reusable(size) {
 		kept, evict, err := s.keep(d, key, name, size)
 		s.remove(evict)
 		if kept || err != nil {

@@ -425,12 +425,12 @@ func (w *readFromRecorder) ReadFrom(r io.Reader) (int64, error) {
 
 // Files that may be rewritten in place once freed are never handed to
 // sendfile (whose socket buffers reference the file's pages until the
-// peer reads them), and only they are kept when freed: larger blobs keep
-// sendfile and are deleted.
+// peer reads them), and only they are kept when freed: larger blobs, and
+// those too small to keep, keep sendfile and are deleted.
 func TestReuseNeverSendfile(t *testing.T) {
 	for _, reuse := range []int64{0, 1 << 30} {
 		s := open(t, Config{Sync: true, Reuse: reuse})
-		for _, size := range []int{100 << 10, reuseMax - 1, reuseMax, 2 << 20} {
+		for _, size := range []int{defaultReuseMin - 1, defaultReuseMin, 100 << 10, reuseMax - 1, reuseMax, 2 << 20} {
 			key := fmt.Sprintf("s/%d", size)
 			data := fill('r', size)
 			putBytes(t, s, key, data)
@@ -446,14 +446,15 @@ func TestReuseNeverSendfile(t *testing.T) {
 			if !bytes.Equal(w.Bytes(), data) {
 				t.Errorf("reuse %d, %d bytes: WriteTo wrote other bytes", reuse, size)
 			}
-			if wantCopy := reuse > 0 && size < reuseMax; w.readFrom == wantCopy {
+			reusable := reuse > 0 && size >= defaultReuseMin && size < reuseMax
+			if wantCopy := reusable; w.readFrom == wantCopy {
 				t.Errorf("reuse %d, %d bytes: ReadFrom called = %v, want %v", reuse, size, w.readFrom, !wantCopy)
 			}
 			if err := s.Delete(t.Context(), key); err != nil {
 				t.Fatal(err)
 			}
 			kept := slices.ContainsFunc(tmpNames(t, s), func(n string) bool { return strings.HasPrefix(n, freePrefix) })
-			if want := reuse > 0 && size < reuseMax; kept != want {
+			if want := reusable; kept != want {
 				t.Errorf("reuse %d, %d bytes: kept after Delete = %v, want %v", reuse, size, kept, want)
 			}
 			s.Reclaim()
