@@ -388,14 +388,10 @@ func TestClosedLog(t *testing.T) {
 	}
 }
 
-func TestWriteError(t *testing.T) {
-	t.Parallel()
-	var logs syncBuffer
-	path := filepath.Join(t.TempDir(), "audit.db")
-	l := openTest(t, Config{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hooks{})
-	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
-
-	// Another program breaks the database under the writer.
+// dropEvents drops the events table of the SQLite file at path, as another
+// program breaking the database under the writer would.
+func dropEvents(t *testing.T, path string) {
+	t.Helper()
 	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
@@ -404,6 +400,16 @@ func TestWriteError(t *testing.T) {
 	if _, err := db.Exec("DROP TABLE events"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestWriteError(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l := openTest(t, Config{Path: path, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, hooks{})
+	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
+
+	dropEvents(t, path) // another program breaks the database under the writer
 
 	l.Record(Event{Time: t0, Source: SourceS3, Op: "PutObject"})
 	l.Record(Event{Time: t0, Source: SourceS3, Op: "DeleteObject"})
@@ -427,15 +433,7 @@ func TestWriteErrorMultiRow(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.db")
 	l := openTest(t, Config{Path: path, FlushInterval: time.Hour}, hooks{})
 	recordAll(t, l, Event{Time: t0, Source: SourceS3, Op: "PutObject"})
-
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("DROP TABLE events"); err != nil {
-		t.Fatal(err)
-	}
+	dropEvents(t, path)
 	const n = 2*insertRows + 1
 	for i := range n {
 		if !l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject"}) {
