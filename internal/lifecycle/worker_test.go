@@ -139,7 +139,7 @@ func (e *env) put(bucket, key string, size int, tags ...Tag) {
 
 func (e *env) del(bucket, key string) {
 	e.t.Helper()
-	if _, err := e.svc.DeleteObject(context.Background(), bucket, key, ""); err != nil {
+	if _, err := e.svc.DeleteObject(context.Background(), bucket, objects.ObjectRef{Key: key}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -502,7 +502,7 @@ func TestWorkerRaces(t *testing.T) {
 				if err != nil {
 					e.t.Fatal(err)
 				}
-				if _, err := e.svc.DeleteObject(ctx, "bkt", "k", res.Versions[1].VersionID); err != nil {
+				if _, err := e.svc.DeleteObject(ctx, "bkt", objects.ObjectRef{Key: "k", VersionID: res.Versions[1].VersionID}); err != nil {
 					e.t.Fatal(err)
 				}
 			},

@@ -410,23 +410,53 @@ type Deleted struct {
 	// DeleteMarker reports that the version removed, or written, is a
 	// delete marker.
 	DeleteMarker bool
+	// Err is the error the ref's Check returned; nothing was written for
+	// the ref then.
+	Err error
 }
 
 // VersionRef names a version to delete: VersionID "" means the latest (a
 // delete marker in a versioned bucket).
 type VersionRef struct {
 	Key, VersionID string
+	// Check, if not nil, makes the delete conditional. It is called under
+	// the key's lock, before anything is written for the ref, with the
+	// version the delete acts on: the version named, or without a version
+	// ID the latest one (the current object, or the delete marker on top
+	// of the key's history). If there is no such version, Check is not
+	// called and nothing is written for the ref (not even a delete
+	// marker). An error from Check fails the ref alone: it is returned in
+	// Deleted.Err and nothing is written for the ref.
+	Check func(target *Object) error
 }
 
 // deleteRef applies one delete to the batch, under bucket versioning v,
 // reading the key's state through the batch.
 func (w *writer) deleteRef(bucket string, v Versioning, ref VersionRef) (Deleted, error) {
 	if ref.VersionID != "" {
-		return w.deleteVersion(bucket, ref.Key, ref.VersionID)
+		return w.deleteVersion(bucket, ref.Key, ref.VersionID, ref.Check)
 	}
 	cur, err := readCurrent(w.r, bucket, ref.Key)
 	if err != nil {
 		return Deleted{}, err
+	}
+	if ref.Check != nil {
+		target := cur
+		if target == nil && v != Unversioned {
+			top, err := topHistory(w.r, bucket, ref.Key)
+			if err != nil {
+				return Deleted{}, err
+			}
+			if top != nil && top.DeleteMarker {
+				target = top
+			}
+		}
+		if target == nil {
+			return Deleted{}, nil
+		}
+		if err := ref.Check(target); err != nil {
+			return Deleted{Err: err}, nil
+		}
 	}
 	if v == Unversioned {
 		if cur != nil {
@@ -443,9 +473,9 @@ func (w *writer) deleteRef(bucket string, v Versioning, ref VersionRef) (Deleted
 }
 
 // deleteVersion removes the version of bucket/key whose S3 version ID is
-// id, if there is one, and promotes the next version if the removed one
-// was the latest.
-func (w *writer) deleteVersion(bucket, key, id string) (Deleted, error) {
+// id, if there is one and check (if not nil) accepts it, and promotes the
+// next version if the removed one was the latest.
+func (w *writer) deleteVersion(bucket, key, id string, check func(*Object) error) (Deleted, error) {
 	cur, err := readCurrent(w.r, bucket, key)
 	if err != nil {
 		return Deleted{}, err
@@ -462,6 +492,11 @@ func (w *writer) deleteVersion(bucket, key, id string) (Deleted, error) {
 	}
 	if err != nil || target == nil {
 		return Deleted{}, err
+	}
+	if check != nil {
+		if err := check(target); err != nil {
+			return Deleted{Err: err}, nil
+		}
 	}
 	if current {
 		w.deleteObject(bucket, key, cur)
@@ -491,8 +526,9 @@ func (w *writer) deleteVersion(bucket, key, id string) (Deleted, error) {
 // deletes the latest version: removing the object of an unversioned
 // bucket, writing a delete marker in a versioned one. A ref with one
 // removes that version for good (deleting an absent version does nothing).
-// The stripes of every key involved are held together, in ascending
-// order. It returns ErrNoBucket if the bucket does not exist.
+// A ref with a Check is conditional (see VersionRef). The stripes of every
+// key involved are held together, in ascending order. It returns
+// ErrNoBucket if the bucket does not exist.
 func (db *DB) DeleteVersions(ctx context.Context, bucket string, refs []VersionRef, now time.Time) ([]Deleted, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -511,7 +547,7 @@ func (db *DB) DeleteVersions(ctx context.Context, bucket string, refs []VersionR
 	indexed := v != Unversioned
 	for i, r := range refs {
 		keys[i] = r.Key
-		if r.VersionID != "" {
+		if r.VersionID != "" || r.Check != nil {
 			indexed = true
 		}
 	}

@@ -130,7 +130,7 @@ func BenchmarkDeleteObject(b *testing.B) {
 		b.StopTimer()
 		e.put(b, "k", data)
 		b.StartTimer()
-		if _, err := e.s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+		if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
 			b.Fatal(err)
 		}
 	}

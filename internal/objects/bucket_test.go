@@ -94,7 +94,7 @@ func TestBuckets(t *testing.T) {
 	// An object keeps a bucket.
 	e.put(t, "k", []byte("x"))
 	wantCode(t, "DeleteBucket(object)", e.s.DeleteBucket(ctx, "bkt"), s3err.BucketNotEmpty)
-	if _, err := e.s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
 	u, err := e.s.CreateMultipartUpload(ctx, "bkt", "k", CreateUploadInput{})
@@ -129,9 +129,9 @@ func TestDeleteObjects(t *testing.T) {
 	e.put(t, "a", []byte("1"))
 	e.put(t, "b", randBytes(2*testBlock, 1))
 	var res []DeleteResult
-	_, err := e.s.DeleteObject(ctx, "nope", "a", "")
+	_, err := e.s.DeleteObject(ctx, "nope", ObjectRef{Key: "a"})
 	wantCode(t, "DeleteObject(missing bucket)", err, s3err.NoSuchBucket)
-	if _, err := e.s.DeleteObject(ctx, "bkt", "absent", ""); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "absent"}); err != nil {
 		t.Errorf("DeleteObject(absent) = %v", err)
 	}
 	res, err = e.s.DeleteObjects(ctx, "bkt", refs("a", "absent", "b", "a"))

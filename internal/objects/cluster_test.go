@@ -167,7 +167,7 @@ func TestClusterGCSparesRemoteWrite(t *testing.T) {
 
 	// Prompt freeing: the node that dropped the blocks frees them; the
 	// other leaves them.
-	if _, err := a.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+	if _, err := a.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
 	gs, err := a.db.Garbage(ctx, time.Now().Add(time.Hour), nil, 100)

@@ -91,3 +91,26 @@ func checkWrite(c WriteConditions, old *meta.Object, bucket, key string) error {
 }
 
 func (c WriteConditions) set() bool { return c.IfMatch != "" || c.IfNoneMatch != "" }
+
+func (c DeleteConditions) set() bool {
+	return c.IfMatch != "" || !c.IfMatchLastModified.IsZero() || c.IfMatchSize != nil
+}
+
+// check evaluates the conditions against o, the version a delete acts on
+// (see DeleteConditions); every one that is present must hold.
+func (c DeleteConditions) check(o *meta.Object, res string) error {
+	failed := func(cond string) error {
+		return s3err.New(s3err.PreconditionFailed, res).With("Condition", cond)
+	}
+	if c.IfMatch != "" && !etagMatches(c.IfMatch, o.ETag) {
+		return failed("If-Match")
+	}
+	if !c.IfMatchLastModified.IsZero() &&
+		!o.Modified.Truncate(time.Second).Equal(c.IfMatchLastModified.Truncate(time.Second)) {
+		return failed("x-amz-if-match-last-modified-time")
+	}
+	if c.IfMatchSize != nil && *c.IfMatchSize != o.Size {
+		return failed("x-amz-if-match-size")
+	}
+	return nil
+}

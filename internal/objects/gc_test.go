@@ -28,7 +28,7 @@ func TestGCCollectsExactlyGarbage(t *testing.T) {
 	e.put(t, "overwritten", big(2))
 	e.put(t, "overwritten", []byte("inline now"))
 	e.put(t, "deleted", big(3))
-	if _, err := e.s.DeleteObject(ctx, "bkt", "deleted", ""); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "deleted"}); err != nil {
 		t.Fatal(err)
 	}
 	e.put(t, "multi1", big(4))
@@ -350,7 +350,7 @@ func TestFreePromptly(t *testing.T) {
 	waitBlobs("written", 3)
 	e.put(t, "k", randBytes(2*testBlock, 2))
 	waitBlobs("overwritten", 2)
-	if _, err := s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+	if _, err := s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
 		t.Fatal(err)
 	}
 	waitBlobs("deleted", 0)

@@ -79,7 +79,7 @@ func TestCanceledContext(t *testing.T) {
 	if _, got := e.get(t, "k2", GetOptions{}); !bytes.Equal(got, big) {
 		t.Errorf("k2 reads back %d bytes, want the %d written", len(got), len(big))
 	}
-	if _, err := e.s.DeleteObject(ctx, "bkt", "k", ""); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
 		t.Errorf("DeleteObject with canceled context = %v", err)
 	}
 	if _, err := e.s.HeadObject(context.Background(), "bkt", "k", GetOptions{}); s3err.CodeOf(err) != s3err.NoSuchKey {

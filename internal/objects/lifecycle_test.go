@@ -43,7 +43,7 @@ func TestWalkAndExpire(t *testing.T) {
 	if _, err := s.PutObjectTagging(ctx, "bkt", "k", "", []Tag{{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DeleteObject(ctx, "bkt", "gone", ""); err != nil { // a lone delete marker
+	if _, err := s.DeleteObject(ctx, "bkt", ObjectRef{Key: "gone"}); err != nil { // a lone delete marker
 		t.Fatal(err)
 	}
 

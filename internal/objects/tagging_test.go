@@ -120,7 +120,7 @@ func TestObjectTagging(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after DeleteObjectTagging", tagsOf("k", "null"), nil)
-	dr, err := e.s.DeleteObject(ctx, "bkt", "k", "")
+	dr, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -262,10 +262,27 @@ type ListPartsResult struct {
 	NextPartNumberMarker int
 }
 
-// ObjectRef names an object version for DeleteObjects: VersionID "" is the
-// latest version (a delete marker is written in a versioned bucket).
+// ObjectRef names an object version for DeleteObject and DeleteObjects:
+// VersionID "" is the latest version (a delete marker is written in a
+// versioned bucket). If makes the delete conditional.
 type ObjectRef struct {
 	Key, VersionID string
+	If             DeleteConditions
+}
+
+// DeleteConditions are a conditional delete's preconditions (If-Match,
+// x-amz-if-match-last-modified-time and x-amz-if-match-size, or the ETag,
+// LastModifiedTime and Size of a DeleteObjects entry). Zero fields are
+// absent. They are checked, atomically with the delete, against the
+// version it acts on: the version named, or the latest version (which may
+// be a delete marker: no ETag, so only "*" matches it, and size 0). A
+// delete whose target does not exist does nothing and succeeds, as for an
+// unconditional delete of an absent key, but writes no delete marker. See
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html
+type DeleteConditions struct {
+	IfMatch             string    // "*" or ETags, quotes optional
+	IfMatchLastModified time.Time // whole seconds are compared
+	IfMatchSize         *int64
 }
 
 // DeleteResult is the outcome of one delete: of DeleteObject, or of one

@@ -86,7 +86,7 @@ func TestUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	usage("aborted, copied", Usage{Objects: 4, Bytes: 10 + 3*testBlock + 1 + 2*mpSize})
-	if _, err := e.s.DeleteObject(ctx, "bkt", "small", ""); err != nil {
+	if _, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "small"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.s.DeleteObjects(ctx, "bkt", refs("big", "mp", "absent")); err != nil {

@@ -168,8 +168,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`x-amz-decoded-content-length`" + ` are ` + "`IncompleteBody`" + ` with both counts, and
   a short signed chunk that is not the last is ` + "`403 InvalidChunkSizeError`" + `,
   as on S3. Deliberate differences: messages for what S3 has and Coffer
-  does not (NotImplemented for lifecycle transitions, MFA delete and
-  conditional deletes in DeleteObjects, which say what is missing),
+  does not (NotImplemented for lifecycle transitions and MFA delete,
+  which say what is missing),
   ` + "`StorageFull`" + ` and the ` + "`ServiceUnavailable`" + ` (with Retry-After) of a failed or unreachable metadata store
   or upstream block store (gateway mode)
   (Coffer's own), and x-amz-content-sha256 and X-Amz-Algorithm messages that
@@ -201,6 +201,22 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   against the current version (a key under a delete marker has none). A
   CompleteMultipartUpload retried after it succeeded (same upload, same parts)
   gets the same answer.
+- Conditional deletes: ` + "`If-Match`" + ` (` + "`*`" + ` or ETags),
+  ` + "`x-amz-if-match-last-modified-time`" + ` and ` + "`x-amz-if-match-size`" + ` on DeleteObject,
+  and ` + "`ETag`" + `, ` + "`LastModifiedTime`" + ` and ` + "`Size`" + ` in a DeleteObjects entry,
+  checked atomically with the delete against the version it acts on: the
+  version named, or the latest version, which may be a delete marker (no
+  ETag, so only ` + "`*`" + ` matches it; size 0). A condition that does not
+  hold is ` + "`412 PreconditionFailed`" + ` (a ` + "`PreconditionFailed`" + ` entry in
+  DeleteObjects) and nothing changes; with no such version there is nothing
+  to compare, and the delete succeeds without writing a delete marker. A
+  condition on the ETag, time or size also needs ` + "`s3:GetObject`" + `
+  (` + "`s3:GetObjectVersion`" + ` with a version ID), as S3 requires for
+  ` + "`If-Match`" + ` with an ETag; ` + "`If-Match: *`" + ` needs only the delete
+  permission. AWS takes the time and size conditions in directory buckets
+  only; Coffer takes them in every bucket, as Ceph does. A time or size that
+  does not parse is ` + "`400 InvalidArgument`" + ` (` + "`MalformedXML`" + ` in
+  DeleteObjects), never ignored.
 - PostObject (browser form uploads, ` + "`POST /{bucket}`" + ` with a multipart/form-data
   body) is authenticated by its fields: a policy signed with SigV4
   (` + "`x-amz-algorithm`" + `, ` + "`x-amz-credential`" + `, ` + "`x-amz-date`" + `, ` + "`x-amz-signature`" + `) or SigV2

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,4 +58,48 @@ func parseWriteConditions(h http.Header) (objects.WriteConditions, error) {
 		IfMatch:     strings.TrimSpace(h.Get("If-Match")),
 		IfNoneMatch: strings.TrimSpace(h.Get("If-None-Match")),
 	}, nil
+}
+
+// parseDeleteConditions returns the preconditions of a conditional
+// DeleteObject: If-Match (* or ETags), x-amz-if-match-last-modified-time
+// (parseTimestamp) and x-amz-if-match-size. A
+// value that does not parse is InvalidArgument: ignoring it would delete
+// unconditionally what the client meant to protect.
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html
+func parseDeleteConditions(h http.Header) (objects.DeleteConditions, error) {
+	c := objects.DeleteConditions{IfMatch: strings.TrimSpace(h.Get("If-Match"))}
+	if v := strings.TrimSpace(h.Get("X-Amz-If-Match-Last-Modified-Time")); v != "" {
+		t, ok := parseTimestamp(v)
+		if !ok {
+			return c, invalidArgument("x-amz-if-match-last-modified-time", v, "Invalid date in x-amz-if-match-last-modified-time.")
+		}
+		c.IfMatchLastModified = t
+	}
+	if v := strings.TrimSpace(h.Get("X-Amz-If-Match-Size")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, invalidArgument("x-amz-if-match-size", v, "x-amz-if-match-size must be a non-negative integer.")
+		}
+		c.IfMatchSize = &n
+	}
+	return c, nil
+}
+
+// parseTimestamp parses a conditional delete's time: an HTTP date (the
+// SDKs send one, in the header and in DeleteObjects' XML alike) or an ISO
+// 8601 timestamp.
+func parseTimestamp(v string) (time.Time, bool) {
+	if t, err := http.ParseTime(v); err == nil {
+		return t, true
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
+// deleteReveals reports whether a conditional delete tells its sender
+// something about the object beyond its existence (an ETag, time or size
+// that matched or not), so that it needs read permission too, as S3
+// requires s3:GetObject for If-Match with an ETag.
+func deleteReveals(c objects.DeleteConditions) bool {
+	return (c.IfMatch != "" && c.IfMatch != "*") || !c.IfMatchLastModified.IsZero() || c.IfMatchSize != nil
 }

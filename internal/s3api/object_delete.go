@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -21,19 +22,59 @@ import (
 // deleteObject serves DeleteObject. Deleting an absent key or version
 // succeeds, as in S3. On a versioned bucket the response names the delete
 // marker written (or the version removed) in x-amz-version-id, with
-// x-amz-delete-marker: true when that is a delete marker.
+// x-amz-delete-marker: true when that is a delete marker. If-Match,
+// x-amz-if-match-last-modified-time and x-amz-if-match-size make it
+// conditional (objects.DeleteConditions); one that compares the object's
+// ETag, time or size needs read permission as well.
 func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *request) error {
 	vid, err := parseVersionID(rq.query)
 	if err != nil {
 		return err
 	}
-	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, rq.key, vid)
+	cond, err := parseDeleteConditions(r.Header)
+	if err != nil {
+		return err
+	}
+	if err := h.authorizeDeleteRead(r, rq, rq.key, vid, cond); err != nil {
+		return err
+	}
+	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, objects.ObjectRef{Key: rq.key, VersionID: vid, If: cond})
 	if err != nil {
 		return err
 	}
 	setDeleteHeaders(w.Header(), res)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// authorizeDeleteRead checks the read permission a conditional delete of
+// key (version vid) needs besides the delete permission when its
+// conditions reveal the object's ETag, time or size (deleteReveals):
+// s3:GetObject, or s3:GetObjectVersion for a version.
+func (h *Handler) authorizeDeleteRead(r *http.Request, rq *request, key, vid string, c objects.DeleteConditions) error {
+	if !deleteReveals(c) {
+		return nil
+	}
+	action := iam.GetObject
+	if vid != "" {
+		action = iam.GetObjectVersion
+	}
+	return h.authorize(r, rq, action, rq.bucket, key)
+}
+
+// deleteEntryConditions returns the preconditions of a DeleteObjects
+// entry: its ETag, LastModifiedTime (parseTimestamp; anything else is
+// MalformedXML) and Size.
+func deleteEntryConditions(o s3xml.ObjectIdentifier) (objects.DeleteConditions, error) {
+	c := objects.DeleteConditions{IfMatch: strings.TrimSpace(o.ETag), IfMatchSize: o.Size}
+	if v := strings.TrimSpace(o.LastModifiedTime); v != "" {
+		t, ok := parseTimestamp(v)
+		if !ok {
+			return c, s3err.New(s3err.MalformedXML, "")
+		}
+		c.IfMatchLastModified = t
+	}
+	return c, nil
 }
 
 // setDeleteHeaders sets the version headers of a delete's response.
@@ -67,9 +108,10 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 	if err != nil {
 		return err
 	}
-	for _, o := range del.Objects {
-		if o.ETag != "" || o.LastModifiedTime != "" || o.Size != nil {
-			return s3err.Newf(s3err.NotImplemented, "", "Conditional deletes in DeleteObjects (ETag, LastModifiedTime, Size) are not implemented.")
+	conds := make([]objects.DeleteConditions, len(del.Objects))
+	for i, o := range del.Objects {
+		if conds[i], err = deleteEntryConditions(o); err != nil {
+			return err
 		}
 	}
 	out := s3xml.DeleteResult{}
@@ -78,7 +120,7 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 	}
 	refs := make([]objects.ObjectRef, 0, len(del.Objects))
 	todo := make([]s3xml.ObjectIdentifier, 0, len(del.Objects))
-	for _, o := range del.Objects {
+	for i, o := range del.Objects {
 		action := iam.DeleteObject
 		if o.VersionID != "" {
 			action = iam.DeleteObjectVersion
@@ -87,7 +129,11 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 			fail(o, err)
 			continue
 		}
-		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID})
+		if err := h.authorizeDeleteRead(r, rq, o.Key, o.VersionID, conds[i]); err != nil {
+			fail(o, err)
+			continue
+		}
+		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID, If: conds[i]})
 		todo = append(todo, o)
 	}
 	if len(refs) > 0 {

@@ -225,9 +225,6 @@ func TestDeleteObjects(t *testing.T) {
 	bad := []byte("<Delete><Object><Key>x</Key></Object>")
 	goldenError(t, hs.do(call{method: "POST", path: "/bkt?delete", body: bad, header: header("Content-MD5", contentMD5(bad))}),
 		"DeleteObjects_MalformedXML", http.StatusBadRequest, s3err.MalformedXML)
-	cond := xmlBody(`<Delete><Object><Key>x</Key><ETag>"abc"</ETag></Object></Delete>`)
-	hs.do(call{method: "POST", path: "/bkt?delete", body: cond, header: header("Content-MD5", contentMD5(cond))}).
-		want(t, http.StatusNotImplemented, s3err.NotImplemented)
 	hs.do(call{method: "POST", path: "/nope?delete", body: quiet, header: header("Content-MD5", contentMD5(quiet))}).
 		want(t, http.StatusNotFound, s3err.NoSuchBucket)
 }
