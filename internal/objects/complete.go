@@ -150,7 +150,7 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		if err != nil {
 			return nil, err
 		}
-		if want := in.Checksum.Value; want != "" && stripPartCount(want) != stripPartCount(c.Value) {
+		if want := in.Checksum.Value; want != "" && !assertedChecksum(want, c) {
 			return nil, checksumMismatch(checksum.Algorithm(u.ChecksumAlgorithm), res)
 		}
 		rec.Checksum = c
@@ -196,12 +196,15 @@ func combineChecksums(u *meta.Upload, parts []*meta.Part) (meta.Checksum, error)
 	return c, nil
 }
 
-// stripPartCount removes the "-N" suffix of a composite checksum.
-func stripPartCount(v string) string {
-	if i := strings.LastIndexByte(v, '-'); i >= 0 {
-		return v[:i]
+// assertedChecksum reports whether want, the object checksum a client
+// asserts in CompleteMultipartUpload, is c: its value as GetObject returns
+// it, or for a COMPOSITE checksum also without the "-N" part count.
+func assertedChecksum(want string, c meta.Checksum) bool {
+	if want == c.Value {
+		return true
 	}
-	return v
+	i := strings.LastIndexByte(c.Value, '-')
+	return c.Type != checksumFullObject && i >= 0 && want == c.Value[:i]
 }
 
 // ListParts returns one page of an upload's parts: those numbered above

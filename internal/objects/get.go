@@ -78,6 +78,9 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		return nil, false, err
 	}
 	obj.Start, obj.Length, obj.Partial = sp.start, sp.length, sp.partial
+	if o.get.PartNumber > 0 {
+		obj.PartChecksum = partChecksum(&rec, obj.Info.Checksum, o.get.PartNumber)
+	}
 	if !o.body || sp.length == 0 {
 		return obj, false, nil
 	}

@@ -453,3 +453,88 @@ func TestListMultipartUploads(t *testing.T) {
 	_, err = e.s.ListMultipartUploads(ctx, "nope", ListUploadsInput{})
 	wantCode(t, "ListMultipartUploads(missing bucket)", err, s3err.NoSuchBucket)
 }
+
+// TestPartChecksum: a read with a PartNumber reports the part's checksum
+// (with the object's algorithm and type), as S3 does with checksum mode;
+// an object not made of parts reports its own for part 1; an upload
+// without checksums reports none.
+func TestPartChecksum(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	p1, p2 := randBytes(2*testBlock, 1), randBytes(5, 2)
+	for _, typ := range []string{"FULL_OBJECT", "COMPOSITE"} {
+		e.multipart(t, "k", checksum.CRC32C, typ, p1, p2)
+		for n, p := range [][]byte{p1, p2} {
+			obj, err := e.s.HeadObject(ctx, "bkt", "k", GetOptions{PartNumber: n + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ChecksumValue{Algorithm: checksum.CRC32C, Value: checksum.Encode(sum(checksum.CRC32C, p)), Type: typ}
+			if obj.PartChecksum != want {
+				t.Errorf("%s part %d: checksum %+v, want %+v", typ, n+1, obj.PartChecksum, want)
+			}
+		}
+		whole, err := e.s.HeadObject(ctx, "bkt", "k", GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if whole.PartChecksum != (ChecksumValue{}) || whole.Info.Checksum.Type != typ {
+			t.Errorf("%s whole read: part checksum %+v, object checksum %+v", typ, whole.PartChecksum, whole.Info.Checksum)
+		}
+	}
+	e.multipart(t, "plain", "", "", p1, p2)
+	if obj, err := e.s.HeadObject(ctx, "bkt", "plain", GetOptions{PartNumber: 1}); err != nil || obj.PartChecksum != (ChecksumValue{}) {
+		t.Errorf("upload without checksums, part 1: %+v, %v", obj, err)
+	}
+	info, err := e.s.PutObject(ctx, "bkt", "single", PutInput{Size: 5, Checksum: ChecksumInput{Algorithm: checksum.SHA256}}, bytes.NewReader(p2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj, err := e.s.HeadObject(ctx, "bkt", "single", GetOptions{PartNumber: 1}); err != nil || obj.PartChecksum != info.Checksum || info.Checksum.Value == "" {
+		t.Errorf("single-part object, part 1: %+v, %v; want %+v", obj, err, info.Checksum)
+	}
+}
+
+// TestCompleteAssertedComposite: CompleteMultipartUpload may assert a
+// COMPOSITE checksum with its part count (as GetObject returns it) or
+// without; a wrong count, or a count on a FULL_OBJECT checksum, is
+// BadDigest.
+func TestCompleteAssertedComposite(t *testing.T) {
+	ctx := context.Background()
+	p1, p2 := randBytes(2*testBlock, 1), randBytes(5, 2)
+	alg := checksum.CRC32
+	whole := checksum.Encode(sum(alg, slices.Concat(p1, p2)))
+	composite := checksum.Encode(sum(alg, slices.Concat(sum(alg, p1), sum(alg, p2))))
+	for _, tc := range []struct {
+		typ, good string
+		bad       []string
+	}{
+		{"COMPOSITE", composite + "-2", []string{composite + "-3", composite + "-1"}},
+		{"COMPOSITE", composite, []string{whole}},
+		{"FULL_OBJECT", whole, []string{whole + "-2", composite}},
+	} {
+		e := newEnv(t)
+		u, err := e.s.CreateMultipartUpload(ctx, "bkt", "k", CreateUploadInput{ChecksumAlgorithm: alg, ChecksumType: tc.typ})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cps []CompletePart
+		for i, p := range [][]byte{p1, p2} {
+			part, err := e.s.UploadPart(ctx, "bkt", "k", u.UploadID, i+1, PartInput{Size: int64(len(p))}, bytes.NewReader(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cps = append(cps, CompletePart{Number: i + 1, ETag: part.ETag, Checksum: part.Checksum.Value})
+		}
+		complete := func(v string) error {
+			_, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps, Checksum: ChecksumInput{Algorithm: alg, Value: v}})
+			return err
+		}
+		for _, v := range tc.bad {
+			wantCode(t, tc.typ+" asserting "+v, complete(v), s3err.BadDigest)
+		}
+		if err := complete(tc.good); err != nil {
+			t.Fatalf("%s asserting %s: %v", tc.typ, tc.good, err)
+		}
+	}
+}

@@ -95,3 +95,17 @@ func partSpan(o *meta.Object, n int, res string) (span, error) {
 	}
 	return span{start: start, length: o.PartSizes[n-1], partial: true}, nil
 }
+
+// partChecksum returns the checksum of part n of o, whose checksum is sum:
+// sum itself for an object not made of parts, else the part's stored
+// checksum with sum's algorithm and type (zero if the upload had none).
+// n is a part of o (partSpan checked it).
+func partChecksum(o *meta.Object, sum ChecksumValue, n int) ChecksumValue {
+	if len(o.PartSizes) == 0 {
+		return sum
+	}
+	if n > len(o.PartChecksums) || o.PartChecksums[n-1] == "" || sum.Algorithm == "" {
+		return ChecksumValue{}
+	}
+	return ChecksumValue{Algorithm: sum.Algorithm, Value: o.PartChecksums[n-1], Type: sum.Type}
+}

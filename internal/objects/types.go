@@ -99,6 +99,10 @@ type Object struct {
 	Start   int64 // first byte served
 	Length  int64 // bytes served
 	Partial bool  // a Range or PartNumber selected less than the whole (206)
+	// PartChecksum is, for a read with a PartNumber, the checksum of the
+	// part served, of the object's algorithm and type (the object's own
+	// checksum for an object not made of parts); zero if it has none.
+	PartChecksum ChecksumValue
 	Body    interface {
 		Read(p []byte) (int, error)
 		Close() error

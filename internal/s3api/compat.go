@@ -138,7 +138,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   one that does not parse, is ignored and the whole object is returned with
   200, as S3 does. ` + "`partNumber`" + ` selects a part and sets
   ` + "`x-amz-mp-parts-count`" + `. Checksums are returned with
-  ` + "`x-amz-checksum-mode: ENABLED`" + ` for whole-object reads only.
+  ` + "`x-amz-checksum-mode: ENABLED`" + `: the object's for a whole-object
+  read, the part's (with the object's ` + "`x-amz-checksum-type`" + `) for a
+  ` + "`partNumber`" + ` read of an object uploaded in parts with a checksum, none
+  for a byte range.
 - ` + "`response-*`" + ` query parameters override response headers on signed requests only.
 - PutObject and UploadPart require Content-Length (or
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
@@ -154,9 +157,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   for CRC64NVME and allowed for the CRCs only: SHA1, SHA256, SHA512, MD5 and
   the xxHashes cannot be combined from the parts' and answer ` + "`InvalidRequest`" + `,
   as does COMPOSITE with CRC64NVME. CompleteMultipartUpload checks an
-  asserted ` + "`x-amz-checksum-<algorithm>`" + ` and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if
-  they differ) and returns both, as do HEAD, GET (whole object),
-  GetObjectAttributes, ListParts and CopyObject.
+  asserted ` + "`x-amz-checksum-<algorithm>`" + ` (a COMPOSITE one with or without its
+  ` + "`-N`" + `) and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if they differ) and returns
+  both, as do HEAD, GET (the whole object's; with ` + "`partNumber`" + ` the
+  part's), GetObjectAttributes, ListParts and CopyObject.
 - Error responses carry S3's codes, statuses and messages to the letter
   (the table and its sources are in ` + "`internal/s3err/codes.go`" + `; where the
   error-code documentation and what S3 sends differ, Coffer sends what S3

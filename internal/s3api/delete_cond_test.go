@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -121,11 +120,7 @@ func TestConditionalDelete(t *testing.T) {
 func TestConditionalDeleteSDK(t *testing.T) {
 	t.Parallel()
 	hs := newHarnessAt(t, Config{}, time.Now)
-	c := s3.New(s3.Options{
-		Region: testRegion, BaseEndpoint: aws.String(hs.srv.URL), UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider(rootAccessKey, rootSecretKey, ""),
-		HTTPClient:  hs.srv.Client(), Retryer: aws.NopRetryer{},
-	})
+	c := sdkClient(hs)
 	ctx := t.Context()
 	bucket := aws.String("cond")
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: bucket}); err != nil {

@@ -224,14 +224,34 @@ func parseChecksum(h http.Header) (objects.ChecksumInput, error) {
 // request and its value, if any. More than one, or a malformed value, is
 // InvalidRequest with S3's message.
 func checksumHeader(h http.Header) (checksum.Algorithm, string, error) {
+	return checksumHeaderOf(h, false)
+}
+
+// checksumHeaderOf is checksumHeader that, if composite is set, also takes
+// a composite value: a checksum followed by "-" and a part count, as
+// GetObject returns the checksum of a COMPOSITE multipart object.
+func checksumHeaderOf(h http.Header, composite bool) (checksum.Algorithm, string, error) {
 	alg, val, err := checksum.FromHeaders(h)
 	switch {
 	case errors.Is(err, checksum.ErrMultiple):
 		return "", "", s3err.Newf(s3err.InvalidRequest, "", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
+	case err != nil && composite && isCompositeValue(alg, h.Get(alg.Header())):
+		return alg, h.Get(alg.Header()), nil
 	case err != nil:
 		return "", "", s3err.Newf(s3err.InvalidRequest, "", "Value for "+alg.Header()+" header is invalid.")
 	}
 	return alg, val, nil
+}
+
+// isCompositeValue reports whether v is a checksum of algorithm a followed
+// by "-" and a part count (1 to 10,000).
+func isCompositeValue(a checksum.Algorithm, v string) bool {
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 {
+		return false
+	}
+	n, err := strconv.Atoi(v[i+1:])
+	return err == nil && n >= 1 && n <= 10000 && v[i+1] != '+' && a.Validate(v[:i]) == nil
 }
 
 // unsupportedChecksumAlgorithm is S3's answer to an algorithm name it does

@@ -160,7 +160,7 @@ func parseComplete(h http.Header, doc s3xml.CompleteMultipartUpload) (objects.Co
 	if err != nil {
 		return objects.CompleteInput{}, err
 	}
-	alg, val, err := checksumHeader(h)
+	alg, val, err := checksumHeaderOf(h, true)
 	if err != nil {
 		return objects.CompleteInput{}, err
 	}

@@ -141,6 +141,21 @@ func TestParseComplete(t *testing.T) {
 	if err != nil || got.Checksum.Algorithm != checksum.SHA512 || got.ChecksumType != "" {
 		t.Errorf("parseComplete with x-amz-checksum-sha512: %+v, type %q, %v", got.Checksum, got.ChecksumType, err)
 	}
+	// A composite value, with its part count, as GetObject returns it.
+	composite := "uWBwpe1dxI4Vw8Gf0X9ynOdw/SS6VBzfWm9giiv1sf4=-3"
+	if got, err := parseComplete(header("X-Amz-Checksum-Sha256", composite), doc); err != nil || got.Checksum.Value != composite {
+		t.Errorf("parseComplete with a composite x-amz-checksum-sha256: %+v, %v", got.Checksum, err)
+	}
+	for _, v := range []string{"uWBwpe1dxI4Vw8Gf0X9ynOdw/SS6VBzfWm9giiv1sf4=-0", "uWBwpe1dxI4Vw8Gf0X9ynOdw/SS6VBzfWm9giiv1sf4=-10001",
+		"uWBwpe1dxI4Vw8Gf0X9ynOdw/SS6VBzfWm9giiv1sf4=-+3", "uWBwpe1dxI4Vw8Gf0X9ynOdw/SS6VBzfWm9giiv1sf4=-", "uWBwpe1dxI4Vw8Gf0X9ynOdw=-3"} {
+		if _, err := parseComplete(header("X-Amz-Checksum-Sha256", v), doc); s3err.CodeOf(err) != s3err.InvalidRequest {
+			t.Errorf("parseComplete with x-amz-checksum-sha256 %q: error %v, want InvalidRequest", v, err)
+		}
+	}
+	// Elsewhere a part count is not a checksum.
+	if _, err := parseChecksum(header("X-Amz-Checksum-Sha256", composite)); s3err.CodeOf(err) != s3err.InvalidRequest {
+		t.Errorf("parseChecksum with a composite value: error %v, want InvalidRequest", err)
+	}
 }
 
 // completeDoc renders a CompleteMultipartUpload body.

@@ -143,8 +143,13 @@ func setObjectHeaders(hdr http.Header, obj *objects.Object, opt objects.GetOptio
 	if opt.PartNumber > 0 && info.PartCount() > 0 {
 		hdr["x-amz-mp-parts-count"] = []string{strconv.Itoa(info.PartCount())}
 	}
-	// A checksum covers the whole object; S3 sends none for a range.
-	if withChecksum && !obj.Partial && info.Checksum.Algorithm != "" {
+	// A checksum covers what it names: the whole object, or with
+	// partNumber the part served. S3 sends none for a byte range.
+	switch {
+	case !withChecksum:
+	case opt.PartNumber > 0:
+		setChecksumHeaders(hdr, obj.PartChecksum)
+	case !obj.Partial:
 		setChecksumHeaders(hdr, info.Checksum)
 	}
 	for _, o := range overrides {
