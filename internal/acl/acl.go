@@ -178,6 +178,26 @@ func (a ACL) Allows(r Requester, p Permission) bool {
 	})
 }
 
+// Public reports whether a grants anything to AllUsers or
+// AuthenticatedUsers, which S3's Block Public Access counts as public.
+func (a ACL) Public() bool {
+	return slices.ContainsFunc(a.Grants, publicGrant)
+}
+
+// WithoutPublic returns a without its grants to AllUsers and
+// AuthenticatedUsers: the ACL S3 evaluates when a bucket ignores public
+// ACLs (Block Public Access IgnorePublicAcls).
+func (a ACL) WithoutPublic() ACL {
+	if !a.Public() {
+		return a
+	}
+	return ACL{Owner: a.Owner, Grants: slices.DeleteFunc(slices.Clone(a.Grants), publicGrant)}
+}
+
+func publicGrant(g Grant) bool {
+	return g.Grantee.URI == AllUsers || g.Grantee.URI == AuthenticatedUsers
+}
+
 // maxGrants bounds an ACL, as S3 does (100 grants).
 const maxGrants = 100
 

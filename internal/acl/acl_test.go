@@ -110,3 +110,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestPublic(t *testing.T) {
+	owner := "owner-id"
+	for _, c := range []Canned{CannedPrivate, CannedPublicRead, CannedPublicReadWrite, CannedAuthenticatedRead, CannedBucketOwnerFullControl} {
+		a, err := Expand(c, owner, "bucket-owner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c == CannedPublicRead || c == CannedPublicReadWrite || c == CannedAuthenticatedRead
+		if a.Public() != want {
+			t.Errorf("%s: Public() = %v, want %v", c, a.Public(), want)
+		}
+		w := a.WithoutPublic()
+		if w.Public() || w.Owner != owner {
+			t.Errorf("%s: WithoutPublic() = %+v", c, w)
+		}
+		// The owner's and other grants stay; the original is not changed.
+		if !w.Allows(Requester{ID: owner}, Read) || a.Public() != want {
+			t.Errorf("%s: WithoutPublic() dropped the owner's grant or changed the ACL: %+v, %+v", c, w, a)
+		}
+		if w.Allows(Requester{Anonymous: true}, Read) || w.Allows(Requester{ID: "someone"}, Read) {
+			t.Errorf("%s: WithoutPublic() still allows others: %+v", c, w)
+		}
+	}
+	logs := ACL{Owner: owner, Grants: []Grant{{Grantee: Grantee{URI: LogDelivery}, Permission: Write}}}
+	if logs.Public() {
+		t.Error("a LogDelivery grant counts as public")
+	}
+}

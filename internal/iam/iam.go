@@ -83,6 +83,8 @@ const (
 	DeleteObjectVersionTagging Action = "s3:DeleteObjectVersionTagging"
 	GetBucketTagging           Action = "s3:GetBucketTagging"
 	GetBucketOwnership         Action = "s3:GetBucketOwnershipControls"
+	GetBucketPublicAccessBlock Action = "s3:GetBucketPublicAccessBlock"
+	PutBucketPublicAccessBlock Action = "s3:PutBucketPublicAccessBlock"
 	PutBucketOwnership         Action = "s3:PutBucketOwnershipControls"
 	GetObjectVersionAcl        Action = "s3:GetObjectVersionAcl"
 	PutObjectVersionAcl        Action = "s3:PutObjectVersionAcl"
@@ -117,6 +119,12 @@ type Request struct {
 	// when no policy allows the request, and never overrides an explicit
 	// Deny or an access key's scope.
 	ACL func() bool
+	// RestrictPublic, if set, reports whether the bucket restricts access
+	// through a public bucket policy to its own account (S3 Block Public
+	// Access, RestrictPublicBuckets). It is consulted only for an
+	// anonymous request that a public bucket policy allows: if it reports
+	// true, the policy's Allow does not count (its Deny still does).
+	RestrictPublic func() bool
 }
 
 // Conditions are the request facts policy conditions may test. Zero
@@ -508,7 +516,12 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 			case policy.Deny:
 				return tr.verdict(false, ReasonExplicitDeny)
 			case policy.Allow:
-				return tr.verdict(true, ReasonAllowed)
+				// Anyone outside the account reaches a bucket only
+				// through a public policy, which Block Public Access
+				// may restrict to the account.
+				if !bp.Public() || rq.RestrictPublic == nil || !rq.RestrictPublic() {
+					return tr.verdict(true, ReasonAllowed)
+				}
 			}
 		}
 		if rq.ACL != nil && rq.ACL() {

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -17,16 +18,60 @@ import (
 // service keeps them; s3api interprets and enforces them.
 
 // BucketAccess is what the authorization of a request needs of a bucket:
-// its owner, its ACL (nil: private) and its Object Ownership ("": the
-// default).
+// its owner, its ACL (nil: private), its Object Ownership ("": the
+// default) and its Block Public Access settings (all off without any).
 type BucketAccess struct {
 	Owner     string
 	ACL       []byte
 	Ownership string
+	Block     PublicAccessBlock
 }
 
-// BucketAccess returns bucket's owner, ACL and Object Ownership. Errors:
-// NoSuchBucket.
+// PublicAccessBlock is a bucket's Block Public Access settings, as S3's
+// PublicAccessBlockConfiguration names them; s3api enforces them. See
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/access-control-block-public-access.html
+type PublicAccessBlock struct {
+	BlockPublicAcls       bool // refuse requests that set a public ACL
+	IgnorePublicAcls      bool // public ACL grants allow nothing
+	BlockPublicPolicy     bool // refuse a public bucket policy
+	RestrictPublicBuckets bool // a public bucket policy allows no one outside the account (anonymous requests)
+}
+
+// PublicAccessBlock returns bucket's Block Public Access settings, and
+// false if it has none. Errors: NoSuchBucket.
+func (s *Service) PublicAccessBlock(ctx context.Context, bucket string) (PublicAccessBlock, bool, error) {
+	doc, ok, err := s.BucketConfig(ctx, bucket, ConfigPublicAccessBlock)
+	if err != nil || !ok {
+		return PublicAccessBlock{}, false, err
+	}
+	b, err := decodePublicAccessBlock(doc)
+	if err != nil {
+		return PublicAccessBlock{}, false, fmt.Errorf("%s of %s: %w", ConfigPublicAccessBlock, bucket, err)
+	}
+	return b, true, nil
+}
+
+// PutPublicAccessBlock sets bucket's Block Public Access settings, or with
+// nil removes them. Errors: NoSuchBucket.
+func (s *Service) PutPublicAccessBlock(ctx context.Context, bucket string, b *PublicAccessBlock) error {
+	var doc []byte
+	if b != nil {
+		var err error
+		if doc, err = json.Marshal(b); err != nil {
+			return err
+		}
+	}
+	return s.PutBucketConfig(ctx, bucket, ConfigPublicAccessBlock, doc)
+}
+
+func decodePublicAccessBlock(doc []byte) (PublicAccessBlock, error) {
+	var b PublicAccessBlock
+	err := json.Unmarshal(doc, &b)
+	return b, err
+}
+
+// BucketAccess returns bucket's owner, ACL, Object Ownership and Block
+// Public Access settings. Errors: NoSuchBucket.
 func (s *Service) BucketAccess(ctx context.Context, bucket string) (BucketAccess, error) {
 	b, err := s.db.Bucket(ctx, bucket)
 	switch {
@@ -42,6 +87,14 @@ func (s *Service) BucketAccess(ctx context.Context, bucket string) (BucketAccess
 	}{
 		{ConfigACL, func(doc []byte) { ba.ACL = doc }},
 		{ConfigOwnership, func(doc []byte) { ba.Ownership = string(doc) }},
+		{ConfigPublicAccessBlock, func(doc []byte) {
+			b, err := decodePublicAccessBlock(doc)
+			if err != nil {
+				// Fail closed: settings that do not decode block everything.
+				b = PublicAccessBlock{true, true, true, true}
+			}
+			ba.Block = b
+		}},
 	} {
 		doc, err := s.db.BucketConfig(ctx, bucket, string(c.name))
 		switch {

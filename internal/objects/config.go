@@ -20,6 +20,9 @@ const (
 	ConfigTagging   ConfigName = "tagging"
 	ConfigOwnership ConfigName = "ownership"
 	ConfigACL       ConfigName = "acl"
+	// ConfigPublicAccessBlock is a bucket's Block Public Access
+	// settings (PublicAccessBlock, encoded as JSON).
+	ConfigPublicAccessBlock ConfigName = "publicAccessBlock"
 )
 
 // PutBucketConfig stores doc as bucket's configuration document name,

@@ -271,15 +271,6 @@ func (h *Handler) parsePutACL(r *http.Request, rq *request, owner, bucketOwner s
 	return a, nil
 }
 
-// checkACLsAllowed refuses an ACL other than the private one on a bucket
-// whose ACLs are off (Object Ownership BucketOwnerEnforced), as S3 does.
-func checkACLsAllowed(ownership string, a acl.ACL) error {
-	if acl.Ownership(ownership) == acl.BucketOwnerEnforced && !a.IsPrivate() {
-		return s3err.New(s3err.AccessControlListNotSupported, "")
-	}
-	return nil
-}
-
 // putBucketACL serves PutBucketAcl.
 func (h *Handler) putBucketACL(w http.ResponseWriter, r *http.Request, rq *request) error {
 	ba, err := h.objects.BucketAccess(r.Context(), rq.bucket)
@@ -291,7 +282,7 @@ func (h *Handler) putBucketACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
-	if err := checkACLsAllowed(ba.Ownership, a); err != nil {
+	if err := checkACL(ba, a); err != nil {
 		return err
 	}
 	var doc []byte
@@ -329,7 +320,7 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
-	if err := checkACLsAllowed(ba.Ownership, a); err != nil {
+	if err := checkACL(ba, a); err != nil {
 		return err
 	}
 	reported, err := h.objects.PutObjectACL(r.Context(), rq.bucket, rq.key, vid, objectACLDoc(a, bucketOwner))
@@ -390,6 +381,9 @@ func (h *Handler) newObjectACL(r *http.Request, rq *request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkACL(ba, a); err != nil {
+		return nil, err
+	}
 	return objectACLDoc(a, bucketOwner), nil
 }
 
@@ -448,6 +442,9 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, buc
 		if err != nil {
 			h.log.ErrorContext(r.Context(), "undecodable ACL", "request_id", rq.id, "bucket", bucket, "key", key, "err", err)
 			return false
+		}
+		if ba.Block.IgnorePublicAcls {
+			a = a.WithoutPublic()
 		}
 		return a.Allows(acl.Requester{ID: iam.CanonicalID(rq.principal), Anonymous: rq.principal.Anonymous}, need.perm)
 	}

@@ -45,7 +45,22 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 		c.ExistingObjectTags = h.existingTags(r, rq, bucket, key)
 	}
 	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c,
-		ACL: h.aclGrants(r, rq, action, bucket, key)})
+		ACL: h.aclGrants(r, rq, action, bucket, key), RestrictPublic: h.restrictPublic(r, bucket)})
+}
+
+// restrictPublic returns the check iam consults when a public bucket
+// policy would let an anonymous request in: whether the bucket's Block
+// Public Access settings restrict it (RestrictPublicBuckets). It reads
+// them only if called; a bucket whose settings cannot be read is
+// restricted (fail closed).
+func (h *Handler) restrictPublic(r *http.Request, bucket string) func() bool {
+	if bucket == "" {
+		return nil
+	}
+	return func() bool {
+		b, _, err := h.objects.PublicAccessBlock(r.Context(), bucket)
+		return err != nil || b.RestrictPublicBuckets
+	}
 }
 
 // tagConditionActions are the actions on an existing object whose

@@ -110,6 +110,20 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   CreateBucket) is ObjectWriter by default; BucketOwnerEnforced turns ACLs
   off as in S3 (` + "`AccessControlListNotSupported`" + `). A root write without ACL
   headers belongs to the bucket's owner.
+- Block Public Access: Put/Get/DeletePublicAccessBlock (the PUT needs
+  ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; GET without settings is
+  ` + "`404 NoSuchPublicAccessBlockConfiguration`" + `), enforced as S3 does:
+  BlockPublicAcls refuses (` + "`403 AccessDenied`" + `, nothing stored) any request
+  that would set an ACL granting to AllUsers or AuthenticatedUsers
+  (PutBucketAcl, PutObjectAcl, and ` + "`x-amz-acl`" + `/` + "`x-amz-grant-*`" + ` on
+  PutObject, CopyObject, CreateMultipartUpload and PostObject);
+  IgnorePublicAcls makes such grants allow nothing; BlockPublicPolicy
+  refuses a public bucket policy (one allowing ` + "`*`" + ` without an
+  ` + "`aws:SourceIp`" + ` limit, as GetBucketPolicyStatus judges); RestrictPublicBuckets
+  lets no anonymous request through a public bucket policy (Coffer has one
+  account: its users and root are the account). The settings are
+  per bucket only (no account-level ones), and, unlike S3 since April
+  2023 but as in MinIO and Ceph, a new bucket has none.
 - Lifecycle: Put/Get/DeleteBucketLifecycleConfiguration, up to 1000 rules
   (the PUT needs ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; rules without an
   ID get one). Actions: Expiration (Days, Date at midnight UTC, or

@@ -32,8 +32,19 @@ func (h *Handler) putBucketPolicy(w http.ResponseWriter, r *http.Request, rq *re
 	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
 		return err
 	}
-	if _, err := iam.ParseBucketPolicy(rq.bucket, doc); err != nil {
+	public, err := iam.ParseBucketPolicy(rq.bucket, doc)
+	if err != nil {
 		return malformedPolicy(err)
+	}
+	if public {
+		// Block Public Access may refuse a public policy.
+		b, _, err := h.objects.PublicAccessBlock(r.Context(), rq.bucket)
+		if err != nil {
+			return err
+		}
+		if b.BlockPublicPolicy {
+			return s3err.New(s3err.AccessDenied, "")
+		}
 	}
 	ctx := context.WithoutCancel(r.Context())
 	if err := h.objects.PutBucketPolicy(ctx, rq.bucket, doc); err != nil {

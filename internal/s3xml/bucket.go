@@ -109,6 +109,18 @@ type OwnershipControlsRule struct {
 	ObjectOwnership string `xml:"ObjectOwnership"`
 }
 
+// PublicAccessBlockConfiguration is the PutPublicAccessBlock body and the
+// GetPublicAccessBlock response: a bucket's Block Public Access settings;
+// an element left out is false. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutPublicAccessBlock.html
+type PublicAccessBlockConfiguration struct {
+	XMLName               xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ PublicAccessBlockConfiguration"`
+	BlockPublicAcls       bool     `xml:"BlockPublicAcls"`
+	IgnorePublicAcls      bool     `xml:"IgnorePublicAcls"`
+	BlockPublicPolicy     bool     `xml:"BlockPublicPolicy"`
+	RestrictPublicBuckets bool     `xml:"RestrictPublicBuckets"`
+}
+
 // PostResponse is the answer to a browser form upload whose
 // success_action_status is 201.
 type PostResponse struct {
