@@ -103,7 +103,7 @@ type Object struct {
 	// part served, of the object's algorithm and type (the object's own
 	// checksum for an object not made of parts); zero if it has none.
 	PartChecksum ChecksumValue
-	Body    interface {
+	Body         interface {
 		Read(p []byte) (int, error)
 		Close() error
 	}

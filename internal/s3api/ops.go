@@ -195,7 +195,7 @@ var subresources = map[string]bool{
 	"logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true,
 	"renameObject": true,
-	"replication": true, "requestPayment": true, "restore": true, "retention": true,
+	"replication":  true, "requestPayment": true, "restore": true, "retention": true,
 	"select": true, "session": true, "torrent": true,
 	"website": true,
 }
