@@ -194,8 +194,7 @@ var subresources = map[string]bool{
 	"encryption": true, "intelligent-tiering": true, "inventory": true, "legal-hold": true,
 	"logging": true, "metadataConfiguration": true, "metadataTable": true,
 	"metrics": true, "notification": true, "object-lock": true,
-	"renameObject": true,
-	"replication":  true, "requestPayment": true, "restore": true, "retention": true,
+	"renameObject": true, "replication": true, "requestPayment": true, "restore": true, "retention": true,
 	"select": true, "session": true, "torrent": true,
 	"website": true,
 }
