@@ -147,6 +147,10 @@ type Conditions struct {
 	// RequestObjectTags are the tags the request sets
 	// (s3:RequestObjectTag/<key>, s3:RequestObjectTagKeys); nil for none.
 	RequestObjectTags map[string]string
+	// Header returns a request header's value ("" when absent), for the
+	// request-header condition keys (s3:x-amz-acl, s3:x-amz-copy-source, …;
+	// see package policy); nil for none.
+	Header func(name string) string
 }
 
 // Store keeps the IAM state and bucket policies durably. The server
@@ -593,6 +597,7 @@ func (m *IAM) context(rq *Request) policy.Context {
 
 		ExistingObjectTags: rq.Cond.ExistingObjectTags,
 		RequestObjectTags:  rq.Cond.RequestObjectTags,
+		Header:             rq.Cond.Header,
 	}
 	if rq.Principal.Anonymous {
 		c.Username = ""

@@ -305,11 +305,11 @@ func ParseResource(arn string) (bucket, key string, err error) {
 
 // ConditionKeys are the condition keys SetCondition accepts, in the
 // spelling of the policy language.
-var ConditionKeys = []string{
+var ConditionKeys = append([]string{
 	"aws:SourceIp", "aws:SecureTransport", "aws:UserAgent", "aws:Referer",
 	"s3:prefix", "s3:delimiter", "s3:max-keys", "s3:signatureversion", "s3:authType",
 	"s3:ExistingObjectTag/<key>", "s3:RequestObjectTag/<key>",
-}
+}, policy.HeaderKeys()...)
 
 // SetCondition sets the condition key name (case-insensitive, as in
 // policies) to value in c, for a simulation. aws:username comes from the
@@ -360,7 +360,20 @@ func (c *Conditions) SetCondition(name, value string) error {
 		}
 		c.RequestObjectTags[name[len("s3:RequestObjectTag/"):]] = value
 	default:
-		return fmt.Errorf("%w: condition key %q cannot be simulated; known keys: %s", ErrInvalid, name, strings.Join(ConditionKeys, ", "))
+		h, ok := policy.KeyHeader(name)
+		if !ok {
+			return fmt.Errorf("%w: condition key %q cannot be simulated; known keys: %s", ErrInvalid, name, strings.Join(ConditionKeys, ", "))
+		}
+		prev := c.Header
+		c.Header = func(n string) string {
+			if n == h {
+				return value
+			}
+			if prev != nil {
+				return prev(n)
+			}
+			return ""
+		}
 	}
 	return nil
 }

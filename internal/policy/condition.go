@@ -24,6 +24,21 @@ const (
 	keyMaxKeys
 	keySignatureVersion
 	keyAuthType
+	// The request-header keys: each is the value of one request header
+	// (requestHeaders), absent when the request does not carry it.
+	keyACL
+	keyGrantRead
+	keyGrantWrite
+	keyGrantReadACP
+	keyGrantWriteACP
+	keyGrantFullControl
+	keyCopySource
+	keyMetadataDirective
+	keyStorageClass
+	keyContentSHA256
+	keyServerSideEncryption
+	keyIfMatch
+	keyIfNoneMatch
 	// The tag keys are families: s3:ExistingObjectTag/<tag-key> and
 	// s3:RequestObjectTag/<tag-key> name one tag each (the condition's
 	// tagKey); s3:RequestObjectTagKeys is multivalued.
@@ -68,11 +83,70 @@ var keys = [numKeys]keyInfo{
 	keyMaxKeys:          {name: "s3:max-keys", families: famNumeric | famString, variable: true},
 	keySignatureVersion: {name: "s3:signatureversion", families: famString, variable: true},
 	keyAuthType:         {name: "s3:authType", families: famString, variable: true},
+	// The request-header keys are strings (requestHeaders).
+	keyACL:                  {name: "s3:x-amz-acl", families: famString},
+	keyGrantRead:            {name: "s3:x-amz-grant-read", families: famString},
+	keyGrantWrite:           {name: "s3:x-amz-grant-write", families: famString},
+	keyGrantReadACP:         {name: "s3:x-amz-grant-read-acp", families: famString},
+	keyGrantWriteACP:        {name: "s3:x-amz-grant-write-acp", families: famString},
+	keyGrantFullControl:     {name: "s3:x-amz-grant-full-control", families: famString},
+	keyCopySource:           {name: "s3:x-amz-copy-source", families: famString},
+	keyMetadataDirective:    {name: "s3:x-amz-metadata-directive", families: famString},
+	keyStorageClass:         {name: "s3:x-amz-storage-class", families: famString},
+	keyContentSHA256:        {name: "s3:x-amz-content-sha256", families: famString},
+	keyServerSideEncryption: {name: "s3:x-amz-server-side-encryption", families: famString},
+	keyIfMatch:              {name: "s3:if-match", families: famString},
+	keyIfNoneMatch:          {name: "s3:if-none-match", families: famString},
 	// Tag values are strings; the tag key after the slash is
 	// case-sensitive, as tag keys are.
 	keyExistingObjectTag:    {name: "s3:ExistingObjectTag/<key>", families: famString},
 	keyRequestObjectTag:     {name: "s3:RequestObjectTag/<key>", families: famString},
 	keyRequestObjectTagKeys: {name: "s3:RequestObjectTagKeys", families: famString},
+}
+
+// requestHeaders names the request header each request-header key is
+// the value of (canonical form, for http.Header.Get). The copy source is
+// the exception: its value is bucket/key, decoded, without a leading
+// slash or a version ID, as AWS's examples write it
+// ("amzn-s3-demo-bucket/public/*"), which the caller puts in
+// Context.Header under "X-Amz-Copy-Source". A read-only lookup table.
+var requestHeaders = map[condKey]string{
+	keyACL:                  "X-Amz-Acl",
+	keyGrantRead:            "X-Amz-Grant-Read",
+	keyGrantWrite:           "X-Amz-Grant-Write",
+	keyGrantReadACP:         "X-Amz-Grant-Read-Acp",
+	keyGrantWriteACP:        "X-Amz-Grant-Write-Acp",
+	keyGrantFullControl:     "X-Amz-Grant-Full-Control",
+	keyCopySource:           "X-Amz-Copy-Source",
+	keyMetadataDirective:    "X-Amz-Metadata-Directive",
+	keyStorageClass:         "X-Amz-Storage-Class",
+	keyContentSHA256:        "X-Amz-Content-Sha256",
+	keyServerSideEncryption: "X-Amz-Server-Side-Encryption",
+	keyIfMatch:              "If-Match",
+	keyIfNoneMatch:          "If-None-Match",
+}
+
+// HeaderKeys returns the names of the request-header condition keys
+// (s3:x-amz-acl, …), in the order of the key table.
+func HeaderKeys() []string {
+	var names []string
+	for k := range numKeys {
+		if _, ok := requestHeaders[k]; ok {
+			names = append(names, keys[k].name)
+		}
+	}
+	return names
+}
+
+// KeyHeader returns the request header whose value the condition key
+// name (case-insensitive) is, if it is a request-header key.
+func KeyHeader(name string) (header string, ok bool) {
+	k, ok := keyByName[strings.ToLower(name)]
+	if !ok {
+		return "", false
+	}
+	header, ok = requestHeaders[k]
+	return header, ok
 }
 
 // tagKeyPrefixes are the condition key families named by a prefix and a

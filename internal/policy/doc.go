@@ -56,7 +56,15 @@
 //
 // Keys, case-insensitive: aws:SourceIp, aws:SecureTransport,
 // aws:CurrentTime, aws:EpochTime, aws:username, aws:UserAgent, aws:Referer,
-// s3:prefix, s3:delimiter, s3:max-keys, s3:signatureversion, s3:authType.
+// s3:prefix, s3:delimiter, s3:max-keys, s3:signatureversion, s3:authType,
+// s3:ExistingObjectTag/<key>, s3:RequestObjectTag/<key>,
+// s3:RequestObjectTagKeys, and the request-header keys, each the value of
+// a header of the request: s3:x-amz-acl, s3:x-amz-grant-read,
+// s3:x-amz-grant-write, s3:x-amz-grant-read-acp, s3:x-amz-grant-write-acp,
+// s3:x-amz-grant-full-control, s3:x-amz-copy-source (bucket/key, decoded,
+// as AWS writes it), s3:x-amz-metadata-directive, s3:x-amz-storage-class,
+// s3:x-amz-content-sha256, s3:x-amz-server-side-encryption, s3:if-match
+// and s3:if-none-match.
 // An operator must suit the key's type (string operators also apply to
 // aws:SecureTransport and s3:max-keys); values are checked when parsing:
 // CIDR blocks or addresses, decimal numbers, W3C ISO 8601 dates

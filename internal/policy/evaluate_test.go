@@ -443,3 +443,42 @@ func TestEvaluateTagConditions(t *testing.T) {
 		t.Error("a tag condition without a tag key parsed")
 	}
 }
+
+func TestEvaluateHeaderConditions(t *testing.T) {
+	putIf := func(cond string) string {
+		return doc(`{"Effect":"Allow","Action":"s3:PutObject","Resource":"arn:aws:s3:::b/*","Condition":` + cond + `}`)
+	}
+	headers := func(kv ...string) func(*Context) {
+		return func(c *Context) {
+			c.Header = func(name string) string {
+				for i := 0; i+1 < len(kv); i += 2 {
+					if kv[i] == name {
+						return kv[i+1]
+					}
+				}
+				return ""
+			}
+		}
+	}
+	put := func(edit ...func(*Context)) Context { return req(putObj, objARN, edit...) }
+	runEval(t, mustIdentity, []evalCase{
+		{"acl matches", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers("X-Amz-Acl", "bucket-owner-full-control")), Allow},
+		{"acl other", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers("X-Amz-Acl", "public-read")), NotApplicable},
+		{"acl absent", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers()), NotApplicable},
+		{"acl absent, no headers known", putIf(`{"StringEquals":{"s3:x-amz-acl":"private"}}`), put(), NotApplicable},
+		{"acl Null", putIf(`{"Null":{"S3:X-Amz-Acl":"true"}}`), put(headers("X-Amz-Grant-Read", `id="x"`)), Allow},
+		{"grant", putIf(`{"StringLike":{"s3:x-amz-grant-read":"*AllUsers*"}}`), put(headers("X-Amz-Grant-Read", `uri="http://acs.amazonaws.com/groups/global/AllUsers"`)), Allow},
+		{"copy source like", putIf(`{"StringLike":{"s3:x-amz-copy-source":"src/public/*"}}`), put(headers("X-Amz-Copy-Source", "src/public/a")), Allow},
+		{"copy source elsewhere", putIf(`{"StringLike":{"s3:x-amz-copy-source":"src/public/*"}}`), put(headers("X-Amz-Copy-Source", "src/private/a")), NotApplicable},
+		{"metadata directive", putIf(`{"StringEquals":{"s3:x-amz-metadata-directive":"COPY"}}`), put(headers("X-Amz-Metadata-Directive", "COPY")), Allow},
+		{"storage class not", putIf(`{"StringNotEquals":{"s3:x-amz-storage-class":"GLACIER"}}`), put(headers()), Allow},
+		{"if-none-match required", putIf(`{"Null":{"s3:if-none-match":"false"}}`), put(headers("If-None-Match", "*")), Allow},
+		{"if-none-match missing", putIf(`{"Null":{"s3:if-none-match":"false"}}`), put(headers()), NotApplicable},
+	})
+	if got, ok := KeyHeader("S3:X-AMZ-COPY-SOURCE"); !ok || got != "X-Amz-Copy-Source" {
+		t.Errorf("KeyHeader(s3:x-amz-copy-source) = %q, %v", got, ok)
+	}
+	if _, ok := KeyHeader("s3:prefix"); ok {
+		t.Error("s3:prefix is reported as a request-header key")
+	}
+}

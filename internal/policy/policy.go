@@ -86,6 +86,11 @@ type Context struct {
 	// PutObjectTagging body: s3:RequestObjectTag/<key> and
 	// s3:RequestObjectTagKeys); nil when it sets none.
 	RequestObjectTags map[string]string
+	// Header returns the value of a request header (canonical name, as
+	// http.Header.Get takes it; "" when absent), for the request-header
+	// keys such as s3:x-amz-acl; nil when the request has none (an admin
+	// action). It is called only when a condition needs it.
+	Header func(name string) string
 }
 
 // objectTags returns the existing object's tags, loading them once.
@@ -168,6 +173,10 @@ func (c *Context) str(k condKey) (string, bool) {
 			return "true", true
 		}
 		return "false", true
+	}
+	if h, ok := requestHeaders[k]; ok && c.Header != nil {
+		v := c.Header(h)
+		return v, v != ""
 	}
 	return "", false
 }

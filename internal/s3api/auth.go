@@ -111,6 +111,18 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		c.SourceIP = ap.Addr().Unmap()
 	}
+	c.Header = func(name string) string {
+		if name == "X-Amz-Copy-Source" {
+			// s3:x-amz-copy-source is bucket/key, as AWS's examples
+			// write it: decoded, without the leading slash or version.
+			src, err := parseCopySource(r.Header.Get(name))
+			if err != nil {
+				return ""
+			}
+			return src.bucket + "/" + src.key
+		}
+		return r.Header.Get(name)
+	}
 	if rq.auth != nil && !rq.auth.Anonymous {
 		c.AuthType, c.SignatureVersion = "REST-HEADER", "AWS4-HMAC-SHA256"
 		if rq.op.form {

@@ -175,3 +175,31 @@ func TestAnonymousDeleteObjects(t *testing.T) {
 	hs.do(call{method: http.MethodHead, path: "/anon/pub/a"}).want(t, http.StatusNotFound, "")
 	hs.do(call{method: http.MethodHead, path: "/anon/priv/b"}).mustStatus(t, http.StatusOK)
 }
+
+// TestPolicyHeaderConditions: bucket policies on request headers, as AWS
+// writes them: uploads must carry bucket-owner-full-control, and copies
+// may come only from one prefix of one bucket (s3:x-amz-copy-source is
+// bucket/key, decoded).
+func TestPolicyHeaderConditions(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("src")
+	hs.mkBucket("dst")
+	hs.put("src", "public/a b", []byte("a"))
+	hs.put("src", "private/a", []byte("a"))
+	pol := []byte(`{"Version":"2012-10-17","Statement":[
+	  {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::dst/up/*",
+	   "Condition":{"StringNotEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}},
+	  {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::dst/copies/*",
+	   "Condition":{"StringNotLike":{"s3:x-amz-copy-source":"src/public/*"}}}]}`)
+	hs.do(call{method: "PUT", path: "/dst?policy", body: pol}).mustStatus(t, http.StatusNoContent)
+	bob := hs.user("bob", "readwrite")
+
+	hs.do(call{method: "PUT", path: "/dst/up/k", body: []byte("x"), cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/dst/up/k", body: []byte("x"), cred: bob, header: header("X-Amz-Acl", "private")}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/dst/up/k", body: []byte("x"), cred: bob, header: header("X-Amz-Acl", "bucket-owner-full-control")}).mustStatus(t, http.StatusOK)
+
+	hs.do(call{method: "PUT", path: "/dst/copies/1", cred: bob, header: header("X-Amz-Copy-Source", "/src/public/a%20b")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/dst/copies/2", cred: bob, header: header("X-Amz-Copy-Source", "src/private/a")}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/dst/copies/3", body: []byte("x"), cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied) // no copy source at all
+}
