@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -95,4 +96,32 @@ func TestBucketRegion(t *testing.T) {
 	if got := h.bucketRegion(objects.Bucket{Name: "b", Region: "ap-south-1"}); got != "ap-south-1" {
 		t.Errorf("bucketRegion of an ap-south-1 bucket = %q", got)
 	}
+}
+
+// TestExpectedBucketOwner: x-amz-expected-bucket-owner and
+// x-amz-source-expected-bucket-owner must name the bucket's owner (its
+// canonical ID, or the account: any 12-digit ID); anything else is
+// AccessDenied and nothing happens.
+func TestExpectedBucketOwner(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("x"))
+	root := iam.CanonicalID(iam.Principal{Root: true})
+	bob := hs.user("bob", "readwrite")
+	bobID := iam.CanonicalID(iam.Principal{User: "bob"})
+	for _, owner := range []string{root, "123456789012"} {
+		hs.do(call{method: "GET", path: "/bkt", header: header("X-Amz-Expected-Bucket-Owner", owner)}).mustStatus(t, http.StatusOK)
+		hs.do(call{method: "GET", path: "/bkt/k", header: header("X-Amz-Expected-Bucket-Owner", owner), cred: bob}).mustStatus(t, http.StatusOK)
+	}
+	for _, owner := range []string{bobID, root + "foo", "12345678901", "x"} {
+		hs.do(call{method: "GET", path: "/bkt", header: header("X-Amz-Expected-Bucket-Owner", owner)}).want(t, http.StatusForbidden, s3err.AccessDenied)
+		hs.do(call{method: "PUT", path: "/bkt/new", body: []byte("x"), header: header("X-Amz-Expected-Bucket-Owner", owner)}).want(t, http.StatusForbidden, s3err.AccessDenied)
+		hs.do(call{method: "PUT", path: "/bkt/copy", header: header("X-Amz-Copy-Source", "bkt/k", "X-Amz-Source-Expected-Bucket-Owner", owner)}).
+			want(t, http.StatusForbidden, s3err.AccessDenied)
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/new"}).want(t, http.StatusNotFound, "")
+	hs.do(call{method: "HEAD", path: "/bkt/copy"}).want(t, http.StatusNotFound, "")
+	hs.do(call{method: "PUT", path: "/bkt/copy", header: header("X-Amz-Copy-Source", "bkt/k", "X-Amz-Source-Expected-Bucket-Owner", root)}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/nope", header: header("X-Amz-Expected-Bucket-Owner", root)}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
 }

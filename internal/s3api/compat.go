@@ -219,6 +219,12 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   against the current version (a key under a delete marker has none). A
   CompleteMultipartUpload retried after it succeeded (same upload, same parts)
   gets the same answer.
+- ` + "`x-amz-expected-bucket-owner`" + ` (and ` + "`x-amz-source-expected-bucket-owner`" + ` on
+  CopyObject and UploadPartCopy) is checked on every request that sends it:
+  it must name the bucket's owner, by its canonical ID (as ListBuckets and
+  GetBucketAcl report it) or by the account (Coffer has one: any 12-digit
+  account ID, as in policies); anything else is ` + "`403 AccessDenied`" + ` and
+  nothing happens.
 - Conditional deletes: ` + "`If-Match`" + ` (` + "`*`" + ` or ETags),
   ` + "`x-amz-if-match-last-modified-time`" + ` and ` + "`x-amz-if-match-size`" + ` on DeleteObject,
   and ` + "`ETag`" + `, ` + "`LastModifiedTime`" + ` and ` + "`Size`" + ` in a DeleteObjects entry,

@@ -360,6 +360,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 			return err
 		}
 	}
+	if err := h.checkExpectedOwners(r, rq); err != nil {
+		return err
+	}
 	if err := h.prepareBody(r, rq); err != nil {
 		return err
 	}
@@ -381,3 +384,43 @@ func (h *Handler) owner(rq *request) s3xml.Owner {
 
 // quoteETag returns etag in double quotes, as S3 sends ETags.
 func quoteETag(etag string) string { return `"` + etag + `"` }
+
+// checkExpectedOwners refuses a request whose x-amz-expected-bucket-owner
+// (or, for a copy, x-amz-source-expected-bucket-owner) does not name the
+// owner of the bucket (of the copy's source bucket): 403 AccessDenied, as
+// S3 answers, so that a client never writes to or reads from a bucket it
+// did not mean. Coffer has one account, which any 12-digit account ID
+// names, as in policies; a bucket's owner is also named by its canonical
+// user ID (what ListBuckets and GetBucketAcl report). It costs a metadata
+// read only when the header is sent.
+func (h *Handler) checkExpectedOwners(r *http.Request, rq *request) error {
+	if v := r.Header.Get("X-Amz-Expected-Bucket-Owner"); v != "" && rq.bucket != "" {
+		if err := h.checkOwner(r, rq.bucket, v); err != nil {
+			return err
+		}
+	}
+	if v := r.Header.Get("X-Amz-Source-Expected-Bucket-Owner"); v != "" {
+		src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source"))
+		if err != nil {
+			return nil // the operation itself answers a malformed or missing source
+		}
+		return h.checkOwner(r, src.bucket, v)
+	}
+	return nil
+}
+
+// checkOwner returns AccessDenied unless owner names bucket's owner (see
+// checkExpectedOwners).
+func (h *Handler) checkOwner(r *http.Request, bucket, owner string) error {
+	if len(owner) == 12 && strings.Trim(owner, "0123456789") == "" {
+		return nil
+	}
+	ba, err := h.objects.BucketAccess(r.Context(), bucket)
+	if err != nil {
+		return err
+	}
+	if owner != bucketOwnerID(ba.Owner) {
+		return s3err.New(s3err.AccessDenied, bucket)
+	}
+	return nil
+}
