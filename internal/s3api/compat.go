@@ -185,7 +185,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ("The request body terminated unexpectedly"), chunks that do not add up to
   ` + "`x-amz-decoded-content-length`" + ` are ` + "`IncompleteBody`" + ` with both counts, and
   a short signed chunk that is not the last is ` + "`403 InvalidChunkSizeError`" + `,
-  as on S3. Deliberate differences: messages for what S3 has and Coffer
+  as on S3. A request denied on a bucket that does not exist is
+  ` + "`404 NoSuchBucket`" + `, whoever sends it (but CreateBucket), and a denied GET or
+  HEAD of a missing object is ` + "`404 NoSuchKey`" + ` for a caller who may list the
+  bucket, as on S3. Deliberate differences: messages for what S3 has and Coffer
   does not (NotImplemented for lifecycle transitions and MFA delete,
   which say what is missing),
   ` + "`StorageFull`" + ` and the ` + "`ServiceUnavailable`" + ` (with Retry-After) of a failed or unreachable metadata store

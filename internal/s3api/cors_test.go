@@ -248,7 +248,7 @@ func TestCORSRequests(t *testing.T) {
 		{method: "PUT", path: "/pub/bar", origin: "foo.suffix", acrm: "DELETE", status: 403},
 		{method: "PUT", path: "/pub/bar", origin: "foo.suffix", status: 403},
 		{method: "PUT", path: "/pub/bar", origin: "foo.put", status: 403, allow: "foo.put", methods: "PUT"},
-		{method: "GET", path: "/nope/bar", origin: "foo.suffix", status: 403},
+		{method: "GET", path: "/nope/bar", origin: "foo.suffix", status: 404}, // NoSuchBucket, whoever asks
 
 		{method: "OPTIONS", path: "/pub", status: 400},
 		{method: "OPTIONS", path: "/pub", origin: "foo.suffix", status: 400},

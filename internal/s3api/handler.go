@@ -357,7 +357,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 	}
 	if !rq.op.perKey {
 		if err := h.authorize(r, rq, rq.op.actionFor(rq.query), rq.bucket, rq.key); err != nil {
-			return err
+			return h.deniedOrMissing(r, rq, err)
 		}
 	}
 	if err := h.checkExpectedOwners(r, rq); err != nil {
@@ -423,4 +423,36 @@ func (h *Handler) checkOwner(r *http.Request, bucket, owner string) error {
 		return s3err.New(s3err.AccessDenied, bucket)
 	}
 	return nil
+}
+
+// deniedOrMissing returns what S3 answers a request denied with err when
+// what it names does not exist: NoSuchBucket for a bucket that does not
+// exist (but for CreateBucket), whoever asks (bucket names are global; S3
+// tells anyone), and
+// NoSuchKey for a GET or HEAD of a missing object by a caller that may
+// list the bucket (who could learn it by listing; an object ACL can grant
+// nothing on an object that is not there). Otherwise err. It reads the
+// metadata only for a denied request.
+func (h *Handler) deniedOrMissing(r *http.Request, rq *request, err error) error {
+	if rq.bucket == "" || rq.op.action == iam.CreateBucket || !s3err.Is(err, s3err.AccessDenied) {
+		return err
+	}
+	if _, herr := h.objects.HeadBucket(r.Context(), rq.bucket); s3err.Is(herr, s3err.NoSuchBucket) {
+		return herr
+	}
+	if action := rq.op.actionFor(rq.query); rq.key == "" || action != iam.GetObject && action != iam.GetObjectVersion {
+		return err
+	}
+	vid, _ := parseVersionID(rq.query)
+	obj, herr := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, objects.GetOptions{VersionID: vid})
+	if obj != nil && obj.Body != nil {
+		obj.Body.Close()
+	}
+	if !s3err.Is(herr, s3err.NoSuchKey) && !s3err.Is(herr, s3err.NoSuchVersion) {
+		return err
+	}
+	if h.authorize(r, rq, iam.ListBucket, rq.bucket, "") != nil {
+		return err
+	}
+	return herr
 }

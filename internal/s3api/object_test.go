@@ -416,3 +416,30 @@ func TestMissingKeyWithoutListBucket(t *testing.T) {
 	hs.do(call{method: http.MethodGet, path: "/bkt/missing", cred: lister}).want(t, http.StatusNotFound, s3err.NoSuchKey)
 	hs.do(call{method: http.MethodGet, path: "/bkt/missing"}).want(t, http.StatusNotFound, s3err.NoSuchKey)
 }
+
+// TestDeniedOrMissing: a denied request on what does not exist gets S3's
+// answer for that: NoSuchBucket for a missing bucket, whoever asks (but
+// CreateBucket, denied as it was); NoSuchKey for a read of a missing
+// object by a caller who may list the bucket (here through a public-read
+// bucket ACL); AccessDenied otherwise.
+func TestDeniedOrMissing(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("priv")
+	hs.mkBucket("pub")
+	hs.do(call{method: "PUT", path: "/pub?acl", header: header("X-Amz-Acl", "public-read")}).mustStatus(t, http.StatusOK)
+	hs.put("pub", "private-object", []byte("x"))
+	for _, c := range []call{
+		{method: "GET", path: "/gone/k"}, {method: "DELETE", path: "/gone/k"},
+		{method: "GET", path: "/gone"}, {method: "PUT", path: "/gone/k", body: []byte("x")},
+	} {
+		c.anon = true
+		hs.do(c).want(t, http.StatusNotFound, s3err.NoSuchBucket)
+	}
+	hs.do(call{method: "HEAD", path: "/gone/k", anon: true}).want(t, http.StatusNotFound, "") // no body
+	hs.do(call{method: "PUT", path: "/gone", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/pub/missing", anon: true}).want(t, http.StatusNotFound, s3err.NoSuchKey)
+	hs.do(call{method: "GET", path: "/pub/private-object", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/priv/missing", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "DELETE", path: "/pub/missing", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+}
