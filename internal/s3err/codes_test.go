@@ -67,6 +67,7 @@ var golden = []struct {
 	{"NoSuchCORSConfiguration", http.StatusNotFound, "The CORS configuration does not exist"},
 	{"NoSuchKey", http.StatusNotFound, "The specified key does not exist."},
 	{"NoSuchLifecycleConfiguration", http.StatusNotFound, "The lifecycle configuration does not exist"},
+	{"NoSuchPublicAccessBlockConfiguration", http.StatusNotFound, "The public access block configuration was not found"},
 	{"NoSuchTagSet", http.StatusNotFound, "The TagSet does not exist"},
 	{"NoSuchUpload", http.StatusNotFound, "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed."},
 	{"NoSuchVersion", http.StatusNotFound, "The specified version does not exist."},
