@@ -93,23 +93,24 @@ func TestHealthEndpoints(t *testing.T) {
 		}
 	}
 	// Every other path of the ops listener is the web console, and the S3
-	// listener serves no metrics: /metrics there is a bucket, and
-	// anonymous access is denied.
+	// listener serves no metrics: /metrics there is a bucket, which does
+	// not exist.
 	if status, _, body := do(t, "GET", ops+"/"); status != http.StatusOK || !strings.Contains(body, `action="/login"`) {
 		t.Errorf("GET / on the ops listener = %d, want the console's sign-in page", status)
 	}
 	if status, _, _ := do(t, "POST", ops+"/readyz"); status != http.StatusMethodNotAllowed {
 		t.Errorf("POST /readyz = %d, want 405", status)
 	}
-	if status, _, body := do(t, "GET", s3+"/metrics"); status != http.StatusForbidden || strings.Contains(body, "coffer_") {
-		t.Errorf("GET /metrics on the S3 listener = %d %q, want an S3 AccessDenied", status, body)
+	if status, _, body := do(t, "GET", s3+"/metrics"); status != http.StatusNotFound || !strings.Contains(body, "<Code>NoSuchBucket</Code>") {
+		t.Errorf("GET /metrics on the S3 listener = %d %q, want an S3 NoSuchBucket", status, body)
 	}
 }
 
 func TestMetricsOnOpsListener(t *testing.T) {
 	t.Parallel()
 	s, _ := start(t, testConfig(t), testLogger(io.Discard))
-	// Anonymous requests are denied: one ListBuckets, one GetObject.
+	// Anonymous requests: one ListBuckets (denied), one GetObject (of a
+	// bucket that does not exist).
 	get(t, "http://"+s.Addr()+"/")
 	get(t, "http://"+s.Addr()+"/bucket/key")
 	// Health checks and the admin API are not S3 requests.
@@ -120,8 +121,8 @@ func TestMetricsOnOpsListener(t *testing.T) {
 	}
 	for _, want := range []string{
 		`coffer_s3_requests_total{op="ListBuckets",status="403"} 1`,
-		`coffer_s3_requests_total{op="GetObject",status="403"} 1`,
-		`coffer_s3_errors_total{code="AccessDenied",op="GetObject"} 1`,
+		`coffer_s3_requests_total{op="GetObject",status="404"} 1`,
+		`coffer_s3_errors_total{code="NoSuchBucket",op="GetObject"} 1`,
 		`coffer_s3_request_duration_seconds_count{op="ListBuckets"} 1`,
 		`coffer_s3_requests_in_flight 0`,
 		`coffer_build_info{go_version="go`,
