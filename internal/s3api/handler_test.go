@@ -535,3 +535,65 @@ func TestStalledBodies(t *testing.T) {
 		t.Fatalf("slow but steady PUT: %v, %v", resp, err)
 	}
 }
+
+// TestExpectContinue: a request with "Expect: 100-continue" that is
+// refused before its body is read gets the final answer at once, without
+// "100 Continue" (the client then never sends the body, as S3 intends);
+// one that is allowed gets "100 Continue", sends its body and is stored.
+func TestExpectContinue(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	body := []byte("0123456789")
+	// firstStatus sends r's headers only and returns the status line of
+	// the first response, interim ones included, and the reader.
+	firstStatus := func(r *http.Request) (string, *bufio.Reader, net.Conn) {
+		t.Helper()
+		r.Header.Set("Expect", "100-continue")
+		var buf bytes.Buffer
+		if err := r.Write(&buf); err != nil {
+			t.Fatal(err)
+		}
+		raw := buf.Bytes()
+		conn, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := conn.Write(raw[:bytes.Index(raw, []byte("\r\n\r\n"))+4]); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(conn)
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		return strings.TrimSpace(line), br, conn
+	}
+	line, _, _ := firstStatus(hs.request(call{method: "PUT", path: "/bkt/anon", body: body, anon: true}))
+	if !strings.HasPrefix(line, "HTTP/1.1 403") {
+		t.Errorf("anonymous PUT with Expect: first answer %q, want 403 without 100 Continue", line)
+	}
+	line, _, _ = firstStatus(hs.request(call{method: "PUT", path: "/nope/k", body: body}))
+	if !strings.HasPrefix(line, "HTTP/1.1 404") {
+		t.Errorf("PUT into a missing bucket with Expect: first answer %q, want 404 without 100 Continue", line)
+	}
+	line, br, conn := firstStatus(hs.request(call{method: "PUT", path: "/bkt/ok", body: body}))
+	if !strings.HasPrefix(line, "HTTP/1.1 100") {
+		t.Fatalf("allowed PUT with Expect: first answer %q, want 100 Continue", line)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the blank line ending the interim response
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("allowed PUT after 100 Continue: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	hs.do(call{method: "HEAD", path: "/bkt/ok"}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "HEAD", path: "/bkt/anon"}).want(t, http.StatusNotFound, "")
+}

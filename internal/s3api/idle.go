@@ -30,10 +30,14 @@ type idleBody struct {
 	idle  time.Duration
 	set   time.Time // when the deadline was last moved; zero before
 	fixed bool      // final set a deadline that reads no longer move
+	// started reports that the body was read: for a request with
+	// "Expect: 100-continue", net/http has asked the client for it.
+	started bool
 }
 
 // Read implements io.Reader.
 func (b *idleBody) Read(p []byte) (int, error) {
+	b.started = true
 	if !b.fixed && b.idle > 0 {
 		// The wall clock, not the Handler's: deadlines are real time.
 		if now := time.Now(); now.Sub(b.set) >= b.idle/4 {

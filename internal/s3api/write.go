@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/coffer-s3/coffer/internal/cors"
 	"github.com/coffer-s3/coffer/internal/httprec"
@@ -185,6 +186,14 @@ const (
 // drainBody discards what is left of the request body, within bounds.
 func (h *Handler) drainBody(r *http.Request, rq *request) {
 	if rq.rawBody == nil || rq.rawBody == http.NoBody {
+		return
+	}
+	if !rq.idle.started && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// The client waits for "100 Continue" before it sends the body,
+		// and the first read would ask for it: answer without, as S3
+		// does, and let net/http close the connection after the answer
+		// (its own discard fails at once).
+		rq.idle.final(0)
 		return
 	}
 	limit := int64(maxDrainOther)
