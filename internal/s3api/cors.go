@@ -24,16 +24,8 @@ import (
 // Content-MD5 or a flexible checksum, which is verified.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketCors.html
 func (h *Handler) putBucketCORS(w http.ResponseWriter, r *http.Request, rq *request) error {
-	body, err := readXMLBody(rq.body, rq.op.limit)
+	body, err := h.readConfigBody(r, rq)
 	if err != nil {
-		return err
-	}
-	// A missing bucket is NoSuchBucket whatever the body;
-	// PutBucketConfig checks again under the bucket's lock.
-	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
-		return err
-	}
-	if err := verifyBodyDigest(r.Header, body, rq.trailer); err != nil {
 		return err
 	}
 	cfg, err := parseCORSConfiguration(body, rq.op.limit)
@@ -46,6 +38,25 @@ func (h *Handler) putBucketCORS(w http.ResponseWriter, r *http.Request, rq *requ
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// readConfigBody reads the body of a PUT of a bucket configuration whose
+// body S3 requires an integrity check of (Content-MD5 or a flexible
+// checksum), and verifies it. A missing bucket is NoSuchBucket whatever
+// the body; the store checks again under the bucket's lock when it
+// writes the configuration.
+func (h *Handler) readConfigBody(r *http.Request, rq *request) ([]byte, error) {
+	body, err := readXMLBody(rq.body, rq.op.limit)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
+		return nil, err
+	}
+	if err := verifyBodyDigest(r.Header, body, rq.trailer); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // parseCORSConfiguration decodes and checks a PutBucketCors body of at

@@ -48,16 +48,8 @@ func (h *Handler) getPublicAccessBlock(w http.ResponseWriter, r *http.Request, r
 // to carry Content-MD5 or a flexible checksum, verified before anything is
 // stored.
 func (h *Handler) putPublicAccessBlock(w http.ResponseWriter, r *http.Request, rq *request) error {
-	body, err := readXMLBody(rq.body, rq.op.limit)
+	body, err := h.readConfigBody(r, rq)
 	if err != nil {
-		return err
-	}
-	// A missing bucket is NoSuchBucket whatever the body;
-	// PutPublicAccessBlock checks again under the bucket's lock.
-	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
-		return err
-	}
-	if err := verifyBodyDigest(r.Header, body, rq.trailer); err != nil {
 		return err
 	}
 	var c s3xml.PublicAccessBlockConfiguration
