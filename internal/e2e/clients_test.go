@@ -279,7 +279,12 @@ func testAWSCLI(t *testing.T, ts s3Target) {
 		t.Errorf("list-multipart-uploads after complete and abort lists uploads:\n%s", out)
 	}
 
-	r.must("aws", "s3api", "delete-object", "--bucket", b, "--key", "api/obj.txt")
+	// A conditional delete: refused with another ETag, done with the object's.
+	if _, errOut, err := r.run("aws", "s3api", "delete-object", "--bucket", b, "--key", "api/obj.txt", "--if-match", quoted(md5Hex([]byte("other")))); err == nil || !strings.Contains(errOut, "PreconditionFailed") {
+		t.Errorf("delete-object --if-match with another ETag: err %v, stderr %q; want PreconditionFailed", err, errOut)
+	}
+	r.must("aws", "s3api", "head-object", "--bucket", b, "--key", "api/obj.txt")
+	r.must("aws", "s3api", "delete-object", "--bucket", b, "--key", "api/obj.txt", "--if-match", quoted(md5Hex(body)))
 	if _, errOut, err := r.run("aws", "s3api", "head-object", "--bucket", b, "--key", "api/obj.txt"); err == nil || !strings.Contains(errOut, "404") {
 		t.Errorf("head-object after delete-object: err %v, stderr %q; want a 404 failure", err, errOut)
 	}

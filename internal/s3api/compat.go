@@ -199,10 +199,12 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`400 RequestTimeout`" + `, as S3's does; nothing of it is stored. The body of a
   refused request is read for at most 2 seconds (and 256 KiB unless the caller
   authenticated) before the answer, so clients that never send one cannot
-  hold the server. A request with ` + "`Expect: 100-continue`" + ` that is refused
-  before its body is read (denied, or an upload into a bucket that does not
-  exist) is answered at once without ` + "`100 Continue`" + `, as S3 answers, so the
-  client never sends the body; the connection closes after the answer.
+  hold the server. An anonymous or unauthenticated request with
+  ` + "`Expect: 100-continue`" + ` that is refused before its body is read is answered
+  at once without ` + "`100 Continue`" + `, as S3 answers, so the client never sends
+  the body; the connection closes after the answer. (An authenticated
+  client's refused body is still drained, which asks for it: clients that
+  send Expect without waiting are sending it already.)
 - A full disk: below the free-space reserve (` + "`disk.reserve`" + `, 256 MiB or 3 % of
   the filesystem, whichever is smaller, but at least the 64 MiB the metadata
   engine needs) every write of object data (PutObject, UploadPart, CopyObject,

@@ -363,14 +363,6 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 	if err := h.checkExpectedOwners(r, rq); err != nil {
 		return err
 	}
-	if rq.op.body == bodyStream && rq.bucket != "" && r.ContentLength != 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
-		// The client waits to send the body until asked: a missing
-		// bucket is answered before it is asked (reading the body would
-		// ask), which costs one metadata read on such uploads only.
-		if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
-			return err
-		}
-	}
 	if err := h.prepareBody(r, rq); err != nil {
 		return err
 	}

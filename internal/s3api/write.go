@@ -188,19 +188,18 @@ func (h *Handler) drainBody(r *http.Request, rq *request) {
 	if rq.rawBody == nil || rq.rawBody == http.NoBody {
 		return
 	}
-	if !rq.idle.started && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
-		// The client waits for "100 Continue" before it sends the body,
-		// and the first read would ask for it: answer without, as S3
-		// does, and let net/http close the connection after the answer
-		// (its own discard fails at once).
-		rq.idle.final(0)
-		return
-	}
 	limit := int64(maxDrainOther)
 	if rq.auth != nil && !rq.principal.Anonymous && rq.principal.AccessKeyID != "" {
 		limit = maxDrainAuthenticated
 	}
-	if limit == maxDrainOther && (r.ContentLength < 0 || r.ContentLength > maxDrainOther) {
+	// A stranger that waits for "100 Continue" before sending its body
+	// (the first read would ask for it) is answered without it, as S3
+	// answers, and sends nothing. An authenticated client's body is
+	// drained even then: clients that send Expect without waiting for the
+	// answer (Go's with no ExpectContinueTimeout) are sending it already,
+	// and would see the connection reset instead of the answer.
+	waits := !rq.idle.started && strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+	if limit == maxDrainOther && (r.ContentLength < 0 || r.ContentLength > maxDrainOther || waits) {
 		if rq.idle.rc != nil {
 			rq.idle.final(0) // net/http's own discard fails at once: it closes the connection
 		}
