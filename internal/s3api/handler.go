@@ -428,11 +428,10 @@ func (h *Handler) checkOwner(r *http.Request, bucket, owner string) error {
 // deniedOrMissing returns what S3 answers a request denied with err when
 // what it names does not exist: NoSuchBucket for a bucket that does not
 // exist (but for CreateBucket), whoever asks (bucket names are global; S3
-// tells anyone), and
-// NoSuchKey for a GET or HEAD of a missing object by a caller that may
-// list the bucket (who could learn it by listing; an object ACL can grant
-// nothing on an object that is not there). Otherwise err. It reads the
-// metadata only for a denied request.
+// tells anyone), and NoSuchKey for a GET or HEAD of a missing object by a
+// caller that may list the bucket (who could learn it by listing; an
+// object ACL can grant nothing on an object that is not there). Otherwise
+// err. It reads the metadata only for a denied request.
 func (h *Handler) deniedOrMissing(r *http.Request, rq *request, err error) error {
 	if rq.bucket == "" || rq.op.action == iam.CreateBucket || !s3err.Is(err, s3err.AccessDenied) {
 		return err
