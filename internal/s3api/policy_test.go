@@ -202,4 +202,15 @@ func TestPolicyHeaderConditions(t *testing.T) {
 	hs.do(call{method: "PUT", path: "/dst/copies/1", cred: bob, header: header("X-Amz-Copy-Source", "/src/public/a%20b")}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "PUT", path: "/dst/copies/2", cred: bob, header: header("X-Amz-Copy-Source", "src/private/a")}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.do(call{method: "PUT", path: "/dst/copies/3", body: []byte("x"), cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied) // no copy source at all
+
+	// "Writes must be conditional" (S3's documented policy for
+	// If-None-Match): an unconditional PUT is denied, a conditional one
+	// goes through and its condition is then checked as usual.
+	cond := []byte(`{"Version":"2012-10-17","Statement":[
+	  {"Effect":"Deny","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::src/*",
+	   "Condition":{"Null":{"s3:if-none-match":"true"}}}]}`)
+	hs.do(call{method: "PUT", path: "/src?policy", body: cond}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "PUT", path: "/src/new", body: []byte("x"), cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/src/new", body: []byte("x"), cred: bob, header: header("If-None-Match", "*")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/src/new", body: []byte("y"), cred: bob, header: header("If-None-Match", "*")}).want(t, http.StatusPreconditionFailed, s3err.PreconditionFailed)
 }
