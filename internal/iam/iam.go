@@ -147,10 +147,13 @@ type Conditions struct {
 	// RequestObjectTags are the tags the request sets
 	// (s3:RequestObjectTag/<key>, s3:RequestObjectTagKeys); nil for none.
 	RequestObjectTags map[string]string
-	// Header returns a request header's value ("" when absent), for the
-	// request-header condition keys (s3:x-amz-acl, s3:x-amz-copy-source, …;
-	// see package policy); nil for none.
-	Header func(name string) string
+	// Header is the request's headers (an http.Header), for the
+	// request-header condition keys (s3:x-amz-acl, …; see package
+	// policy); nil for none.
+	Header map[string][]string
+	// CopySource is a copy's source as bucket/key, decoded
+	// (s3:x-amz-copy-source); "" for none.
+	CopySource string
 }
 
 // Store keeps the IAM state and bucket policies durably. The server
@@ -598,6 +601,7 @@ func (m *IAM) context(rq *Request) policy.Context {
 		ExistingObjectTags: rq.Cond.ExistingObjectTags,
 		RequestObjectTags:  rq.Cond.RequestObjectTags,
 		Header:             rq.Cond.Header,
+		CopySource:         rq.Cond.CopySource,
 	}
 	if rq.Principal.Anonymous {
 		c.Username = ""

@@ -364,16 +364,14 @@ func (c *Conditions) SetCondition(name, value string) error {
 		if !ok {
 			return fmt.Errorf("%w: condition key %q cannot be simulated; known keys: %s", ErrInvalid, name, strings.Join(ConditionKeys, ", "))
 		}
-		prev := c.Header
-		c.Header = func(n string) string {
-			if n == h {
-				return value
-			}
-			if prev != nil {
-				return prev(n)
-			}
-			return ""
+		if h == "X-Amz-Copy-Source" {
+			c.CopySource = value
+			break
 		}
+		if c.Header == nil {
+			c.Header = map[string][]string{}
+		}
+		c.Header[h] = []string{value}
 	}
 	return nil
 }

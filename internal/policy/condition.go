@@ -105,11 +105,9 @@ var keys = [numKeys]keyInfo{
 }
 
 // requestHeaders names the request header each request-header key is
-// the value of (canonical form, for http.Header.Get). The copy source is
-// the exception: its value is bucket/key, decoded, without a leading
-// slash or a version ID, as AWS's examples write it
-// ("amzn-s3-demo-bucket/public/*"), which the caller puts in
-// Context.Header under "X-Amz-Copy-Source". A read-only lookup table.
+// the value of (canonical form, as http.Header keys it). The copy source
+// is the exception: its value is Context.CopySource, the header decoded
+// to bucket/key. A read-only lookup table.
 var requestHeaders = map[condKey]string{
 	keyACL:                  "X-Amz-Acl",
 	keyGrantRead:            "X-Amz-Grant-Read",

@@ -450,13 +450,13 @@ func TestEvaluateHeaderConditions(t *testing.T) {
 	}
 	headers := func(kv ...string) func(*Context) {
 		return func(c *Context) {
-			c.Header = func(name string) string {
-				for i := 0; i+1 < len(kv); i += 2 {
-					if kv[i] == name {
-						return kv[i+1]
-					}
+			c.Header = map[string][]string{}
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == "X-Amz-Copy-Source" {
+					c.CopySource = kv[i+1]
+					continue
 				}
-				return ""
+				c.Header[kv[i]] = append(c.Header[kv[i]], kv[i+1])
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -86,11 +87,14 @@ type Context struct {
 	// PutObjectTagging body: s3:RequestObjectTag/<key> and
 	// s3:RequestObjectTagKeys); nil when it sets none.
 	RequestObjectTags map[string]string
-	// Header returns the value of a request header (canonical name, as
-	// http.Header.Get takes it; "" when absent), for the request-header
-	// keys such as s3:x-amz-acl; nil when the request has none (an admin
-	// action). It is called only when a condition needs it.
-	Header func(name string) string
+	// Header is the request's headers, keyed by canonical name as in an
+	// http.Header, for the request-header keys such as s3:x-amz-acl; nil
+	// when the request has none (an admin action).
+	Header map[string][]string
+	// CopySource is s3:x-amz-copy-source: the copy's source as bucket/key,
+	// decoded, without a leading slash or version ID, as AWS's examples
+	// write it ("amzn-s3-demo-bucket/public/*"); "" → absent.
+	CopySource string
 }
 
 // objectTags returns the existing object's tags, loading them once.
@@ -174,8 +178,11 @@ func (c *Context) str(k condKey) (string, bool) {
 		}
 		return "false", true
 	}
-	if h, ok := requestHeaders[k]; ok && c.Header != nil {
-		v := c.Header(h)
+	if k == keyCopySource {
+		return c.CopySource, c.CopySource != ""
+	}
+	if h, ok := requestHeaders[k]; ok {
+		v := textproto.MIMEHeader(c.Header).Get(h)
 		return v, v != ""
 	}
 	return "", false

@@ -45,16 +45,17 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 		c.ExistingObjectTags = h.existingTags(r, rq, bucket, key)
 	}
 	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c,
-		ACL: h.aclGrants(r, rq, action, bucket, key), RestrictPublic: h.restrictPublic(r, bucket)})
+		ACL: h.aclGrants(r, rq, action, bucket, key), RestrictPublic: h.restrictPublic(r, rq, bucket)})
 }
 
 // restrictPublic returns the check iam consults when a public bucket
 // policy would let an anonymous request in: whether the bucket's Block
-// Public Access settings restrict it (RestrictPublicBuckets). It reads
-// them only if called; a bucket whose settings cannot be read is
-// restricted (fail closed).
-func (h *Handler) restrictPublic(r *http.Request, bucket string) func() bool {
-	if bucket == "" {
+// Public Access settings restrict it (RestrictPublicBuckets); nil for an
+// authenticated request, which iam never asks. It reads them only if
+// called; a bucket whose settings cannot be read is restricted (fail
+// closed).
+func (h *Handler) restrictPublic(r *http.Request, rq *request, bucket string) func() bool {
+	if bucket == "" || !rq.principal.Anonymous {
 		return nil
 	}
 	return func() bool {
@@ -111,17 +112,11 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		c.SourceIP = ap.Addr().Unmap()
 	}
-	c.Header = func(name string) string {
-		if name == "X-Amz-Copy-Source" {
-			// s3:x-amz-copy-source is bucket/key, as AWS's examples
-			// write it: decoded, without the leading slash or version.
-			src, err := parseCopySource(r.Header.Get(name))
-			if err != nil {
-				return ""
-			}
-			return src.bucket + "/" + src.key
+	c.Header = r.Header
+	if v := r.Header.Get("X-Amz-Copy-Source"); v != "" {
+		if src, err := parseCopySource(v); err == nil {
+			c.CopySource = src.bucket + "/" + src.key
 		}
-		return r.Header.Get(name)
 	}
 	if rq.auth != nil && !rq.auth.Anonymous {
 		c.AuthType, c.SignatureVersion = "REST-HEADER", "AWS4-HMAC-SHA256"
