@@ -3,6 +3,7 @@ package s3api
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +174,42 @@ func TestConditionalDeleteSDK(t *testing.T) {
 		len(out.Errors) != 1 || aws.ToString(out.Errors[0].Key) != "b" || aws.ToString(out.Errors[0].Code) != "PreconditionFailed" {
 		t.Fatalf("DeleteObjects: deleted %+v, errors %+v", out.Deleted, out.Errors)
 	}
+}
+
+func FuzzParseDeleteConditions(f *testing.F) {
+	f.Add(`"abc"`, "Sun, 06 Nov 1994 08:49:37 GMT", "42")
+	f.Add("*", "1994-11-06T08:49:37Z", "0")
+	f.Add("", "yesterday", "-1")
+	f.Add(" x ", "", "4k")
+	f.Fuzz(func(t *testing.T, ifMatch, lastModified, size string) {
+		h := http.Header{
+			"If-Match":                          {ifMatch},
+			"X-Amz-If-Match-Last-Modified-Time": {lastModified},
+			"X-Amz-If-Match-Size":               {size},
+		}
+		c, err := parseDeleteConditions(h)
+		if err != nil {
+			if code := s3err.CodeOf(err); code != s3err.InvalidArgument {
+				t.Fatalf("parseDeleteConditions error %v, want InvalidArgument", err)
+			}
+			return
+		}
+		if c.IfMatch != strings.TrimSpace(ifMatch) {
+			t.Fatalf("If-Match %q became %q", ifMatch, c.IfMatch)
+		}
+		if v := strings.TrimSpace(lastModified); v == "" {
+			if !c.IfMatchLastModified.IsZero() {
+				t.Fatalf("no time became %v", c.IfMatchLastModified)
+			}
+		} else if want, ok := parseTimestamp(v); !ok || !c.IfMatchLastModified.Equal(want) {
+			t.Fatalf("time %q became %v, want %v (%v)", lastModified, c.IfMatchLastModified, want, ok)
+		}
+		if v := strings.TrimSpace(size); v == "" {
+			if c.IfMatchSize != nil {
+				t.Fatalf("no size became %d", *c.IfMatchSize)
+			}
+		} else if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 || c.IfMatchSize == nil || *c.IfMatchSize != n {
+			t.Fatalf("size %q became %v", size, c.IfMatchSize)
+		}
+	})
 }

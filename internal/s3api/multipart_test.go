@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -323,4 +324,42 @@ func TestUploadPartCopy(t *testing.T) {
 	if want := append(append([]byte{}, src[:testMinPart]...), src...); !bytes.Equal(rp.body, want) {
 		t.Errorf("object from copied parts: %d bytes, want %d", len(rp.body), len(want))
 	}
+}
+
+// FuzzCompositeChecksumHeader: CompleteMultipartUpload's checksum header
+// takes a plain checksum or one followed by "-N" (1 ≤ N ≤ 10000); every
+// other header takes a plain one only. Whatever is accepted is returned
+// as sent, and its checksum part is valid base64 of the algorithm's size.
+func FuzzCompositeChecksumHeader(f *testing.F) {
+	f.Add(helloSHA256)
+	f.Add(helloSHA256 + "-3")
+	f.Add(helloSHA256 + "-0")
+	f.Add(helloSHA256 + "-+3")
+	f.Add(helloSHA256 + "--3")
+	f.Add("bad-1")
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{"X-Amz-Checksum-Sha256": {v}}
+		alg, got, err := checksumHeaderOf(h, true)
+		plainAlg, plain, plainErr := checksumHeaderOf(h, false)
+		if plainErr == nil && (err != nil || got != plain || alg != plainAlg) {
+			t.Fatalf("%q: plain value accepted (%q) but composite parse gave %q, %v", v, plain, got, err)
+		}
+		if err != nil {
+			if s3err.CodeOf(err) != s3err.InvalidRequest {
+				t.Fatalf("%q: error %v, want InvalidRequest", v, err)
+			}
+			return
+		}
+		if alg != checksum.SHA256 || got != v {
+			t.Fatalf("%q: got %s %q", v, alg, got)
+		}
+		if plainErr == nil {
+			return
+		}
+		i := strings.LastIndexByte(v, '-')
+		n, convErr := strconv.Atoi(v[i+1:])
+		if i < 0 || convErr != nil || n < 1 || n > 10000 || checksum.SHA256.Validate(v[:i]) != nil {
+			t.Fatalf("%q accepted as composite", v)
+		}
+	})
 }
