@@ -56,10 +56,7 @@ func (s *Service) PublicAccessBlock(ctx context.Context, bucket string) (PublicA
 func (s *Service) PutPublicAccessBlock(ctx context.Context, bucket string, b *PublicAccessBlock) error {
 	var doc []byte
 	if b != nil {
-		var err error
-		if doc, err = json.Marshal(b); err != nil {
-			return err
-		}
+		doc, _ = json.Marshal(b) // four bools: it cannot fail
 	}
 	return s.PutBucketConfig(ctx, bucket, ConfigPublicAccessBlock, doc)
 }

@@ -151,3 +151,43 @@ func TestDeleteObjects(t *testing.T) {
 	_, err = e.s.DeleteObjects(ctx, "bkt", make([]ObjectRef, 1001))
 	wantCode(t, "DeleteObjects(1001 keys)", err, s3err.MalformedXML)
 }
+
+// TestPublicAccessBlockStored: the settings round-trip; removing them
+// leaves none; a stored document that does not decode is an error where
+// the settings are read for themselves, and blocks everything where they
+// decide an access (fail closed).
+func TestPublicAccessBlockStored(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, ok, err := e.s.PublicAccessBlock(ctx, "bkt"); ok || err != nil {
+		t.Fatalf("a new bucket's settings: %v, %v; want none", ok, err)
+	}
+	want := PublicAccessBlock{BlockPublicAcls: true, RestrictPublicBuckets: true}
+	if err := e.s.PutPublicAccessBlock(ctx, "bkt", &want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := e.s.PublicAccessBlock(ctx, "bkt"); !ok || err != nil || got != want {
+		t.Fatalf("settings = %+v, %v, %v; want %+v", got, ok, err, want)
+	}
+	if ba, err := e.s.BucketAccess(ctx, "bkt"); err != nil || ba.Block != want {
+		t.Fatalf("BucketAccess.Block = %+v, %v; want %+v", ba.Block, err, want)
+	}
+	if err := e.s.PutBucketConfig(ctx, "bkt", ConfigPublicAccessBlock, []byte("not json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.s.PublicAccessBlock(ctx, "bkt"); err == nil {
+		t.Error("an undecodable document read without an error")
+	}
+	if ba, err := e.s.BucketAccess(ctx, "bkt"); err != nil || ba.Block != (PublicAccessBlock{true, true, true, true}) {
+		t.Errorf("BucketAccess.Block of an undecodable document = %+v, %v; want everything blocked", ba.Block, err)
+	}
+	if err := e.s.PutPublicAccessBlock(ctx, "bkt", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.s.PublicAccessBlock(ctx, "bkt"); ok || err != nil {
+		t.Fatalf("settings after removal: %v, %v; want none", ok, err)
+	}
+	if _, _, err := e.s.PublicAccessBlock(ctx, "nope"); s3err.CodeOf(err) != s3err.NoSuchBucket {
+		t.Errorf("settings of a missing bucket: %v, want NoSuchBucket", err)
+	}
+}
