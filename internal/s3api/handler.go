@@ -415,11 +415,11 @@ func (h *Handler) checkOwner(r *http.Request, bucket, owner string) error {
 	if len(owner) == 12 && strings.Trim(owner, "0123456789") == "" {
 		return nil
 	}
-	ba, err := h.objects.BucketAccess(r.Context(), bucket)
+	b, err := h.objects.HeadBucket(r.Context(), bucket)
 	if err != nil {
 		return err
 	}
-	if owner != bucketOwnerID(ba.Owner) {
+	if owner != bucketOwnerID(b.Owner) {
 		return s3err.New(s3err.AccessDenied, bucket)
 	}
 	return nil
