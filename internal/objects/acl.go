@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/coffer-s3/coffer/internal/meta"
+	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // Access control lists are stored opaquely, in the form package acl
@@ -38,17 +39,10 @@ type PublicAccessBlock struct {
 }
 
 // PublicAccessBlock returns bucket's Block Public Access settings, and
-// false if it has none. Errors: NoSuchBucket.
+// false if it has none, kept decoded between changes (ConfigCache).
+// Errors: NoSuchBucket, a stored document that does not decode.
 func (s *Service) PublicAccessBlock(ctx context.Context, bucket string) (PublicAccessBlock, bool, error) {
-	doc, ok, err := s.BucketConfig(ctx, bucket, ConfigPublicAccessBlock)
-	if err != nil || !ok {
-		return PublicAccessBlock{}, false, err
-	}
-	b, err := decodePublicAccessBlock(doc)
-	if err != nil {
-		return PublicAccessBlock{}, false, fmt.Errorf("%s of %s: %w", ConfigPublicAccessBlock, bucket, err)
-	}
-	return b, true, nil
+	return s.publicAccess.Get(ctx, bucket)
 }
 
 // PutPublicAccessBlock sets bucket's Block Public Access settings, or with
@@ -84,14 +78,6 @@ func (s *Service) BucketAccess(ctx context.Context, bucket string) (BucketAccess
 	}{
 		{ConfigACL, func(doc []byte) { ba.ACL = doc }},
 		{ConfigOwnership, func(doc []byte) { ba.Ownership = string(doc) }},
-		{ConfigPublicAccessBlock, func(doc []byte) {
-			b, err := decodePublicAccessBlock(doc)
-			if err != nil {
-				// Fail closed: settings that do not decode block everything.
-				b = PublicAccessBlock{true, true, true, true}
-			}
-			ba.Block = b
-		}},
 	} {
 		doc, err := s.db.BucketConfig(ctx, bucket, string(c.name))
 		switch {
@@ -101,6 +87,15 @@ func (s *Service) BucketAccess(ctx context.Context, bucket string) (BucketAccess
 			return BucketAccess{}, fmt.Errorf("%s of %s: %w", c.name, bucket, err)
 		}
 	}
+	block, _, err := s.publicAccess.Get(ctx, bucket)
+	switch {
+	case s3err.Is(err, s3err.NoSuchBucket):
+		return BucketAccess{}, err
+	case err != nil:
+		// Fail closed: settings that cannot be read block everything.
+		block = PublicAccessBlock{true, true, true, true}
+	}
+	ba.Block = block
 	return ba, nil
 }
 

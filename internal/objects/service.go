@@ -157,6 +157,9 @@ type Service struct {
 	freed   chan struct{} // signalled when a commit queued garbage; capacity 1
 
 	configGen configGen // see ConfigGeneration
+	// publicAccess keeps buckets' Block Public Access settings decoded:
+	// an anonymous read through a public bucket policy consults them.
+	publicAccess *ConfigCache[PublicAccessBlock]
 }
 
 // New returns a Service over db and store. A nil log discards.
@@ -172,6 +175,7 @@ func New(cfg Config, db *meta.DB, store blob.Store, log *slog.Logger) (*Service,
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Service{cfg: cfg, db: db, store: store, log: log, clock: cfg.Clock, freed: make(chan struct{}, 1), shared: db.Shared()}
+	s.publicAccess = NewConfigCache(s, ConfigPublicAccessBlock, decodePublicAccessBlock)
 	if cfg.FreeDelay >= 0 {
 		db.OnGarbage(s.garbageQueued)
 	}

@@ -173,3 +173,24 @@ func BenchmarkGetObjectOrigin(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGetObjectAnonymous measures an anonymous 1 KiB GET from a
+// bucket whose policy lets anyone read (a public website's bucket): the
+// request path Block Public Access's RestrictPublicBuckets check sits on.
+func BenchmarkGetObjectAnonymous(b *testing.B) {
+	hs := newHarness(b, Config{})
+	hs.mkBucket("bench")
+	hs.put("bench", "object", bytes.Repeat([]byte{'x'}, 1<<10))
+	pol := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bench/*"}]}`)
+	hs.do(call{method: "PUT", path: "/bench?policy", body: pol}).mustStatus(b, http.StatusNoContent)
+	req := newSignedRequest(b, "GET", "/bench/object", nil, "UNSIGNED-PAYLOAD")
+	req.header = http.Header{}
+	w := &discardWriter{h: http.Header{}}
+	b.SetBytes(1 << 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		if st := req.serve(hs.h, w); st != http.StatusOK {
+			b.Fatalf("anonymous GetObject status %d", st)
+		}
+	}
+}
