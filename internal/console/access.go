@@ -84,7 +84,8 @@ func (h *Handler) objectTags(r *http.Request, q objectRequest) func() map[string
 
 // aclGrants returns the check of whether the bucket's or object's ACL
 // grants q to the session's principal, or nil where ACLs never count, as
-// s3api's aclGrants does.
+// s3api's aclGrants does: under Block Public Access's IgnorePublicAcls,
+// grants to AllUsers and AuthenticatedUsers do not count.
 func (h *Handler) aclGrants(r *http.Request, s *session, q objectRequest) func() bool {
 	need, ok := aclNeed[q.action]
 	if !ok || need.onObject && q.key == "" {
@@ -108,6 +109,9 @@ func (h *Handler) aclGrants(r *http.Request, s *session, q objectRequest) func()
 				h.log.ErrorContext(r.Context(), "undecodable ACL", "bucket", q.bucket, "key", q.key, "err", err)
 				return false
 			}
+		}
+		if ba.Block.IgnorePublicAcls {
+			a = a.WithoutPublic()
 		}
 		return a.Allows(acl.Requester{ID: iam.CanonicalID(s.principal)}, need.perm)
 	}

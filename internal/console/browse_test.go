@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -609,5 +610,36 @@ func BenchmarkObjectListPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestObjectBrowserIgnorePublicAcls: a bucket ACL granting every
+// authenticated user READ lets a user without policies browse the bucket
+// through the console, as through S3, until Block Public Access's
+// IgnorePublicAcls makes public grants count for nothing.
+func TestObjectBrowserIgnorePublicAcls(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	ctx := t.Context()
+	f.bucket(t, "open")
+	f.put(t, "open", "k.txt", "readable by every user")
+	root := iam.CanonicalID(iam.Principal{Root: true})
+	a, err := acl.Expand(acl.CannedAuthenticatedRead, root, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.objects.PutBucketACL(ctx, "open", acl.Encode(a)); err != nil {
+		t.Fatal(err)
+	}
+	f.user(t, "bob", "bob-password")
+	id, _ := f.signIn(t, "bob", "bob-password")
+	if resp := f.do(t, request{method: "GET", path: "/objects/open", cookie: id}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /objects/open through an authenticated-read ACL: %d, want 200", resp.StatusCode)
+	}
+	if err := f.objects.PutPublicAccessBlock(ctx, "open", &objects.PublicAccessBlock{IgnorePublicAcls: true}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := f.do(t, request{method: "GET", path: "/objects/open", cookie: id}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /objects/open with IgnorePublicAcls: %d, want 403", resp.StatusCode)
 	}
 }

@@ -39,6 +39,10 @@ type CreateBucketInput struct {
 	// that resets its ACL, as S3 answers in us-east-1; elsewhere it is
 	// BucketAlreadyOwnedByYou.
 	RecreateOwned bool
+	// CheckRecreate, if set, is called before a re-creation resets the
+	// ACL (RecreateOwned); an error refuses the request and is returned.
+	// The caller checks there what it would check for a PutBucketAcl.
+	CheckRecreate func(ctx context.Context) error
 }
 
 // CreateBucket creates a bucket. Errors: InvalidBucketName,
@@ -83,6 +87,11 @@ func (s *Service) recreate(ctx context.Context, name string, in CreateBucketInpu
 		return s3err.New(s3err.BucketAlreadyExists, name).With("BucketName", name)
 	case !in.RecreateOwned:
 		return s3err.New(s3err.BucketAlreadyOwnedByYou, name).With("BucketName", name)
+	}
+	if in.CheckRecreate != nil {
+		if err := in.CheckRecreate(ctx); err != nil {
+			return err
+		}
 	}
 	return s.PutBucketConfig(ctx, name, ConfigACL, in.ACL)
 }

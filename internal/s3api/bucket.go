@@ -104,7 +104,11 @@ func parseCreateBucket(h http.Header) (acl.Ownership, error) {
 // an ACL other than private is InvalidBucketAclWithObjectOwnership).
 // Re-creating one's own bucket is 200 OK and resets its ACL when the
 // server's region is us-east-1, as in S3 (BucketAlreadyOwnedByYou
-// elsewhere); someone else's is BucketAlreadyExists.
+// elsewhere); someone else's is BucketAlreadyExists. The reset is an ACL
+// write like PutBucketAcl: the bucket's Object Ownership and Block Public
+// Access settings apply to it (checkACL). As S3 requires, an ACL other
+// than private needs s3:PutBucketAcl besides s3:CreateBucket, and
+// x-amz-object-ownership needs s3:PutBucketOwnershipControls.
 func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *request) error {
 	ownership, err := parseCreateBucket(r.Header)
 	if err != nil {
@@ -129,12 +133,27 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *reque
 		return err
 	}
 	in := objects.CreateBucketInput{Region: region, Owner: owner, Ownership: string(ownership),
-		LegacyOwner: bucketOwnerID(""), RecreateOwned: h.cfg.Region == "us-east-1"}
+		LegacyOwner: bucketOwnerID(""), RecreateOwned: h.cfg.Region == "us-east-1",
+		CheckRecreate: func(ctx context.Context) error {
+			ba, err := h.objects.BucketAccess(ctx, rq.bucket)
+			if err != nil {
+				return err
+			}
+			return checkACL(ba, a)
+		}}
 	if !a.IsPrivate() {
 		if ownership == acl.BucketOwnerEnforced {
 			return s3err.New(s3err.InvalidBucketAclWithObjectOwnership, rq.bucket)
 		}
+		if err := h.authorize(r, rq, iam.PutBucketAcl, rq.bucket, ""); err != nil {
+			return err
+		}
 		in.ACL = acl.Encode(a)
+	}
+	if ownership != "" {
+		if err := h.authorize(r, rq, iam.PutBucketOwnership, rq.bucket, ""); err != nil {
+			return err
+		}
 	}
 	if err := h.objects.CreateBucket(r.Context(), rq.bucket, in); err != nil {
 		return err

@@ -64,6 +64,11 @@ func TestBlockPublicAcls(t *testing.T) {
 		hs.do(call{method: "PUT", path: "/bkt/before?acl", header: h}).want(t, http.StatusForbidden, s3err.AccessDenied)
 		hs.do(call{method: "POST", path: "/bkt/mp?uploads", header: h}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	}
+	// Re-creating one's own bucket (200 in us-east-1) resets its ACL: an
+	// ACL write like any other.
+	hs.do(call{method: "PUT", path: "/bkt", header: header("X-Amz-Acl", "public-read")}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/bkt", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt"}).mustStatus(t, http.StatusOK)
 	copyHdr := header("X-Amz-Copy-Source", "/bkt/before", "X-Amz-Acl", "public-read")
 	hs.do(call{method: "PUT", path: "/bkt/copy", header: copyHdr}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.put("bkt", "k", []byte("x"), "X-Amz-Acl", "private").mustStatus(t, http.StatusOK)
@@ -134,4 +139,27 @@ func TestRestrictPublicBuckets(t *testing.T) {
 	// The policy is still stored, and public again once the setting goes.
 	hs.do(call{method: "DELETE", path: "/bkt?publicAccessBlock"}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "GET", path: "/bkt/k", anon: true}).mustStatus(t, http.StatusOK)
+}
+
+// TestCreateBucketACLPermissions: CreateBucket with an ACL other than
+// private needs s3:PutBucketAcl too, and with x-amz-object-ownership
+// s3:PutBucketOwnershipControls, as S3 requires; re-creating a bucket
+// with ACLs off (BucketOwnerEnforced) cannot set a public ACL either.
+func TestCreateBucketACLPermissions(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	const createOnly = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:CreateBucket","Resource":"*"}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "create-only", []byte(createOnly)); err != nil {
+		t.Fatal(err)
+	}
+	maker := hs.user("maker", "create-only")
+	hs.do(call{method: "PUT", path: "/bkt1", header: header("X-Amz-Acl", "public-read"), cred: maker}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "PUT", path: "/bkt1", header: header("X-Amz-Object-Ownership", "BucketOwnerEnforced"), cred: maker}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "HEAD", path: "/bkt1"}).want(t, http.StatusNotFound, "")
+	hs.do(call{method: "PUT", path: "/bkt1", header: header("X-Amz-Acl", "private"), cred: maker}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt1", cred: maker}).mustStatus(t, http.StatusOK) // re-created: still 200
+
+	hs.do(call{method: "PUT", path: "/bkt2", header: header("X-Amz-Object-Ownership", "BucketOwnerEnforced")}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt2", header: header("X-Amz-Acl", "public-read")}).want(t, http.StatusBadRequest, s3err.AccessControlListNotSupported)
+	hs.do(call{method: "GET", path: "/bkt2", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 }
