@@ -414,7 +414,8 @@ var aclPermission = map[iam.Action]struct {
 // request: whether the ACL of the bucket (or of the object, for object
 // reads and object ACLs) grants the request's principal the permission
 // action needs. It reads the ACL only if called.
-func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, bucket, key string) func() bool {
+func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, t target) func() bool {
+	bucket, key := t.bucket, t.key
 	need, ok := aclPermission[action]
 	if !ok || bucket == "" || need.onObject && key == "" {
 		return nil
@@ -427,14 +428,7 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, buc
 		owner := bucketOwnerID(ba.Owner)
 		doc := ba.ACL
 		if need.onObject {
-			vid, _ := parseVersionID(rq.query)
-			if bucket != rq.bucket || key != rq.key {
-				vid = ""
-				if src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source")); err == nil && src.bucket == bucket && src.key == key {
-					vid = src.versionID
-				}
-			}
-			if doc, _, err = h.objects.ObjectACL(r.Context(), bucket, key, vid); err != nil {
+			if doc, _, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID); err != nil {
 				return false
 			}
 		}

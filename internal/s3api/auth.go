@@ -37,15 +37,53 @@ func (h *Handler) authenticate(r *http.Request, rq *request) error {
 // DeleteObjects for each key.
 func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, bucket, key string) error {
 	if rq.principal.Root {
+		return h.authorizeTarget(r, rq, action, target{bucket: bucket, key: key}, nil)
+	}
+	return h.authorizeTarget(r, rq, action, target{bucket: bucket, key: key, versionID: requestVersion(r, rq, bucket, key)}, r.Header)
+}
+
+// target is what an authorization is about: a bucket, or an object of it
+// (key), and the version the request names (versionID, "" for the
+// current one), whose tags and ACL policies and grants may test.
+type target struct {
+	bucket, key, versionID string
+}
+
+// requestVersion returns the version of bucket/key the request names: its
+// versionId for its own object, the version in x-amz-copy-source for a
+// copy's source, else "".
+func requestVersion(r *http.Request, rq *request, bucket, key string) string {
+	if key == "" {
+		return ""
+	}
+	if bucket == rq.bucket && key == rq.key {
+		vid, _ := parseVersionID(rq.query)
+		return vid
+	}
+	if v := r.Header.Get("X-Amz-Copy-Source"); v != "" {
+		if src, err := parseCopySource(v); err == nil && src.bucket == bucket && src.key == key {
+			return src.versionID
+		}
+	}
+	return ""
+}
+
+// authorizeTarget is authorize with the target and the request headers
+// that policy conditions see (hdr: s3:if-match, s3:x-amz-acl and the
+// like) given: DeleteObjects authorizes each entry as the DeleteObject it
+// stands for (deleteEntryHeader).
+func (h *Handler) authorizeTarget(r *http.Request, rq *request, action iam.Action, t target, hdr http.Header) error {
+	if rq.principal.Root {
 		// Root is allowed everything; skip building the conditions.
-		return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key})
+		return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: t.bucket, Key: t.key})
 	}
 	c := conditions(r, rq, action)
-	if key != "" && tagConditionActions[action] {
-		c.ExistingObjectTags = h.existingTags(r, rq, bucket, key)
+	c.Header = hdr
+	if t.key != "" && tagConditionActions[action] {
+		c.ExistingObjectTags = h.existingTags(r, t)
 	}
-	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Key: key, Cond: c,
-		ACL: h.aclGrants(r, rq, action, bucket, key), RestrictPublic: h.restrictPublic(r, rq, bucket)})
+	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: t.bucket, Key: t.key, Cond: c,
+		ACL: h.aclGrants(r, rq, action, t), RestrictPublic: h.restrictPublic(r, rq, t.bucket)})
 }
 
 // restrictPublic returns the check iam consults when a public bucket
@@ -75,21 +113,13 @@ var tagConditionActions = map[iam.Action]bool{
 	iam.GetObjectAttributes: true, iam.GetObjectVersionAttributes: true,
 }
 
-// existingTags returns the loader of the tags of bucket/key (the version
-// the request names) that a policy condition calls if it needs them: one
-// metadata read, and none for the many requests whose policies never
-// look. An object that cannot be read has no tags.
-func (h *Handler) existingTags(r *http.Request, rq *request, bucket, key string) func() map[string]string {
+// existingTags returns the loader of the tags of t's object version that
+// a policy condition calls if it needs them: one metadata read, and none
+// for the many requests whose policies never look. An object that cannot
+// be read has no tags.
+func (h *Handler) existingTags(r *http.Request, t target) func() map[string]string {
 	return func() map[string]string {
-		vid, _ := parseVersionID(rq.query)
-		if bucket != rq.bucket || key != rq.key {
-			// A copy source, whose version x-amz-copy-source names.
-			vid = ""
-			if src, err := parseCopySource(r.Header.Get("X-Amz-Copy-Source")); err == nil && src.bucket == bucket && src.key == key {
-				vid = src.versionID
-			}
-		}
-		tags, _, err := h.objects.ObjectTagging(r.Context(), bucket, key, vid)
+		tags, _, err := h.objects.ObjectTagging(r.Context(), t.bucket, t.key, t.versionID)
 		if err != nil || len(tags) == 0 {
 			return nil
 		}

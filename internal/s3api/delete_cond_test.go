@@ -213,3 +213,66 @@ func FuzzParseDeleteConditions(f *testing.F) {
 		}
 	})
 }
+
+// TestConditionalDeletePolicy: a policy that allows deletes only with
+// If-Match (s3:if-match not null, as AWS's guide to enforcing conditional
+// deletes writes it) holds for DeleteObjects entry by entry: the entry's
+// ETag is its s3:if-match, and an If-Match header on the DeleteObjects
+// request itself stands for nothing.
+func TestConditionalDeletePolicy(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	body := []byte("guarded")
+	etag := etagOf(body)
+	const guarded = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"},
+  {"Effect":"Allow","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::bkt/*","Condition":{"Null":{"s3:if-match":"false"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "guarded-delete", []byte(guarded)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("careful", "guarded-delete")
+	hs.put("bkt", "k", body)
+	hs.do(call{method: "DELETE", path: "/bkt/k", cred: u}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	bare := xmlBody(`<Delete><Object><Key>k</Key></Object></Delete>`)
+	rp := hs.do(call{method: "POST", path: "/bkt?delete", body: bare, cred: u,
+		header: header("Content-MD5", contentMD5(bare), "If-Match", etag)}).mustStatus(t, http.StatusOK)
+	if !strings.Contains(string(rp.body), "<Code>AccessDenied</Code>") {
+		t.Fatalf("DeleteObjects entry without an ETag, If-Match on the request: %s", rp.body)
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/k"}).mustStatus(t, http.StatusOK)
+
+	withETag := xmlBody(`<Delete><Object><Key>k</Key><ETag>` + etag + `</ETag></Object></Delete>`)
+	rp = hs.do(call{method: "POST", path: "/bkt?delete", body: withETag, cred: u,
+		header: header("Content-MD5", contentMD5(withETag))}).mustStatus(t, http.StatusOK)
+	if !strings.Contains(string(rp.body), "<Deleted><Key>k</Key>") {
+		t.Fatalf("DeleteObjects entry with its ETag: %s", rp.body)
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/k"}).want(t, http.StatusNotFound, "")
+}
+
+// TestDeleteObjectsVersionTags: policies on a DeleteObjects entry that
+// names a version test that version's tags (s3:ExistingObjectTag), not
+// the current version's.
+func TestDeleteObjectsVersionTags(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: []byte("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>")}).mustStatus(t, http.StatusOK)
+	secret := hs.put("bkt", "k", []byte("old"), "X-Amz-Tagging", "secret=true").mustStatus(t, http.StatusOK).header.Get("x-amz-version-id")
+	hs.put("bkt", "k", []byte("new")).mustStatus(t, http.StatusOK)
+	const pol = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::bkt","arn:aws:s3:::bkt/*"]},
+  {"Effect":"Deny","Action":"s3:GetObjectVersion","Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/secret":"true"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "no-secret-versions", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("prober", "no-secret-versions")
+	doc := xmlBody(`<Delete><Object><Key>k</Key><VersionId>` + secret + `</VersionId><Size>3</Size></Object></Delete>`)
+	rp := hs.do(call{method: "POST", path: "/bkt?delete", body: doc, cred: u, header: header("Content-MD5", contentMD5(doc))}).mustStatus(t, http.StatusOK)
+	if !strings.Contains(string(rp.body), "<Code>AccessDenied</Code>") {
+		t.Fatalf("DeleteObjects of a secret version with its size: %s", rp.body)
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/k?versionId=" + secret}).mustStatus(t, http.StatusOK)
+}

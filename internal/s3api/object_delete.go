@@ -35,7 +35,7 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
-	if err := h.authorizeDeleteRead(r, rq, rq.key, vid, cond); err != nil {
+	if err := h.authorizeDeleteRead(r, rq, target{bucket: rq.bucket, key: rq.key, versionID: vid}, r.Header, cond); err != nil {
 		return err
 	}
 	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, objects.ObjectRef{Key: rq.key, VersionID: vid, If: cond})
@@ -51,15 +51,33 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *reque
 // key (version vid) needs besides the delete permission when its
 // conditions reveal the object's ETag, time or size (deleteReveals):
 // s3:GetObject, or s3:GetObjectVersion for a version.
-func (h *Handler) authorizeDeleteRead(r *http.Request, rq *request, key, vid string, c objects.DeleteConditions) error {
+func (h *Handler) authorizeDeleteRead(r *http.Request, rq *request, t target, hdr http.Header, c objects.DeleteConditions) error {
 	if !deleteReveals(c) {
 		return nil
 	}
 	action := iam.GetObject
-	if vid != "" {
+	if t.versionID != "" {
 		action = iam.GetObjectVersion
 	}
-	return h.authorize(r, rq, action, rq.bucket, key)
+	return h.authorizeTarget(r, rq, action, t, hdr)
+}
+
+// deleteEntryHeader returns the request headers policy conditions see for
+// a DeleteObjects entry: the request's, with the entry's ETag as its
+// If-Match (s3:if-match) in place of any the request carries, as if it
+// were the DeleteObject it stands for. A policy that requires conditional
+// deletes thus holds for DeleteObjects too, entry by entry.
+func deleteEntryHeader(h http.Header, etag string) http.Header {
+	c := make(http.Header, len(h)+1)
+	for k, v := range h {
+		if k != "If-Match" && k != "If-None-Match" {
+			c[k] = v
+		}
+	}
+	if etag != "" {
+		c["If-Match"] = []string{etag}
+	}
+	return c
 }
 
 // deleteEntryConditions returns the preconditions of a DeleteObjects
@@ -125,11 +143,16 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 		if o.VersionID != "" {
 			action = iam.DeleteObjectVersion
 		}
-		if err := h.authorize(r, rq, action, rq.bucket, o.Key); err != nil {
+		t := target{bucket: rq.bucket, key: o.Key, versionID: o.VersionID}
+		hdr := r.Header
+		if !rq.principal.Root { // root's requests never see conditions
+			hdr = deleteEntryHeader(r.Header, strings.TrimSpace(o.ETag))
+		}
+		if err := h.authorizeTarget(r, rq, action, t, hdr); err != nil {
 			fail(o, err)
 			continue
 		}
-		if err := h.authorizeDeleteRead(r, rq, o.Key, o.VersionID, conds[i]); err != nil {
+		if err := h.authorizeDeleteRead(r, rq, t, hdr, conds[i]); err != nil {
 			fail(o, err)
 			continue
 		}
