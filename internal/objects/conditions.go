@@ -59,7 +59,12 @@ func checkRead(c ReadConditions, res, etag string, modified time.Time, copySourc
 func etagMatches(list, etag string) bool {
 	for t := range strings.SplitSeq(list, ",") {
 		t = strings.TrimSpace(t)
-		if t == "*" || normETag(t) == etag {
+		if t == "*" {
+			return true
+		}
+		// An empty entry ("" or a stray comma) names no ETag: it must not
+		// match a delete marker, whose ETag is empty.
+		if n := normETag(t); n != "" && n == etag {
 			return true
 		}
 	}
@@ -93,7 +98,7 @@ func checkWrite(c WriteConditions, old *meta.Object, bucket, key string) error {
 func (c WriteConditions) set() bool { return c.IfMatch != "" || c.IfNoneMatch != "" }
 
 func (c DeleteConditions) set() bool {
-	return c.IfMatch != "" || !c.IfMatchLastModified.IsZero() || c.IfMatchSize != nil
+	return c.IfMatch != "" || c.IfMatchLastModified != nil || c.IfMatchSize != nil
 }
 
 // check evaluates the conditions against o, the version a delete acts on
@@ -105,7 +110,7 @@ func (c DeleteConditions) check(o *meta.Object, res string) error {
 	if c.IfMatch != "" && !etagMatches(c.IfMatch, o.ETag) {
 		return failed("If-Match")
 	}
-	if !c.IfMatchLastModified.IsZero() &&
+	if c.IfMatchLastModified != nil &&
 		!o.Modified.Truncate(time.Second).Equal(c.IfMatchLastModified.Truncate(time.Second)) {
 		return failed("x-amz-if-match-last-modified-time")
 	}

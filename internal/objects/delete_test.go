@@ -57,8 +57,9 @@ func TestConditionalDeleteUnversioned(t *testing.T) {
 		{"wrong etag", DeleteConditions{IfMatch: `"0123"`}, "If-Match"},
 		{"one of two etags wrong", DeleteConditions{IfMatch: `"0123"`, IfMatchSize: &size}, "If-Match"},
 		{"wrong size", DeleteConditions{IfMatchSize: &wrongSize}, "x-amz-if-match-size"},
-		{"wrong time", DeleteConditions{IfMatchLastModified: info.LastModified.Add(-time.Hour)}, "x-amz-if-match-last-modified-time"},
-		{"right etag, wrong time", DeleteConditions{IfMatch: info.ETag, IfMatchLastModified: info.LastModified.Add(time.Second)}, "x-amz-if-match-last-modified-time"},
+		{"wrong time", DeleteConditions{IfMatchLastModified: ptr(info.LastModified.Add(-time.Hour))}, "x-amz-if-match-last-modified-time"},
+		{"right etag, wrong time", DeleteConditions{IfMatch: info.ETag, IfMatchLastModified: ptr(info.LastModified.Add(time.Second))}, "x-amz-if-match-last-modified-time"},
+		{"zero time", DeleteConditions{IfMatchLastModified: &time.Time{}}, "x-amz-if-match-last-modified-time"},
 	} {
 		_, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: tc.c})
 		wantCode(t, tc.name, err, s3err.PreconditionFailed)
@@ -74,7 +75,7 @@ func TestConditionalDeleteUnversioned(t *testing.T) {
 	// seconds, so a time within the object's second matches.
 	_, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: DeleteConditions{
 		IfMatch: `"` + info.ETag + `", "other"`, IfMatchSize: &size,
-		IfMatchLastModified: info.LastModified.Truncate(time.Second),
+		IfMatchLastModified: ptr(info.LastModified.Truncate(time.Second)),
 	}})
 	if err != nil {
 		t.Fatalf("conditional delete whose conditions hold: %v", err)
@@ -122,7 +123,11 @@ func TestConditionalDeleteVersioned(t *testing.T) {
 	zero := int64(0)
 	_, err = e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: DeleteConditions{IfMatch: info.ETag}})
 	wantCode(t, "marker, an etag", err, s3err.PreconditionFailed)
-	_, err = e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: DeleteConditions{IfMatchLastModified: time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC)}})
+	for _, empty := range []string{`""`, ",", ` "" , `} {
+		_, err = e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: DeleteConditions{IfMatch: empty}})
+		wantCode(t, "marker, If-Match "+empty, err, s3err.PreconditionFailed)
+	}
+	_, err = e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k", If: DeleteConditions{IfMatchLastModified: ptr(time.Date(2015, 1, 1, 0, 0, 0, 0, time.UTC))}})
 	wantCode(t, "marker, wrong time", err, s3err.PreconditionFailed)
 	if got := e.versions(t, "k"); got != "mv" {
 		t.Fatalf("versions after failed deletes: %q, want mv", got)

@@ -194,3 +194,6 @@ func refs(keys ...string) []ObjectRef {
 	}
 	return out
 }
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }

@@ -284,8 +284,8 @@ type ObjectRef struct {
 // unconditional delete of an absent key, but writes no delete marker. See
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html
 type DeleteConditions struct {
-	IfMatch             string    // "*" or ETags, quotes optional
-	IfMatchLastModified time.Time // whole seconds are compared
+	IfMatch             string     // "*" or ETags, quotes optional
+	IfMatchLastModified *time.Time // whole seconds are compared; nil: no condition
 	IfMatchSize         *int64
 }
 

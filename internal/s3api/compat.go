@@ -248,7 +248,16 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   permission. AWS takes the time and size conditions in directory buckets
   only; Coffer takes them in every bucket, as Ceph does. A time or size that
   does not parse is ` + "`400 InvalidArgument`" + ` (` + "`MalformedXML`" + ` in
-  DeleteObjects), never ignored.
+  DeleteObjects), never ignored. Where Coffer and AWS differ, Coffer answers
+  as the Ceph conformance suite expects: AWS (probed by others in 2026)
+  answers a conditional delete of an absent key, or of a key whose latest
+  version is a delete marker, ` + "`404 NoSuchKey`" + ` where Coffer answers ` + "`204`" + `
+  (nothing to delete, so done), and refuses a version ID with ` + "`If-Match`" + `
+  (` + "`501`" + `) where Coffer checks the named version. In DeleteObjects each entry
+  is authorized as the DeleteObject it stands for: its ` + "`ETag`" + ` is its
+  ` + "`s3:if-match`" + ` (an ` + "`If-Match`" + ` header on the DeleteObjects request stands
+  for nothing), and with a version ID that version's tags are the ones
+  ` + "`s3:ExistingObjectTag`" + ` tests.
 - PostObject (browser form uploads, ` + "`POST /{bucket}`" + ` with a multipart/form-data
   body) is authenticated by its fields: a policy signed with SigV4
   (` + "`x-amz-algorithm`" + `, ` + "`x-amz-credential`" + `, ` + "`x-amz-date`" + `, ` + "`x-amz-signature`" + `) or SigV2

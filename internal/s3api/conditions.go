@@ -73,11 +73,11 @@ func parseDeleteConditions(h http.Header) (objects.DeleteConditions, error) {
 		if !ok {
 			return c, invalidArgument("x-amz-if-match-last-modified-time", v, "Invalid date in x-amz-if-match-last-modified-time.")
 		}
-		c.IfMatchLastModified = t
+		c.IfMatchLastModified = &t
 	}
 	if v := strings.TrimSpace(h.Get("X-Amz-If-Match-Size")); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || v[0] == '+' {
 			return c, invalidArgument("x-amz-if-match-size", v, "x-amz-if-match-size must be a non-negative integer.")
 		}
 		c.IfMatchSize = &n
@@ -101,5 +101,5 @@ func parseTimestamp(v string) (time.Time, bool) {
 // that matched or not), so that it needs read permission too, as S3
 // requires s3:GetObject for If-Match with an ETag.
 func deleteReveals(c objects.DeleteConditions) bool {
-	return (c.IfMatch != "" && c.IfMatch != "*") || !c.IfMatchLastModified.IsZero() || c.IfMatchSize != nil
+	return (c.IfMatch != "" && c.IfMatch != "*") || c.IfMatchLastModified != nil || c.IfMatchSize != nil
 }

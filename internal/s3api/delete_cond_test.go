@@ -30,14 +30,19 @@ func TestParseDeleteConditions(t *testing.T) {
 		{name: "none", h: header()},
 		{name: "etag", h: header("If-Match", ` "abc" `), want: objects.DeleteConditions{IfMatch: `"abc"`}},
 		{name: "HTTP date", h: header("X-Amz-If-Match-Last-Modified-Time", "Sun, 06 Nov 1994 08:49:37 GMT"),
-			want: objects.DeleteConditions{IfMatchLastModified: sunday}},
+			want: objects.DeleteConditions{IfMatchLastModified: &sunday}},
 		{name: "ISO 8601", h: header("X-Amz-If-Match-Last-Modified-Time", "1994-11-06T08:49:37Z"),
-			want: objects.DeleteConditions{IfMatchLastModified: sunday}},
+			want: objects.DeleteConditions{IfMatchLastModified: &sunday}},
 		{name: "size", h: header("X-Amz-If-Match-Size", "42"), want: objects.DeleteConditions{IfMatchSize: &size}},
 		{name: "size 0", h: header("X-Amz-If-Match-Size", "0"), want: objects.DeleteConditions{IfMatchSize: &zero}},
 		{name: "bad date", h: header("X-Amz-If-Match-Last-Modified-Time", "yesterday"), wantErr: s3err.InvalidArgument},
 		{name: "bad size", h: header("X-Amz-If-Match-Size", "4k"), wantErr: s3err.InvalidArgument},
 		{name: "negative size", h: header("X-Amz-If-Match-Size", "-1"), wantErr: s3err.InvalidArgument},
+		{name: "signed size", h: header("X-Amz-If-Match-Size", "+5"), wantErr: s3err.InvalidArgument},
+		// Go's zero time is a time like any other: no object was written
+		// then, so the delete fails rather than going through unconditionally.
+		{name: "year 1", h: header("X-Amz-If-Match-Last-Modified-Time", "Mon, 01 Jan 0001 00:00:00 GMT"),
+			want: objects.DeleteConditions{IfMatchLastModified: &time.Time{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseDeleteConditions(tc.h)
@@ -110,8 +115,10 @@ func TestConditionalDelete(t *testing.T) {
 	}
 	hs.do(call{method: "HEAD", path: "/bkt/a"}).want(t, http.StatusNotFound, "")
 	hs.do(call{method: "HEAD", path: "/bkt/b"}).mustStatus(t, http.StatusOK)
-	bad := xmlBody(`<Delete><Object><Key>b</Key><LastModifiedTime>yesterday</LastModifiedTime></Object></Delete>`)
-	hs.do(call{method: "POST", path: "/bkt?delete", body: bad, header: header("Content-MD5", contentMD5(bad))}).want(t, http.StatusBadRequest, s3err.MalformedXML)
+	for _, entry := range []string{`<LastModifiedTime>yesterday</LastModifiedTime>`, `<Size>-1</Size>`} {
+		bad := xmlBody(`<Delete><Object><Key>b</Key>` + entry + `</Object></Delete>`)
+		hs.do(call{method: "POST", path: "/bkt?delete", body: bad, header: header("Content-MD5", contentMD5(bad))}).want(t, http.StatusBadRequest, s3err.MalformedXML)
+	}
 	hs.do(call{method: "HEAD", path: "/bkt/b"}).mustStatus(t, http.StatusOK)
 }
 
@@ -198,10 +205,10 @@ func FuzzParseDeleteConditions(f *testing.F) {
 			t.Fatalf("If-Match %q became %q", ifMatch, c.IfMatch)
 		}
 		if v := strings.TrimSpace(lastModified); v == "" {
-			if !c.IfMatchLastModified.IsZero() {
-				t.Fatalf("no time became %v", c.IfMatchLastModified)
+			if c.IfMatchLastModified != nil {
+				t.Fatalf("no time became %v", *c.IfMatchLastModified)
 			}
-		} else if want, ok := parseTimestamp(v); !ok || !c.IfMatchLastModified.Equal(want) {
+		} else if want, ok := parseTimestamp(v); !ok || c.IfMatchLastModified == nil || !c.IfMatchLastModified.Equal(want) {
 			t.Fatalf("time %q became %v, want %v (%v)", lastModified, c.IfMatchLastModified, want, ok)
 		}
 		if v := strings.TrimSpace(size); v == "" {

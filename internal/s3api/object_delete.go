@@ -82,15 +82,18 @@ func deleteEntryHeader(h http.Header, etag string) http.Header {
 
 // deleteEntryConditions returns the preconditions of a DeleteObjects
 // entry: its ETag, LastModifiedTime (parseTimestamp; anything else is
-// MalformedXML) and Size.
+// MalformedXML) and Size (a negative one is MalformedXML too).
 func deleteEntryConditions(o s3xml.ObjectIdentifier) (objects.DeleteConditions, error) {
 	c := objects.DeleteConditions{IfMatch: strings.TrimSpace(o.ETag), IfMatchSize: o.Size}
+	if o.Size != nil && *o.Size < 0 {
+		return c, s3err.New(s3err.MalformedXML, "")
+	}
 	if v := strings.TrimSpace(o.LastModifiedTime); v != "" {
 		t, ok := parseTimestamp(v)
 		if !ok {
 			return c, s3err.New(s3err.MalformedXML, "")
 		}
-		c.IfMatchLastModified = t
+		c.IfMatchLastModified = &t
 	}
 	return c, nil
 }
