@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"net/netip"
 	"net/textproto"
 	"strconv"
@@ -371,7 +372,10 @@ func (p *Policy) allows() []statement { return p.stmts[p.nDeny:] }
 // without limiting it by a Condition on aws:SourceIp, which S3 counts as
 // "public" for GetBucketPolicyStatus
 // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/access-control-block-public-access.html#access-control-block-public-access-policy-status).
-// An IpAddress condition whose CIDR blocks include a /0 does not limit.
+// An IpAddress condition limits only if its CIDR blocks cover less than
+// half of the addresses of each family (IPv4, IPv6) they name: a /0, a /1,
+// or blocks that add up to as much (0.0.0.0/1 and 128.0.0.0/1) let anyone
+// in. Overlapping blocks are counted twice, which errs towards public.
 func (p *Policy) Public() bool {
 	for i := range p.allows() {
 		s := &p.allows()[i]
@@ -388,13 +392,24 @@ func limitsSourceIP(conds []condition) bool {
 		if c.key != keySourceIP || c.kind != opIPAddress || c.negate || c.ifExists || c.set == setAll {
 			continue
 		}
-		wide := false
-		for _, n := range c.nets {
-			wide = wide || n.Bits() == 0
-		}
-		if !wide {
+		if !wideNets(c.nets) {
 			return true
 		}
 	}
 	return false
+}
+
+// wideNets reports whether the blocks of nets cover half or more of the
+// IPv4 or of the IPv6 addresses (math.Ldexp: 2^(family bits − prefix)
+// addresses a block, summed as floats, exact for these powers of two).
+func wideNets(nets []netip.Prefix) bool {
+	var v4, v6 float64
+	for _, n := range nets {
+		if n.Addr().Is4() {
+			v4 += math.Ldexp(1, 32-n.Bits())
+		} else {
+			v6 += math.Ldexp(1, 128-n.Bits())
+		}
+	}
+	return v4 >= math.Ldexp(1, 31) || v6 >= math.Ldexp(1, 127)
 }

@@ -116,10 +116,13 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   BlockPublicAcls refuses (` + "`403 AccessDenied`" + `, nothing stored) any request
   that would set an ACL granting to AllUsers or AuthenticatedUsers
   (PutBucketAcl, PutObjectAcl, and ` + "`x-amz-acl`" + `/` + "`x-amz-grant-*`" + ` on
-  PutObject, CopyObject, CreateMultipartUpload and PostObject);
-  IgnorePublicAcls makes such grants allow nothing; BlockPublicPolicy
+  PutObject, CopyObject, CreateMultipartUpload and PostObject,
+  and a re-creation of one's bucket with such an ACL);
+  IgnorePublicAcls makes such grants allow nothing, through S3 and the
+  console; BlockPublicPolicy
   refuses a public bucket policy (one allowing ` + "`*`" + ` without an
-  ` + "`aws:SourceIp`" + ` limit, as GetBucketPolicyStatus judges); RestrictPublicBuckets
+  ` + "`aws:SourceIp`" + ` limit to less than half of the IPv4 and IPv6 addresses,
+  as GetBucketPolicyStatus judges); RestrictPublicBuckets
   lets no anonymous request through a public bucket policy (Coffer has one
   account: its users and root are the account). The settings are
   per bucket only (no account-level ones), and, unlike S3 since April
