@@ -430,8 +430,9 @@ func (h *Handler) checkOwner(r *http.Request, bucket, owner string) error {
 // exist (but for CreateBucket), whoever asks (bucket names are global; S3
 // tells anyone), and NoSuchKey for a GET or HEAD of a missing object by a
 // caller that may list the bucket (who could learn it by listing; an
-// object ACL can grant nothing on an object that is not there). Otherwise
-// err. It reads the metadata only for a denied request.
+// object ACL can grant nothing on an object that is not there), without
+// the headers that would say a delete marker hides it. Otherwise err. It
+// reads the metadata only for a denied request.
 func (h *Handler) deniedOrMissing(r *http.Request, rq *request, err error) error {
 	if rq.bucket == "" || rq.op.action == iam.CreateBucket || !s3err.Is(err, s3err.AccessDenied) {
 		return err
@@ -452,6 +453,14 @@ func (h *Handler) deniedOrMissing(r *http.Request, rq *request, err error) error
 	}
 	if h.authorize(r, rq, iam.ListBucket, rq.bucket, "") != nil {
 		return err
+	}
+	var e *s3err.Error
+	if errors.As(herr, &e) && len(e.Header) > 0 {
+		// A delete marker's headers (x-amz-delete-marker, its version ID)
+		// are for callers who may read the key; listing it tells neither.
+		c := *e
+		c.Header = nil
+		return &c
 	}
 	return herr
 }

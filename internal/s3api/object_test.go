@@ -442,4 +442,20 @@ func TestDeniedOrMissing(t *testing.T) {
 	hs.do(call{method: "GET", path: "/pub/private-object", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.do(call{method: "GET", path: "/priv/missing", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 	hs.do(call{method: "DELETE", path: "/pub/missing", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
+
+	// A key hidden by a delete marker is missing to such a caller too,
+	// but the marker's headers are not theirs to see.
+	hs.do(call{method: "PUT", path: "/pub?versioning", body: []byte("<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>")}).mustStatus(t, http.StatusOK)
+	hs.put("pub", "deleted", []byte("x"))
+	hs.do(call{method: "DELETE", path: "/pub/deleted"}).mustStatus(t, http.StatusNoContent)
+	rp := hs.do(call{method: "GET", path: "/pub/deleted"})
+	rp.want(t, http.StatusNotFound, s3err.NoSuchKey)
+	if rp.header.Get("x-amz-delete-marker") != "true" {
+		t.Fatalf("the owner's 404 lacks x-amz-delete-marker: %v", rp.header)
+	}
+	rp = hs.do(call{method: "GET", path: "/pub/deleted", anon: true})
+	rp.want(t, http.StatusNotFound, s3err.NoSuchKey)
+	if v, m := rp.header.Get("x-amz-version-id"), rp.header.Get("x-amz-delete-marker"); v != "" || m != "" {
+		t.Errorf("a caller who may only list got x-amz-version-id %q, x-amz-delete-marker %q", v, m)
+	}
 }
