@@ -15,8 +15,8 @@ import (
 // date that does not parse is ignored, as S3 ignores it.
 func parseReadConditions(h http.Header) objects.ReadConditions {
 	return objects.ReadConditions{
-		IfMatch:           strings.TrimSpace(h.Get("If-Match")),
-		IfNoneMatch:       strings.TrimSpace(h.Get("If-None-Match")),
+		IfMatch:           etagList(h, "If-Match"),
+		IfNoneMatch:       etagList(h, "If-None-Match"),
 		IfModifiedSince:   parseHTTPDate(h.Get("If-Modified-Since")),
 		IfUnmodifiedSince: parseHTTPDate(h.Get("If-Unmodified-Since")),
 	}
@@ -27,8 +27,8 @@ func parseReadConditions(h http.Header) objects.ReadConditions {
 // parseReadConditions parses the If-* headers.
 func parseCopySourceConditions(h http.Header) objects.ReadConditions {
 	return objects.ReadConditions{
-		IfMatch:           strings.TrimSpace(h.Get("X-Amz-Copy-Source-If-Match")),
-		IfNoneMatch:       strings.TrimSpace(h.Get("X-Amz-Copy-Source-If-None-Match")),
+		IfMatch:           etagList(h, "X-Amz-Copy-Source-If-Match"),
+		IfNoneMatch:       etagList(h, "X-Amz-Copy-Source-If-None-Match"),
 		IfModifiedSince:   parseHTTPDate(h.Get("X-Amz-Copy-Source-If-Modified-Since")),
 		IfUnmodifiedSince: parseHTTPDate(h.Get("X-Amz-Copy-Source-If-Unmodified-Since")),
 	}
@@ -55,8 +55,8 @@ func parseHTTPDate(s string) time.Time {
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
 func parseWriteConditions(h http.Header) (objects.WriteConditions, error) {
 	return objects.WriteConditions{
-		IfMatch:     strings.TrimSpace(h.Get("If-Match")),
-		IfNoneMatch: strings.TrimSpace(h.Get("If-None-Match")),
+		IfMatch:     etagList(h, "If-Match"),
+		IfNoneMatch: etagList(h, "If-None-Match"),
 	}, nil
 }
 
@@ -67,7 +67,7 @@ func parseWriteConditions(h http.Header) (objects.WriteConditions, error) {
 // unconditionally what the client meant to protect.
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-deletes.html
 func parseDeleteConditions(h http.Header) (objects.DeleteConditions, error) {
-	c := objects.DeleteConditions{IfMatch: strings.TrimSpace(h.Get("If-Match"))}
+	c := objects.DeleteConditions{IfMatch: etagList(h, "If-Match")}
 	if v := strings.TrimSpace(h.Get("X-Amz-If-Match-Last-Modified-Time")); v != "" {
 		t, ok := parseTimestamp(v)
 		if !ok {
@@ -102,4 +102,15 @@ func parseTimestamp(v string) (time.Time, bool) {
 // requires s3:GetObject for If-Match with an ETag.
 func deleteReveals(c objects.DeleteConditions) bool {
 	return (c.IfMatch != "" && c.IfMatch != "*") || c.IfMatchLastModified != nil || c.IfMatchSize != nil
+}
+
+// etagList returns the ETags of the header name: one list of all its
+// lines, as RFC 9110 reads a field sent on several lines (a second
+// If-Match line is not ignored).
+func etagList(h http.Header, name string) string {
+	vs := h.Values(name)
+	if len(vs) == 1 {
+		return strings.TrimSpace(vs[0])
+	}
+	return strings.TrimSpace(strings.Join(vs, ","))
 }

@@ -31,6 +31,8 @@ var condCases = []condCase{
 		want: objects.ReadConditions{IfUnmodifiedSince: sunday}},
 	{name: "asctime", h: header("If-Modified-Since", "Sun Nov  6 08:49:37 1994"),
 		want: objects.ReadConditions{IfModifiedSince: sunday}},
+	{name: "etags on two lines", h: http.Header{"If-Match": {`"abc"`, ` "def" `}, "If-None-Match": {`"x"`, `"y"`}},
+		want: objects.ReadConditions{IfMatch: `"abc", "def"`, IfNoneMatch: `"x","y"`}},
 	{name: "invalid dates ignored", h: header("If-Modified-Since", "yesterday", "If-Unmodified-Since", "2024-01-01T00:00:00Z", "If-Match", "x"),
 		want: objects.ReadConditions{IfMatch: "x"}},
 }
