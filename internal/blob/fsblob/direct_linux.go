@@ -64,6 +64,14 @@ func syncData(f *os.File) error {
 	return nil
 }
 
+// linkCount returns the number of names fi's file has (st_nlink).
+func linkCount(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // fsSize returns the size in bytes of the filesystem holding dir, or 0 if
 // it cannot be measured.
 func fsSize(dir string) int64 {

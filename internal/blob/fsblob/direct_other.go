@@ -17,6 +17,10 @@ func setDirect(f *os.File, on bool) error { return nil }
 // syncData makes f's contents durable ((*os.File).Sync).
 func syncData(f *os.File) error { return f.Sync() }
 
+// linkCount returns 1: hard links are not counted here (Reuse is
+// documented for Linux filesystems).
+func linkCount(fi os.FileInfo) uint64 { return 1 }
+
 // fsSize returns 0: the filesystem's size is not measured here, and reuse
 // is bounded by Config.Reuse alone.
 func fsSize(dir string) int64 { return 0 }

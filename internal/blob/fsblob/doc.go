@@ -135,7 +135,12 @@
 // Put's durability changes either: the kept file's old bytes are garbage
 // until the new ones are written and synced, and the name appears only by
 // the rename after that. A crash mid-rewrite leaves a "free." file in
-// .tmp, which Open removes with the other temporary files.
+// .tmp, which Open removes with the other temporary files. Delete does not
+// sync the move into the pool, so after a power loss on a filesystem
+// without a journal the file can come back under its old key as well as
+// the new one it was reused for (fsck counts both names): a file with
+// more than one name is therefore never kept, only unlinked, so that its
+// old key's deletion cannot hand the live blob's file to a Put.
 //
 // Kept files are bounded by Config.Reuse (bytes, and 5 % of the
 // filesystem) and 16,384 files, oldest

@@ -585,6 +585,14 @@ func (s *Store) delete(key string) error {
 	if err != nil || fi.IsDir() {
 		return err
 	}
+	if linkCount(fi) > 1 {
+		// Another name shares the file: only a crash can make one (on
+		// a filesystem without a journal, a blob's old name whose
+		// removal was not yet written back when the file, reused, got
+		// a new key, both counted by fsck). Rewriting it in place would
+		// change the other blob: unlink this name only.
+		return d.root.Remove(name)
+	}
 	return s.deleteOrKeep(d, key, name, fi.Size())
 }
 

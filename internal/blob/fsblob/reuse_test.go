@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -183,6 +184,38 @@ func TestReuseSkipsOpenReaders(t *testing.T) {
 		if n := len(s.readers.stripes[i].n); n != 0 {
 			t.Errorf("stripe %d counts readers of %d keys after all closed", i, n)
 		}
+	}
+}
+
+// A file with a second name is deleted by name, never kept: after a
+// power loss on a filesystem without a journal, fsck can leave a reused
+// blob's file under its old key as well as its new one, and rewriting it
+// in place would change the live blob (here the second name is a hard
+// link standing for what fsck leaves).
+func TestReuseSkipsLinkedFiles(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("link counts are read on Linux only")
+	}
+	root := t.TempDir()
+	s := open(t, Config{Root: root, Sync: true, Reuse: 64 << 20})
+	const size = 64 << 10
+	putBytes(t, s, "b/00/live", fill('l', size))
+	// The live blob's file under a stale key too.
+	if err := os.Link(filepath.Join(root, "b/00/live"), filepath.Join(root, "b/00/stale")); err != nil {
+		t.Fatal(err)
+	}
+	deleteKey(t, s, "b/00/stale")
+	if st := s.ReuseStats(); st.Files != 0 {
+		t.Fatalf("Delete of a file with two names kept it: %+v", st)
+	}
+	putBytes(t, s, "b/00/next", fill('n', size))
+	if got := getBytes(t, s, "b/00/live"); !bytes.Equal(got, fill('l', size)) {
+		t.Fatalf("the live blob changed after its stale name was deleted and a Put of its size ran")
+	}
+	// Alone again, the file is kept when its key is deleted.
+	deleteKey(t, s, "b/00/live")
+	if st := s.ReuseStats(); st.Files != 1 {
+		t.Errorf("Delete of the file, now with one name: %+v, want 1 kept", st)
 	}
 }
 
