@@ -348,6 +348,9 @@ func objectACLDoc(a acl.ACL, bucketOwner string) []byte {
 // it (ObjectWriter, the default), or the bucket owner does (ACLs off, or
 // BucketOwnerPreferred with bucket-owner-full-control). A root write
 // without ACL headers is the bucket owner's and costs no metadata read.
+// A write whose ACL headers set an ACL needs s3:PutObjectAcl besides its
+// own permission, as S3 requires (not where ACLs are off: the headers
+// BucketOwnerEnforced accepts set nothing).
 func (h *Handler) newObjectACL(r *http.Request, rq *request) ([]byte, error) {
 	ra, err := parseACLHeaders(r.Header, h.resolveID)
 	if err != nil {
@@ -376,6 +379,11 @@ func (h *Handler) newObjectACL(r *http.Request, rq *request) ([]byte, error) {
 	}
 	if writer == "" {
 		owner = bucketOwner // an anonymous writer owns nothing
+	}
+	if ra.set {
+		if err := h.authorizeWriteACL(r, rq); err != nil {
+			return nil, err
+		}
 	}
 	a, err := ra.build(owner, bucketOwner)
 	if err != nil {

@@ -47,6 +47,9 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 // current one), whose tags and ACL policies and grants may test.
 type target struct {
 	bucket, key, versionID string
+	// aclAs, if set, is the action whose ACL grant counts for the one
+	// authorized (see authorizeWriteACL).
+	aclAs iam.Action
 }
 
 // requestVersion returns the version of bucket/key the request names: its
@@ -82,8 +85,26 @@ func (h *Handler) authorizeTarget(r *http.Request, rq *request, action iam.Actio
 	if t.key != "" && tagConditionActions[action] {
 		c.ExistingObjectTags = h.existingTags(r, t)
 	}
+	aclAction := action
+	if t.aclAs != "" {
+		aclAction = t.aclAs
+	}
 	return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: t.bucket, Key: t.key, Cond: c,
-		ACL: h.aclGrants(r, rq, action, t), RestrictPublic: h.restrictPublic(r, rq, t.bucket)})
+		ACL: h.aclGrants(r, rq, aclAction, t), RestrictPublic: h.restrictPublic(r, rq, t.bucket)})
+}
+
+// authorizeWriteACL checks that a write (PutObject, PostObject, CopyObject,
+// CreateMultipartUpload) may set the ACL its headers ask for:
+// s3:PutObjectAcl on the object, as S3 requires of a writer its policies
+// let in. For a writer the bucket's ACL lets in (WRITE), that grant covers
+// the new object's ACL too: on S3 an anonymous form upload with
+// acl=public-read to a public-read-write bucket succeeds.
+func (h *Handler) authorizeWriteACL(r *http.Request, rq *request) error {
+	if rq.principal.Root {
+		return nil
+	}
+	t := target{bucket: rq.bucket, key: rq.key, aclAs: iam.PutObject}
+	return h.authorizeTarget(r, rq, iam.PutObjectAcl, t, r.Header)
 }
 
 // restrictPublic returns the check iam consults when a public bucket
