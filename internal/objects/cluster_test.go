@@ -3,6 +3,7 @@ package objects
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -178,5 +179,42 @@ func TestClusterGCSparesRemoteWrite(t *testing.T) {
 		if !a.db.QueuedHere(g) || b.db.QueuedHere(g) {
 			t.Errorf("garbage %s: queued here on A %v, on B %v; want A only", g.BlobKey, a.db.QueuedHere(g), b.db.QueuedHere(g))
 		}
+	}
+}
+
+// TestClusterCommitDeadline: a write whose body ended within writeLimit
+// but whose commit then waits (here for the key's lock, held by node A)
+// past the margin is refused with RequestTimeout, not committed late:
+// another node's GC may have taken its blocks by then.
+func TestClusterCommitDeadline(t *testing.T) {
+	store := memblob.New()
+	a, b := pgNodes(t, clusterCfg, store)
+	ctx := t.Context()
+	data := randBytes(2*testBlock, 2)
+	errHeld := errors.New("held")
+	locked, released := make(chan struct{}), make(chan struct{})
+	defer func() { <-released }()
+	go func() {
+		defer close(released)
+		_ = a.db.UpdateObject(ctx, "bkt", "slow", time.Now(), func(*meta.Object) (*meta.Object, error) {
+			close(locked)
+			time.Sleep(clusterCfg.GCGrace + 500*time.Millisecond)
+			return nil, errHeld
+		})
+	}()
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(data[:testBlock+1]) // the first block, stored now
+		<-locked
+		time.Sleep(b.writeLimit() - 300*time.Millisecond)
+		_, _ = pw.Write(data[testBlock+1:])
+		_ = pw.Close()
+	}()
+	_, err := b.PutObject(ctx, "bkt", "slow", PutInput{Size: int64(len(data))}, pr)
+	if !s3err.Is(err, s3err.RequestTimeout) {
+		t.Fatalf("put whose commit waited past the margin = %v, want RequestTimeout", err)
+	}
+	if _, err := a.HeadObject(ctx, "bkt", "slow", GetOptions{}); !s3err.Is(err, s3err.NoSuchKey) {
+		t.Fatalf("HEAD after the refused put = %v, want NoSuchKey", err)
 	}
 }

@@ -109,6 +109,36 @@ func (s *Service) checkWriteAge(in *ingested, res string) error {
 		Message: "The upload took longer than the cluster allows a write (" + s.writeLimit().String() + "); please retry."}
 }
 
+// commitContext bounds, on a shared store, the commit of a write whose
+// blocks data holds: checkWriteAge let it through when its body ended, but
+// the commit can still wait (for a database connection, for the key's
+// locks), and it must be done before another node's GC may take its
+// blocks for orphans, grace after the first one. The deadline is half way
+// through the margin writeLimit leaves, so that the other half still
+// covers clocks that disagree. The error to answer when it passes is
+// writeTimeout's.
+func (s *Service) commitContext(ctx context.Context, data *ingested) (context.Context, context.CancelFunc) {
+	if !s.shared || len(data.blocks) == 0 {
+		return ctx, func() {}
+	}
+	t, ok := blobKeyTime(data.blocks[0].Key)
+	if !ok {
+		return ctx, func() {}
+	}
+	margin := s.cfg.GCGrace - s.writeLimit()
+	return context.WithTimeout(ctx, t.Add(s.writeLimit()+margin/2).Sub(s.clock()))
+}
+
+// writeTimeout returns, for err from a commit under commitContext's cctx,
+// RequestTimeout if cctx's deadline ended it, else err.
+func writeTimeout(cctx context.Context, err error, res string, limit time.Duration) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return &s3err.Error{Code: s3err.RequestTimeout, Resource: res, Err: err,
+			Message: "The upload took longer than the cluster allows a write (" + limit.String() + "); please retry."}
+	}
+	return err
+}
+
 func (s *Service) ingestInline(br *bodyReader, in *ingested, size int64) error {
 	in.buf = s.inlineBufs.Get().(*[]byte)
 	b := (*in.buf)[:size]

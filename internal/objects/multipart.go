@@ -150,10 +150,16 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 	if alg != "" {
 		p.Checksum = meta.Checksum{Algorithm: string(alg), Value: checksum.Encode(data.sum)}
 	}
-	err := s.db.PutPart(ctx, u.Bucket, u.Key, u.ID, p, p.Modified)
-	// PutPart writes nothing when the upload is gone or ctx ended first.
+	cctx, cancel := s.commitContext(ctx, data)
+	err := s.db.PutPart(cctx, u.Bucket, u.Key, u.ID, p, p.Modified)
+	cancel()
+	// PutPart writes nothing when the upload is gone or ctx ended first;
+	// but commitContext's deadline may end it while it commits, which
+	// leaves the outcome unknown, and the blocks to GC.
+	timedOut := err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	committing := err != nil && !errors.Is(err, meta.ErrNotFound) &&
-		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+		(timedOut || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded))
+	err = writeTimeout(cctx, err, u.Bucket+"/"+u.Key, s.writeLimit())
 	s.finishWrite(ctx, data, err, committing)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):

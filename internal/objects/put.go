@@ -133,13 +133,16 @@ const (
 // current object, atomically, then settles or discards data.
 func (s *Service) commit(ctx context.Context, bucket, key string, c WriteConditions, rec *meta.Object, data *ingested) (ObjectInfo, error) {
 	committing := false
-	err := s.db.UpdateObject(ctx, bucket, key, rec.Modified, func(old *meta.Object) (*meta.Object, error) {
+	cctx, cancel := s.commitContext(ctx, data)
+	err := s.db.UpdateObject(cctx, bucket, key, rec.Modified, func(old *meta.Object) (*meta.Object, error) {
 		if err := checkWrite(c, old, bucket, key); err != nil {
 			return nil, err
 		}
 		committing = true
 		return rec, nil
 	})
+	cancel()
+	err = writeTimeout(cctx, err, bucket+"/"+key, s.writeLimit())
 	s.finishWrite(ctx, data, err, committing)
 	if err != nil {
 		return ObjectInfo{}, s.writeErr(err, bucket, key)
