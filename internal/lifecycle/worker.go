@@ -442,19 +442,22 @@ func (r *bucketRun) visit(ctx context.Context, v *objects.Version) error {
 			due = ok && !d.At.After(r.now)
 		}
 		if due {
+			if len(k.targets) >= 4*r.w.cfg.ActBatch {
+				// A key with very many versions due: hold only the
+				// oldest of them, which the walk (newest first) sees
+				// last, and leave the newer ones to the next pass.
+				// Removing a version changes when the next older one
+				// became noncurrent (its successor is then a newer
+				// version), so a newer due version must never go
+				// before the older ones.
+				k.targets = append(k.targets[:0], k.targets[1:]...)
+				k.allTargeted = false
+			}
 			k.targets = append(k.targets, objects.ExpireTarget{Version: *v, Kind: objects.ExpireNoncurrent})
 		} else {
 			k.allTargeted = false
 		}
 		k.noncurrent++
-		if len(k.targets) >= 4*r.w.cfg.ActBatch {
-			// A key with very many versions due: apply what it has so
-			// far (oldest first) rather than hold it all.
-			r.moveTargets()
-			if err := r.flush(ctx); err != nil {
-				return err
-			}
-		}
 	}
 	k.successor = v.Modified
 	return nil

@@ -693,3 +693,34 @@ func TestTestDay(t *testing.T) {
 	e.pass(t0.Add(10 * time.Second))
 	e.wantVersions("bkt")
 }
+
+// TestWorkerManyDueVersionsOldestFirst: a key with more noncurrent versions
+// due than a pass holds (4 × ActBatch) has its oldest removed first. The
+// newer ones, removed first, would make the older ones noncurrent only
+// since the current version was written, and no longer due: here the
+// three untagged versions are due under the 30-day rule only because the
+// tagged versions above them were written long ago.
+func TestWorkerManyDueVersionsOldestFirst(t *testing.T) {
+	e := newEnv(t, Config{ActBatch: 1})
+	e.bucket("bkt", "Enabled")
+	e.rules("bkt",
+		Rule{ID: "tmp", Status: Enabled, Filter: &Filter{Tag: &Tag{Key: "tmp", Value: "1"}},
+			NoncurrentVersionExpiration: &NoncurrentVersionExpiration{NoncurrentDays: ptr(1)}},
+		Rule{ID: "all", Status: Enabled, Filter: &Filter{},
+			NoncurrentVersionExpiration: &NoncurrentVersionExpiration{NoncurrentDays: ptr(30)}},
+	)
+	for i := range 3 { // days 0–2: untagged
+		e.svcClock.Set(t0.Add(day(i)))
+		e.put("bkt", "k", 3)
+	}
+	for i := range 4 { // days 3–6: tagged, as many as a pass holds
+		e.svcClock.Set(t0.Add(day(3 + i)))
+		e.put("bkt", "k", 3, Tag{Key: "tmp", Value: "1"})
+	}
+	e.svcClock.Set(t0.Add(day(50)))
+	e.put("bkt", "k", 3) // current
+	for range 2 {
+		e.pass(t0.Add(day(52)))
+	}
+	e.wantVersions("bkt", "k")
+}
