@@ -88,7 +88,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   GET and HEAD. S3's limits: 10 tags an object (50 a bucket), keys of 1 to
   128 characters and values of up to 256, of letters, digits, spaces and
   ` + "`+ - = . _ : / @`" + `, keys unique and not starting with ` + "`aws:`" + ` (` + "`InvalidTag`" + `).
-  A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too.
+  A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too, and one
+  with ` + "`x-amz-acl`" + ` or ` + "`x-amz-grant-*`" + ` (PutObject, CopyObject,
+  CreateMultipartUpload, a form's ` + "`acl`" + `) ` + "`s3:PutObjectAcl`" + `, unless a
+  bucket ACL's WRITE grant let the writer in.
 - GetObjectAttributes returns ETag (unquoted), Checksum, ObjectParts
   (paged with ` + "`x-amz-max-parts`" + ` and ` + "`x-amz-part-number-marker`" + `; each part's
   size and, for objects uploaded with a checksum, its checksum),

@@ -163,3 +163,36 @@ func TestCreateBucketACLPermissions(t *testing.T) {
 	hs.do(call{method: "PUT", path: "/bkt2", header: header("X-Amz-Acl", "public-read")}).want(t, http.StatusBadRequest, s3err.AccessControlListNotSupported)
 	hs.do(call{method: "GET", path: "/bkt2", anon: true}).want(t, http.StatusForbidden, s3err.AccessDenied)
 }
+
+// TestWriteACLPermission: a write that sets an ACL (x-amz-acl or
+// x-amz-grant-*) needs s3:PutObjectAcl besides its own permission, as S3
+// requires; nothing of a refused write is stored.
+func TestWriteACLPermission(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "src", []byte("x"))
+	const putOnly = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:PutObject","s3:GetObject"],"Resource":"arn:aws:s3:::bkt/*"}]}`
+	const putACL = `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:PutObject","s3:PutObjectAcl"],"Resource":"arn:aws:s3:::bkt/*"}]}`
+	for name, doc := range map[string]string{"put-only": putOnly, "put-acl": putACL} {
+		if err := hs.iam.PutPolicy(t.Context(), name, []byte(doc)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writer := hs.user("writer", "put-only")
+	for _, c := range []call{
+		{method: "PUT", path: "/bkt/a", body: []byte("x"), header: header("X-Amz-Acl", "public-read")},
+		{method: "PUT", path: "/bkt/a", body: []byte("x"), header: header("X-Amz-Grant-Read", `uri="http://acs.amazonaws.com/groups/global/AllUsers"`)},
+		{method: "PUT", path: "/bkt/a", header: header("X-Amz-Copy-Source", "/bkt/src", "X-Amz-Acl", "public-read")},
+		{method: "POST", path: "/bkt/a?uploads", header: header("X-Amz-Acl", "public-read")},
+	} {
+		c.cred = writer
+		hs.do(c).want(t, http.StatusForbidden, s3err.AccessDenied)
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/a"}).want(t, http.StatusNotFound, "")
+	hs.do(call{method: "PUT", path: "/bkt/a", body: []byte("x"), cred: writer}).mustStatus(t, http.StatusOK)
+
+	aclWriter := hs.user("acl-writer", "put-acl")
+	hs.do(call{method: "PUT", path: "/bkt/b", body: []byte("x"), header: header("X-Amz-Acl", "public-read"), cred: aclWriter}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt/b", anon: true}).mustStatus(t, http.StatusOK)
+}
