@@ -135,7 +135,13 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	// Authorization sees the request as a PutObject with these headers:
 	// its ACL fields (x-amz-acl, grants) and tags.
 	fr := r.Clone(r.Context())
-	fr.Header = hdr
+	fr.Header = hdr.Clone()
+	// aws:UserAgent and aws:Referer are the request's, as for any other.
+	for _, k := range []string{"User-Agent", "Referer"} {
+		if vs := r.Header.Values(k); len(vs) > 0 {
+			fr.Header[k] = vs
+		}
+	}
 	rq.tags = tagMap(in.Tags)
 	if err := h.authorize(fr, rq, iam.PutObject, rq.bucket, key); err != nil {
 		return err

@@ -387,6 +387,18 @@ func TestPostObjectAnonymous(t *testing.T) {
 	hs.post("drop", &postForm{file: []byte("x"), fields: []field{{"key", "inbox/a"}}}).mustStatus(t, http.StatusNoContent)
 	hs.post("drop", &postForm{file: []byte("x"), fields: []field{{"key", "elsewhere/a"}}}).want(t, http.StatusForbidden, s3err.AccessDenied)
 
+	// A metadata field whose name is no header name is refused: it could
+	// never be sent back.
+	hs.post("drop", &postForm{file: []byte("x"), fields: []field{{"key", "inbox/b"}, {"x-amz-meta-a b", "v"}}}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
+
+	// Policies see the form request's own Referer and User-Agent.
+	byPage := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:PutObject","Resource":"arn:aws:s3:::drop/page/*",
+  "Condition":{"StringLike":{"aws:Referer":"https://app.example/*"}}}]}`
+	hs.do(call{method: http.MethodPut, path: "/drop?policy", body: []byte(byPage)}).mustStatus(t, http.StatusNoContent)
+	form := &postForm{file: []byte("x"), fields: []field{{"key", "page/a"}}}
+	hs.post("drop", form).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.post("drop", form, func(r *http.Request) { r.Header.Set("Referer", "https://app.example/upload") }).mustStatus(t, http.StatusNoContent)
+
 	hs.do(call{method: http.MethodPut, path: "/open", header: http.Header{"X-Amz-Acl": {"public-read-write"}}}).mustStatus(t, http.StatusOK)
 	hs.post("open", &postForm{file: []byte("x"), fields: []field{{"key", "a"}, {"acl", "public-read"}}}).mustStatus(t, http.StatusNoContent)
 	// public-read: anyone reads it back.
