@@ -43,7 +43,7 @@
 //	DELETE /keys/{accessKey}            admin:DeleteAccessKey   → 204
 //	POST   /keys/{accessKey}/disable    admin:UpdateAccessKey   → 204
 //	POST   /keys/{accessKey}/enable     admin:UpdateAccessKey   → 204
-//	POST   /keys/{accessKey}/rotate     admin:UpdateAccessKey   → NewKey
+//	POST   /keys/{accessKey}/rotate     admin:UpdateAccessKey   → NewKey (and admin:CreateAccessKey, admin:DeleteAccessKey)
 //	GET    /groups                      admin:ListGroups        → GroupList
 //	POST   /groups                      admin:CreateGroup       CreateGroupRequest → 204
 //	GET    /groups/{name}               admin:GetGroup          → GroupInfo

@@ -258,12 +258,14 @@ func (h *Handler) serve(rq *request) (any, error) {
 	}
 	rq.principal = h.iam.Principal(res.AccessKeyID)
 	if rq.ep.action != "" {
-		err := h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: rq.ep.action, Cond: conditions(r, res)})
-		if s3err.Is(err, s3err.AccessDenied) {
-			return nil, errorf(http.StatusForbidden, CodeAccessDenied, "%s is not allowed to perform %s", who(rq.principal), rq.ep.action)
-		}
-		if err != nil {
-			return nil, err
+		for _, action := range append([]iam.Action{rq.ep.action}, alsoNeeds[rq.ep.name]...) {
+			err := h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Cond: conditions(r, res)})
+			if s3err.Is(err, s3err.AccessDenied) {
+				return nil, errorf(http.StatusForbidden, CodeAccessDenied, "%s is not allowed to perform %s", who(rq.principal), action)
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if r.Method != http.MethodGet && h.down != nil {

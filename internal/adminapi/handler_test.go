@@ -261,9 +261,24 @@ func TestAuthorization(t *testing.T) {
 				t.Errorf("Authorize conditions = %+v, want header auth, SigV4 and a source IP", rq.Cond)
 			}
 
+			// Allowed its action but not what it also needs (a rotation
+			// creates and deletes keys): refused, the backend untouched.
+			if also := alsoNeeds[ep.name]; len(also) > 0 {
+				f = newFixture(t)
+				f.be.allow[ep.action] = true
+				w := f.serve(signed(t, userCred, tc.method, BasePath+tc.path, tc.body))
+				checkError(t, w, http.StatusForbidden, CodeAccessDenied, "user bob is not allowed to perform "+string(also[0]))
+				if calls := f.be.Calls(); len(calls) != 0 {
+					t.Errorf("request denied an extra action reached the backend: %v", calls)
+				}
+			}
+
 			// Allowed by policy, the user gets what root gets.
 			f = newFixture(t)
 			f.be.allow[ep.action] = true
+			for _, a := range alsoNeeds[ep.name] {
+				f.be.allow[a] = true
+			}
 			if w := f.serve(signed(t, userCred, tc.method, BasePath+tc.path, tc.body)); w.Code != tc.wantStatus {
 				t.Errorf("allowed user: status %d, want %d: %s", w.Code, tc.wantStatus, w.Body)
 			}

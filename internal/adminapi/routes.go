@@ -77,6 +77,15 @@ var endpoints = []endpoint{
 	{"WhoAmI", http.MethodGet, "whoami", "", bodyNone, (*Handler).whoAmI},
 }
 
+// alsoNeeds lists, by endpoint name, the actions an endpoint needs besides
+// its own: a rotation creates a key and deletes the old one, so it must be
+// allowed what CreateAccessKey and DeleteAccessKey are (else a principal
+// that may only disable keys could mint a secret for anyone's key). A
+// read-only lookup table.
+var alsoNeeds = map[string][]iam.Action{
+	"RotateAccessKey": {"admin:CreateAccessKey", "admin:DeleteAccessKey"},
+}
+
 // nonNil returns s, or an empty slice for nil, so that lists encode as []
 // rather than null.
 func nonNil[T any](s []T) []T {
