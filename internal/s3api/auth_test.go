@@ -3,11 +3,13 @@ package s3api
 import (
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
 
 	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 // eofCheckReader stands for a verifying body: it returns err instead of
@@ -115,4 +117,34 @@ func TestHasContentLength(t *testing.T) {
 			t.Errorf("hasContentLength(%q) = %v, want %v", tc.raw, got, tc.want)
 		}
 	}
+}
+
+// TestSigV2OnlyWhereItSigns: SigV2 signs only the sub-resources of its
+// era, so a SigV2-signed request for an operation selected by a newer
+// one (?publicAccessBlock, ?attributes, …) is refused: the parameter could
+// have been added to a request signed for DeleteBucket or GetObject. The
+// operations SigV2 does sign keep working, and policies see its version.
+func TestSigV2OnlyWhereItSigns(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("x"))
+	v2 := func(r *http.Request) {
+		r.Header.Del("Authorization")
+		r.Header.Del("X-Amz-Content-Sha256")
+		r.Header.Del("X-Amz-Date")
+		sigv4.SignV2Request(r, rootCred(), testNow())
+	}
+	for _, c := range []call{
+		{method: "DELETE", path: "/bkt?publicAccessBlock"},
+		{method: "GET", path: "/bkt/k?attributes", header: header("X-Amz-Object-Attributes", "ETag")},
+		{method: "GET", path: "/bkt?policyStatus"},
+		{method: "PUT", path: "/bkt?ownershipControls"},
+	} {
+		c.prepare = v2
+		hs.do(c).want(t, http.StatusBadRequest, s3err.InvalidRequest)
+	}
+	hs.do(call{method: "GET", path: "/bkt/k", prepare: v2}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt?acl", prepare: v2}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt?list-type=2", prepare: v2}).mustStatus(t, http.StatusOK)
 }

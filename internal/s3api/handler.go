@@ -238,8 +238,6 @@ type request struct {
 	// idle is the request body with its progress deadline, under rawBody
 	// (idle.rc is nil without a body).
 	idle idleBody
-	// postSigV2 says a form upload's policy is signed with SigV2.
-	postSigV2 bool
 }
 
 // opName returns the name of the request's op, or "" before routing.

@@ -92,7 +92,6 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 		return err
 	}
 	rq.auth = res
-	rq.postSigV2 = !pf.V4()
 	if res.Anonymous {
 		rq.principal = iam.Principal{Anonymous: true}
 	} else {

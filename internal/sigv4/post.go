@@ -110,7 +110,7 @@ func (v *Verifier) verifyPostV2(ctx context.Context, f PostForm) (*Result, error
 	if !v2Match(hmac.New(sha1.New, []byte(secret)), []byte(f.Policy), f.SignatureV2) {
 		return nil, postSignatureMismatch(f.AccessKeyID, f)
 	}
-	return &Result{AccessKeyID: f.AccessKeyID, DecodedLength: -1}, nil
+	return &Result{AccessKeyID: f.AccessKeyID, V2: true, DecodedLength: -1}, nil
 }
 
 // postMissing is S3's answer to a form that lacks an authentication field.

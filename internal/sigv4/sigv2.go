@@ -38,6 +38,15 @@ var v2SubResources = []string{
 	"versions", "website",
 }
 
+// V2SignsSubResource reports whether SigV2 signs the query parameter name
+// (it is in the CanonicalizedResource). A request that a parameter SigV2
+// does not sign turns into another operation must not be taken with
+// SigV2: the parameter could have been added to a signed request.
+func V2SignsSubResource(name string) bool {
+	_, ok := slices.BinarySearch(v2SubResources, name)
+	return ok
+}
+
 // v2Auth is a parsed SigV2 Authorization header or query.
 type v2Auth struct {
 	accessKeyID string
@@ -131,7 +140,7 @@ func (v *Verifier) verifyV2Header(r *http.Request, authz string) (*Result, error
 	if err := v.checkV2(r, a, dateLine); err != nil {
 		return nil, err
 	}
-	return &Result{AccessKeyID: a.accessKeyID, Payload: PayloadUnsigned, DecodedLength: -1, contentLength: r.ContentLength}, nil
+	return &Result{AccessKeyID: a.accessKeyID, V2: true, Payload: PayloadUnsigned, DecodedLength: -1, contentLength: r.ContentLength}, nil
 }
 
 // verifyV2Query authenticates a SigV2 presigned URL.
@@ -155,7 +164,7 @@ func (v *Verifier) verifyV2Query(r *http.Request) (*Result, error) {
 	if err := v.checkV2(r, a, strconv.FormatInt(a.expires, 10)); err != nil {
 		return nil, err
 	}
-	return &Result{AccessKeyID: a.accessKeyID, Presigned: true, Payload: PayloadUnsigned, DecodedLength: -1, contentLength: r.ContentLength}, nil
+	return &Result{AccessKeyID: a.accessKeyID, V2: true, Presigned: true, Payload: PayloadUnsigned, DecodedLength: -1, contentLength: r.ContentLength}, nil
 }
 
 // checkV2 looks up the secret and compares signatures in constant time. The
@@ -173,7 +182,9 @@ func (v *Verifier) checkV2(r *http.Request, a v2Auth, dateLine string) error {
 	if v2Match(mac, sts, a.signature) {
 		return nil
 	}
-	if dec, err := url.PathUnescape(path); err == nil && dec != path {
+	// Not a decoded "?": "/b/k%3FpartNumber=1" would then stand for the
+	// resource "/b/k?partNumber=1" signed for another request.
+	if dec, err := url.PathUnescape(path); err == nil && dec != path && !strings.ContainsRune(dec, '?') {
 		if v2Match(mac, appendV2StringToSign(nil, r, dateLine, bucket, dec), a.signature) {
 			return nil
 		}
@@ -203,6 +214,10 @@ func (v *Verifier) hostBucket(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	// As the router reads it (a fully qualified name's final dot is no
+	// part of it), or a request signed for one bucket could be sent to
+	// another.
+	host = strings.TrimSuffix(host, ".")
 	n := len(host) - len(v.domain)
 	if n < 2 || host[n-1] != '.' || !strings.EqualFold(host[n:], v.domain) {
 		return ""

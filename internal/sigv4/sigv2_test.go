@@ -113,7 +113,7 @@ func TestV2AWSExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
-			want := &Result{AccessKeyID: exampleCred.AccessKeyID, Presigned: presigned, Payload: PayloadUnsigned, DecodedLength: -1}
+			want := &Result{AccessKeyID: exampleCred.AccessKeyID, Presigned: presigned, V2: true, Payload: PayloadUnsigned, DecodedLength: -1}
 			if diff := cmp.Diff(want, res, cmp.AllowUnexported(Result{}), cmpIgnoreLength); diff != "" {
 				t.Errorf("Result (-want +got):\n%s", diff)
 			}
@@ -538,6 +538,51 @@ func BenchmarkVerifyV2Presigned(b *testing.B) {
 	for b.Loop() {
 		if _, err := v.Verify(r); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestV2Tampering: what SigV2 does not sign cannot move a signed request
+// elsewhere — a virtual host with a final dot (which the router reads as
+// the same bucket.Domain), or a "?" of the signed resource sent as "%3F"
+// in the path (which the router reads as part of the key).
+func TestV2Tampering(t *testing.T) {
+	now := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	v := v2Verifier(now, "s3.test", newKeyring(testCred))
+
+	c := newRequest(t, http.MethodDelete, "http://s3.test:6790/y/k", nil)
+	SignV2Request(c, testCred, now)
+	if _, err := v.Verify(serverSide(t, c)); err != nil {
+		t.Fatalf("the signed request: %v", err)
+	}
+	moved := newRequest(t, http.MethodDelete, "http://z.s3.test.:6790/y/k", nil)
+	moved.Header = c.Header.Clone()
+	_, err := v.Verify(serverSide(t, moved))
+	wantCode(t, err, s3err.SignatureDoesNotMatch)
+
+	p := newRequest(t, http.MethodPut, "http://s3.test:6790/b/k?partNumber=1&uploadId=U", []byte("x"))
+	SignV2Request(p, testCred, now)
+	if _, err := v.Verify(serverSide(t, p)); err != nil {
+		t.Fatalf("the signed part upload: %v", err)
+	}
+	asKey := newRequest(t, http.MethodPut, "http://s3.test:6790/b/k%3FpartNumber=1%26uploadId=U", []byte("x"))
+	asKey.Header = p.Header.Clone()
+	_, err = v.Verify(serverSide(t, asKey))
+	wantCode(t, err, s3err.SignatureDoesNotMatch)
+}
+
+func TestV2SubResourcesSorted(t *testing.T) {
+	if !slices.IsSorted(v2SubResources) {
+		t.Fatalf("v2SubResources is not sorted: V2SignsSubResource searches it: %v", v2SubResources)
+	}
+	for _, name := range []string{"acl", "uploadId", "versions"} {
+		if !V2SignsSubResource(name) {
+			t.Errorf("V2SignsSubResource(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"publicAccessBlock", "attributes", "prefix", ""} {
+		if V2SignsSubResource(name) {
+			t.Errorf("V2SignsSubResource(%q) = true", name)
 		}
 	}
 }

@@ -148,6 +148,10 @@ type Result struct {
 	Anonymous bool
 	// Presigned is true for query-string (presigned URL) authentication.
 	Presigned bool
+	// V2 is true for AWS Signature Version 2 (header, query string or a
+	// form's policy), which signs less of a request than SigV4: only the
+	// query parameters V2SignsSubResource names.
+	V2 bool
 	// Payload says how Body protects the request body.
 	Payload PayloadMode
 	// ContentSHA256 is the lowercase hex SHA-256 the body must have when
