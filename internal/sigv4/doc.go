@@ -87,7 +87,9 @@
 // Deriving a signing key costs four HMACs. The Verifier caches keys by access
 // key, date, region, service and a SHA-256 fingerprint of the secret, so a
 // rotated secret never meets a key derived from the old one. The cache holds
-// at most Config.CacheSize keys and drops an arbitrary half when full. Keys
+// at most Config.CacheSize keys and drops an arbitrary half when full; a key
+// is cached only once a signature made with it matched, so requests with
+// made-up dates or signatures cannot push real clients' keys out. Keys
 // are stored as prepared HMAC states: a verification on a cache hit costs one
 // SHA-256 of the secret (its fingerprint), one of the canonical request and
 // one HMAC of the string to sign, about ten SHA-256 blocks in all.

@@ -88,11 +88,12 @@ func (v *Verifier) verifyPostV4(ctx context.Context, f PostForm) (*Result, error
 	}
 	sc := v.pool.Get().(*scratch)
 	defer v.pool.Put(sc)
-	key := v.signingKey(sc, c, secret)
+	key, keep := v.signingKey(sc, c, secret)
 	got := sc.mac.sum(key, []byte(f.Policy))
 	if !hmac.Equal(got[:], sig[:]) {
 		return nil, postSignatureMismatch(c.accessKeyID, f)
 	}
+	keep()
 	return &Result{AccessKeyID: c.accessKeyID, DecodedLength: -1}, nil
 }
 

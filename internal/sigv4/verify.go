@@ -350,7 +350,7 @@ func (v *Verifier) checkWith(sc *scratch, r *http.Request, res *Result, a *autho
 	if err != nil {
 		return err
 	}
-	key := v.signingKey(sc, a.cred, secret)
+	key, keep := v.signingKey(sc, a.cred, secret)
 	path := rawPath(r)
 	sc.uri = appendCanonicalURI(sc.uri[:0], path)
 	sc.creq = appendCanonicalRequest(sc.creq[:0], r, sc.uri, canonQuery, a.signedHeaders, payload)
@@ -372,6 +372,7 @@ func (v *Verifier) checkWith(sc *scratch, r *http.Request, res *Result, a *autho
 			With("SignatureProvided", fmt.Sprintf("%x", a.signature)).
 			With("CanonicalRequest", string(sc.creq))
 	}
+	keep()
 	if res.Payload == PayloadStreamingSigned || res.Payload == PayloadStreamingSignedTrailer {
 		res.minChunk = v.minChunk
 		res.key = key
@@ -383,15 +384,18 @@ func (v *Verifier) checkWith(sc *scratch, r *http.Request, res *Result, a *autho
 }
 
 // signingKey returns the signing key for the credential scope and secret,
-// from the cache when possible.
-func (v *Verifier) signingKey(sc *scratch, c credential, secret string) *signingKey {
+// from the cache when possible, and keep, which the caller calls once a
+// signature made with the key matched: only then is a derived key cached.
+// Otherwise anyone who knows an access key ID could fill the cache with
+// keys of made-up dates (form uploads take any date), pushing out the keys
+// of real clients.
+func (v *Verifier) signingKey(sc *scratch, c credential, secret string) (k *signingKey, keep func()) {
 	ck := cacheKey{accessKeyID: c.accessKeyID, date: c.date, region: c.region, service: c.service}
 	sc.tmp = append(sc.tmp[:0], secret...)
 	ck.secret = fingerprint(sc.tmp)
 	if k := v.cache.get(ck); k != nil {
-		return k
+		return k, func() {}
 	}
-	k := newSigningKey(deriveKey(secret, c.date, c.region, c.service))
-	v.cache.put(ck, k)
-	return k
+	k = newSigningKey(deriveKey(secret, c.date, c.region, c.service))
+	return k, func() { v.cache.put(ck, k) }
 }

@@ -403,10 +403,22 @@ func TestSigningKeyCache(t *testing.T) {
 		t.Fatalf("cache holds %d keys after two verifications with one key, want 1", n)
 	}
 
+	// A wrong signature derives a key but caches nothing: strangers who
+	// know an access key ID cannot fill the cache (with other dates) and
+	// push real clients' keys out.
+	fresh := NewVerifier(Config{Clock: func() time.Time { return testTime }}, keys)
+	other := newRequest(t, http.MethodGet, "http://localhost/b/k", nil)
+	SignRequest(other, Credentials{testCred.AccessKeyID, "not-the-secret"}, "us-east-1", testTime, unsignedPayload)
+	_, err := fresh.Verify(serverSide(t, other))
+	wantCode(t, err, s3err.SignatureDoesNotMatch)
+	if n := fresh.cache.len(); n != 0 {
+		t.Fatalf("cache holds %d keys after a failed verification, want 0", n)
+	}
+
 	// Rotate the secret: the old signature must fail even though a key for
 	// the same access key, date and region is cached.
 	keys.set(testCred.AccessKeyID, "rotated-secret")
-	_, err := v.Verify(signedPut(t, "us-east-1", nil))
+	_, err = v.Verify(signedPut(t, "us-east-1", nil))
 	wantCode(t, err, s3err.SignatureDoesNotMatch)
 	c := newRequest(t, http.MethodGet, "http://localhost/b/k", nil)
 	SignRequest(c, Credentials{testCred.AccessKeyID, "rotated-secret"}, "us-east-1", testTime, unsignedPayload)
