@@ -65,11 +65,12 @@ func (d *digests) verify(md5Sum, sum []byte) error {
 	}
 	want := d.value
 	if want == "" && d.trailr != nil {
+		// A checksum the request declared as its trailer (x-amz-trailer)
+		// must come, and be one: an empty or missing one would store the
+		// body unchecked.
 		want = d.trailr()
-		if want != "" {
-			if err := d.alg.Validate(want); err != nil {
-				return invalidChecksumValue(d.alg, d.res, err)
-			}
+		if err := d.alg.Validate(want); err != nil {
+			return invalidChecksumValue(d.alg, d.res, err)
 		}
 	}
 	if want != "" && want != checksum.Encode(sum) {

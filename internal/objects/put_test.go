@@ -177,6 +177,7 @@ func TestPutObjectErrors(t *testing.T) {
 		{name: "trailer mismatch", body: bytes.NewReader(big), in: PutInput{Size: int64(len(big)),
 			Checksum: ChecksumInput{Algorithm: checksum.CRC32, Trailer: func() string { return crc(small) }}}, want: s3err.BadDigest},
 		{name: "trailer malformed", in: PutInput{Size: 5, Checksum: ChecksumInput{Algorithm: checksum.CRC32, Trailer: func() string { return "!" }}}, want: s3err.InvalidRequest},
+		{name: "trailer empty or missing", in: PutInput{Size: 5, Checksum: ChecksumInput{Algorithm: checksum.CRC32, Trailer: func() string { return "" }}}, want: s3err.InvalidRequest},
 		{name: "checksum malformed", in: PutInput{Size: 5, Checksum: ChecksumInput{Algorithm: checksum.SHA256, Value: "AAAA"}}, want: s3err.InvalidRequest},
 		{name: "unknown algorithm", in: PutInput{Size: 5, Checksum: ChecksumInput{Algorithm: "MD4"}}, want: s3err.InvalidRequest},
 		{name: "short body inline", in: PutInput{Size: 6}, want: s3err.IncompleteBody},

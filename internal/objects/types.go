@@ -115,7 +115,8 @@ type Object struct {
 type ChecksumInput struct {
 	Algorithm checksum.Algorithm // "" for none
 	// Value is the expected base64 value from a header. If empty and Trailer
-	// is set, Trailer is called after the body reached EOF to get it.
+	// is set, Trailer is called after the body reached EOF to get it, and
+	// an empty value it returns (the trailer did not come) is refused.
 	Value   string
 	Trailer func() string
 }
