@@ -111,6 +111,9 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		}
 		chosen[i] = p
 	}
+	if err := checkMultipartSize(chosen, res); err != nil {
+		return nil, err
+	}
 	for i, p := range chosen[:len(chosen)-1] {
 		if p.Size < s.cfg.MinPartSize {
 			return nil, s3err.New(s3err.EntityTooSmall, res).
@@ -267,4 +270,20 @@ func (s *Service) ListMultipartUploads(ctx context.Context, bucket string, in Li
 		}
 	}
 	return r, nil
+}
+
+// checkMultipartSize refuses parts that add up to more than S3's largest
+// object, 5 TiB (EntityTooLarge): 10,000 parts of up to 5 GiB each could
+// make twice that.
+func checkMultipartSize(parts []*meta.Part, res string) error {
+	var size int64
+	for _, p := range parts {
+		size += p.Size
+	}
+	if size <= maxMultipartSize {
+		return nil
+	}
+	return s3err.New(s3err.EntityTooLarge, res).
+		With("ProposedSize", strconv.FormatInt(size, 10)).
+		With("MaxSizeAllowed", strconv.FormatInt(maxMultipartSize, 10))
 }

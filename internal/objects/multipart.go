@@ -193,6 +193,12 @@ func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID stri
 		return PartCopyResult{}, err
 	}
 	defer src.Body.Close()
+	if in.SrcRange == nil && src.Length > maxPartSize {
+		// The whole source, too large to be a part: S3's answer, as for
+		// CopyObject.
+		return PartCopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
+			"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.Itoa(maxPartSize))
+	}
 	if src.Length > maxPartSize {
 		return PartCopyResult{}, s3err.New(s3err.EntityTooLarge, res).
 			With("ProposedSize", strconv.FormatInt(src.Length, 10)).With("MaxSizeAllowed", strconv.Itoa(maxPartSize))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -535,6 +537,35 @@ func TestCompleteAssertedComposite(t *testing.T) {
 		}
 		if err := complete(tc.good); err != nil {
 			t.Fatalf("%s asserting %s: %v", tc.typ, tc.good, err)
+		}
+	}
+}
+
+// TestMultipartSizeLimit: parts that add up to more than 5 TiB make no
+// object (EntityTooLarge, with the sizes); up to 5 TiB they may.
+func TestMultipartSizeLimit(t *testing.T) {
+	parts := func(n int, size int64) []*meta.Part {
+		ps := make([]*meta.Part, n)
+		for i := range ps {
+			ps[i] = &meta.Part{Number: i + 1, Size: size}
+		}
+		return ps
+	}
+	if err := checkMultipartSize(parts(1024, 5<<30), "b/k"); err != nil {
+		t.Errorf("1024 parts of 5 GiB (5 TiB): %v", err)
+	}
+	err := checkMultipartSize(parts(1025, 5<<30), "b/k")
+	if !s3err.Is(err, s3err.EntityTooLarge) {
+		t.Fatalf("1025 parts of 5 GiB: %v, want EntityTooLarge", err)
+	}
+	var e *s3err.Error
+	if errors.As(err, &e) {
+		got := map[string]string{}
+		for _, f := range e.Extra {
+			got[f.Name] = f.Value
+		}
+		if got["ProposedSize"] != "5502926848000" || got["MaxSizeAllowed"] != "5497558138880" {
+			t.Errorf("EntityTooLarge fields = %v", got)
 		}
 	}
 }

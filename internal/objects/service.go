@@ -45,6 +45,7 @@ const (
 const (
 	maxInlineThreshold = 16 << 20 // inline data is buffered whole; keep it small
 	maxPartSize        = 5 << 30
+	maxMultipartSize   = 5 << 40 // largest object a multipart upload makes, as S3
 	maxPartNumber      = 10000
 	maxKeyLen          = 1024
 	maxUserMetadata    = 2 << 10
