@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -365,7 +366,7 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stre
 
 // session returns the session of the request's cookie.
 func (h *Handler) session(r *http.Request) (session, bool) {
-	c, err := r.Cookie(cookieName(r))
+	c, err := r.Cookie(h.cookieName(r))
 	if err != nil {
 		return session{}, false
 	}
@@ -374,11 +375,19 @@ func (h *Handler) session(r *http.Request) (session, bool) {
 
 // cookieName is the session cookie's name: over TLS with the __Host-
 // prefix, which browsers accept only Secure, host-only and for Path=/.
-func cookieName(r *http.Request) string {
-	if r.TLS != nil {
+func (h *Handler) cookieName(r *http.Request) string {
+	if h.secure(r) {
 		return secureCookie
 	}
 	return sessionCookie
+}
+
+// secure reports whether the browser reaches the console over TLS: the
+// connection is TLS, or the configured public origin is https (a TLS
+// proxy in front). Its session cookie is then Secure, so that a browser
+// never sends it over plain HTTP to the same host (the S3 listener, say).
+func (h *Handler) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(strings.ToLower(h.cfg.Origin), "https://")
 }
 
 // clientAddr returns the address of the client (the TCP peer; a proxy in

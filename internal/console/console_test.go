@@ -494,3 +494,24 @@ func TestSessionEndsWithUser(t *testing.T) {
 		t.Errorf("after the idle time: %d, want 303 to /login", resp.StatusCode)
 	}
 }
+
+// TestSecureCookieBehindTLSProxy: with an https public origin (a TLS proxy
+// in front, the console itself on plain HTTP) the session cookie is Secure
+// and __Host-, so a browser never sends it over plain HTTP to the host.
+func TestSecureCookieBehindTLSProxy(t *testing.T) {
+	t.Parallel()
+	const origin = "https://console.example"
+	f := newFixture(t, Config{Origin: origin}, 1)
+	f.user(t, "alice", "alice-password")
+	resp := f.do(t, request{method: "POST", path: "/login", origin: origin, form: url.Values{"username": {"alice"}, "password": {"alice-password"}}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", resp.StatusCode)
+	}
+	var c *http.Cookie
+	for _, k := range resp.Cookies() {
+		c = k
+	}
+	if c == nil || c.Name != secureCookie || !c.Secure || !c.HttpOnly {
+		t.Fatalf("session cookie = %+v; want %s, Secure, HttpOnly", c, secureCookie)
+	}
+}

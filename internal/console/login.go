@@ -93,11 +93,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _ := h.sessions.create(p)
 	http.SetCookie(w, &http.Cookie{
-		Name:     cookieName(r),
+		Name:     h.cookieName(r),
 		Value:    id,
 		Path:     "/",
 		HttpOnly: true,
-		Secure:   r.TLS != nil,
+		Secure:   h.secure(r),
 		SameSite: http.SameSiteStrictMode,
 		MaxAge:   int(h.cfg.SessionLifetime / time.Second),
 	})
@@ -109,7 +109,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 // logout serves POST /logout: it ends the session and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) error {
 	h.sessions.remove(s.key)
-	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
 	h.log.InfoContext(r.Context(), "console sign-out", "user", displayName(s.principal), "client", clientAddr(r))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil
