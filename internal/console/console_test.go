@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -513,5 +514,25 @@ func TestSecureCookieBehindTLSProxy(t *testing.T) {
 	}
 	if c == nil || c.Name != secureCookie || !c.Secure || !c.HttpOnly {
 		t.Fatalf("session cookie = %+v; want %s, Secure, HttpOnly", c, secureCookie)
+	}
+}
+
+// TestFailedSignInNotLogged: a failed sign-in's name is logged only if it
+// names a user (a password typed into the name field must not reach the
+// log), as the audit log records it.
+func TestFailedSignInNotLogged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	var buf bytes.Buffer
+	f.h.log = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f.user(t, "alice", "alice-password")
+	for _, name := range []string{"alice", "hunter2-secret"} {
+		resp := f.do(t, request{method: "POST", path: "/login", form: url.Values{"username": {name}, "password": {"wrong"}}})
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("sign-in as %s with a wrong password: %d", name, resp.StatusCode)
+		}
+	}
+	if log := buf.String(); strings.Contains(log, "hunter2-secret") || !strings.Contains(log, "user=alice") {
+		t.Errorf("log of failed sign-ins:\n%s", log)
 	}
 }

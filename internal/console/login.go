@@ -65,7 +65,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	addr := clientAddr(r)
 	at, wait, ok := h.limiter.begin(addr, name)
 	if !ok {
-		h.log.DebugContext(r.Context(), "console sign-in locked out", "user", name, "client", addr)
+		h.log.DebugContext(r.Context(), "console sign-in locked out", "user", h.loggedName(name), "client", addr)
 		w.Header().Set("Retry-After", retryAfter(wait))
 		refuse(http.StatusTooManyRequests, codeLockedOut, "Too many failed sign-ins. Try again in "+wait.Round(time.Second).String()+".")
 		return
@@ -83,7 +83,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	p, err := h.iam.SignIn(r.Context(), name, password)
 	h.gate.release()
 	if err != nil {
-		h.log.DebugContext(r.Context(), "console sign-in failed", "user", name, "client", addr)
+		h.log.DebugContext(r.Context(), "console sign-in failed", "user", h.loggedName(name), "client", addr)
 		refuse(http.StatusUnauthorized, codeSignInFailed, "Wrong user name or password.")
 		return
 	}

@@ -334,6 +334,16 @@ func (h *Handler) recordSignIn(r *http.Request, start time.Time, name string, p 
 	h.events.RecordBounded(e)
 }
 
+// loggedName returns what a log line says of a sign-in name: the
+// principal's name if it names one, else hiddenName, as the audit log
+// records it (a password typed into the wrong field must not be logged).
+func (h *Handler) loggedName(name string) string {
+	if known, ok := h.iam.SignInName(name); ok {
+		return displayName(known)
+	}
+	return hiddenName
+}
+
 // unwrap returns the connection's own writer under guard's httprec.Writer, for
 // http.MaxBytesReader: only that one can close the connection after a
 // body over the limit.
