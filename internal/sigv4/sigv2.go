@@ -230,6 +230,12 @@ func (v *Verifier) hostBucket(host string) string {
 // the HTTP formats and ISO 8601 basic are accepted.
 func v2RequestTime(h http.Header) (string, time.Time, error) {
 	s := headerValue(h, "X-Amz-Date")
+	if s == "" && len(h["X-Amz-Date"]) > 0 {
+		// An empty x-amz-date takes the Date line out of what is signed
+		// (see verifyV2Header): the unsigned Date must not then say when
+		// the request was made, or it could be replayed forever.
+		return "", time.Time{}, errDate()
+	}
 	if s == "" {
 		s = headerValue(h, "Date")
 	}

@@ -324,6 +324,13 @@ func TestV2Errors(t *testing.T) {
 		{name: "query bad escape", req: query(func(u string) string { return u + "&Expires=%zz" }), want: s3err.InvalidArgument, message: "Query-string authentication requires a single Expires parameter."},
 		{name: "query plus unescaped", req: query(func(u string) string { return strings.ReplaceAll(u, "%2B", "+") })},
 		{name: "header ok", req: header(nil)},
+		{name: "header empty x-amz-date", req: func() *http.Request {
+			// Date would then decide freshness without being signed.
+			c := newRequest(t, http.MethodGet, base, nil)
+			c.Header["X-Amz-Date"] = []string{""}
+			SignV2Request(c, testCred, now)
+			return c
+		}, want: s3err.AccessDenied, message: "AWS authentication requires a valid Date or x-amz-date header"},
 		{name: "header x-amz-date signed", req: func() *http.Request {
 			c := newRequest(t, http.MethodGet, base, nil)
 			c.Header.Set("X-Amz-Date", now.Format(time.RFC1123Z))
