@@ -149,6 +149,12 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 			return nil, s3err.Newf(s3err.BadDigest, res, "The x-amz-checksum-type you specified ("+in.ChecksumType+
 				") does not match the checksum type of the upload ("+u.ChecksumType+").")
 		}
+		if a := in.Checksum.Algorithm; a != "" && a != checksum.Algorithm(u.ChecksumAlgorithm) {
+			// Another algorithm's value cannot be compared: S3's answer
+			// for a checksum of the wrong type, not BadDigest.
+			return nil, s3err.Newf(s3err.InvalidRequest, res,
+				"Checksum Type mismatch occurred, expected checksum Type: "+lower(checksum.Algorithm(u.ChecksumAlgorithm))+", actual checksum Type: "+lower(a))
+		}
 		c, err := combineChecksums(u, chosen)
 		if err != nil {
 			return nil, err

@@ -313,6 +313,9 @@ func TestMultipartCompleteChecksums(t *testing.T) {
 	wantCode(t, "Complete with a wrong object checksum", err, s3err.BadDigest)
 	whole := checksum.Encode(sum(checksum.CRC32, slices.Concat(p1, p2)))
 	_, err = e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps,
+		Checksum: ChecksumInput{Algorithm: checksum.SHA256, Value: checksum.Encode(sum(checksum.SHA256, p1))}})
+	wantCode(t, "Complete with another algorithm's checksum", err, s3err.InvalidRequest)
+	_, err = e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps,
 		Checksum: ChecksumInput{Algorithm: checksum.CRC32, Value: whole}, ChecksumType: "COMPOSITE"})
 	wantCode(t, "Complete asserting another checksum type", err, s3err.BadDigest)
 	info, err := e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps,
