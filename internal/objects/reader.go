@@ -196,7 +196,13 @@ func (r *blockReader) Read(p []byte) (int, error) {
 	r.curLeft -= int64(n)
 	r.left -= int64(n)
 	if r.curLeft == 0 {
-		err = r.closeCur()
+		// The block is read; an error with its last bytes (a block store
+		// that checks what it read at the end: s3blob) is the Read's,
+		// not hidden by a clean Close.
+		cerr := r.closeCur()
+		if err == nil || err == io.EOF {
+			err = cerr
+		}
 	} else if err == io.EOF {
 		err = fmt.Errorf("block ends %d bytes early: %w", r.curLeft, io.ErrUnexpectedEOF)
 	}

@@ -169,19 +169,31 @@ func (s *Store) verifier(key string, out *s3.GetObjectOutput) (io.ReadCloser, bo
 		} {
 			if v := aws.ToString(c.val); v != "" && c.alg.Validate(v) == nil {
 				return &verifyingReader{rc: out.Body, h: c.alg.New(), want: v, encode: checksum.Encode,
-					what: "checksum " + string(c.alg), key: s.prefix + key}, true
+					what: "checksum " + string(c.alg), key: s.prefix + key, left: contentLength(out)}, true
 			}
 		}
 	}
 	if etag := strings.Trim(aws.ToString(out.ETag), `"`); s.integrity.md5 && isMD5Hex(etag) {
 		return &verifyingReader{rc: out.Body, h: md5.New(), want: etag, encode: hex.EncodeToString,
-			what: "ETag", key: s.prefix + key}, true
+			what: "ETag", key: s.prefix + key, left: contentLength(out)}, true
 	}
 	return out.Body, false
 }
 
+// contentLength returns the length of a GetObject answer's body, or -1 if
+// the upstream did not say (a chunked answer).
+func contentLength(out *s3.GetObjectOutput) int64 {
+	if out.ContentLength == nil {
+		return -1
+	}
+	return *out.ContentLength
+}
+
 // verifyingReader hashes what it reads and, at the end, fails with
-// ErrChecksum unless the digest is the one the upstream stored.
+// ErrChecksum unless the digest is the one the upstream stored. The end is
+// the body's EOF, or, when its length is known, the Read that brings the
+// last byte: a reader of exactly that many bytes (a LimitReader, a copy
+// loop) never asks for the EOF, and the check must not wait for it.
 type verifyingReader struct {
 	rc     io.ReadCloser
 	h      hash.Hash
@@ -189,6 +201,7 @@ type verifyingReader struct {
 	encode func([]byte) string
 	what   string // "checksum CRC32C", "ETag"
 	key    string // the upstream key, for the error
+	left   int64  // bytes still to come; -1 if not known
 	err    error  // sticky once the end is reached
 }
 
@@ -198,6 +211,12 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	}
 	n, err := v.rc.Read(p)
 	v.h.Write(p[:n])
+	if v.left >= 0 {
+		v.left -= int64(n)
+		if v.left <= 0 && err == nil {
+			err = io.EOF
+		}
+	}
 	if err == io.EOF {
 		if got := v.encode(v.h.Sum(nil)); got != v.want {
 			err = fmt.Errorf("%w: %s read from the upstream has %s, the upstream's %s is %s", ErrChecksum, v.key, got, v.what, v.want)
