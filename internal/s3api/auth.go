@@ -210,8 +210,10 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 		// policies can allow the top level with StringEquals s3:prefix "".
 		p := rq.query.Get("prefix")
 		c.Prefix = &p
-		if vs, ok := rq.query["delimiter"]; ok {
-			d := strings.Join(vs, "")
+		if _, ok := rq.query["delimiter"]; ok {
+			// The value the listing uses (the first), not another one a
+			// repeated parameter could slip past a condition.
+			d := rq.query.Get("delimiter")
 			c.Delimiter = &d
 		}
 		if vs, ok := rq.query["max-keys"]; ok {

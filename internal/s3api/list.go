@@ -65,7 +65,9 @@ func parseMax(q url.Values, name string, def int, message string) (int, error) {
 	}
 	s := strings.Join(vs, "")
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || s[0] < '0' || s[0] > '9' {
+		// Digits only: "+500" would pass a policy's numeric condition on
+		// s3:max-keys (which does not read it as a number) yet list 500.
 		return 0, invalidArgument(name, s, message)
 	}
 	return min(n, def), nil

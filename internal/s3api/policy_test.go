@@ -214,3 +214,30 @@ func TestPolicyHeaderConditions(t *testing.T) {
 	hs.do(call{method: "PUT", path: "/src/new", body: []byte("x"), cred: bob, header: header("If-None-Match", "*")}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "PUT", path: "/src/new", body: []byte("y"), cred: bob, header: header("If-None-Match", "*")}).want(t, http.StatusPreconditionFailed, s3err.PreconditionFailed)
 }
+
+// TestListConditionsSeeWhatIsListed: s3:delimiter and s3:max-keys are the
+// values the listing uses — a repeated delimiter or a signed max-keys
+// cannot pass a condition with one value and list with another.
+func TestListConditionsSeeWhatIsListed(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "home/ann/a", []byte("a"))
+	hs.put("bkt", "home/bob/b", []byte("b"))
+	const top = `{"Version":"2012-10-17","Statement":[
+	  {"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::bkt","Condition":{"StringEquals":{"s3:prefix":"","s3:delimiter":"/"}}},
+	  {"Effect":"Deny","Action":"s3:ListBucket","Resource":"arn:aws:s3:::bkt","Condition":{"NumericGreaterThan":{"s3:max-keys":"100"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "top", []byte(top)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("lister", "top")
+	rp := hs.do(call{method: http.MethodGet, path: "/bkt?list-type=2&prefix=&delimiter=/", cred: u}).mustStatus(t, http.StatusOK)
+	if strings.Contains(string(rp.body), "home/ann/a") {
+		t.Fatalf("top-level listing shows keys under home/: %s", rp.body)
+	}
+	rp = hs.do(call{method: http.MethodGet, path: "/bkt?list-type=2&prefix=&delimiter=&delimiter=/", cred: u})
+	if rp.status == http.StatusOK && strings.Contains(string(rp.body), "home/ann/a") {
+		t.Fatalf("a repeated delimiter listed every key: %s", rp.body)
+	}
+	hs.do(call{method: http.MethodGet, path: "/bkt?list-type=2&prefix=&delimiter=/&max-keys=%2B500", cred: u}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
+}
