@@ -4,8 +4,9 @@ import (
 	"strings"
 )
 
-// Admin actions: what Coffer's admin API checks. They are matched by
-// statements with Resource "*" or "arn:aws:s3:::*" (see [Context.Resource]).
+// Admin actions: what Coffer's admin API checks. They have no resource:
+// statements with Resource "*" match them, "arn:aws:s3:::*" does not (see
+// [Context.Resource]).
 const (
 	AdminCreateUser         = "admin:CreateUser"
 	AdminDeleteUser         = "admin:DeleteUser"

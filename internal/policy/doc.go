@@ -35,7 +35,9 @@
 //     (arn:aws:s3:::BUCKET, arn:aws:s3:::BUCKET/..., or a wildcard such as
 //     arn:aws:s3:::* that matches them); others are "Policy has invalid
 //     resource". Requests without a resource (s3:ListAllMyBuckets, admin
-//     actions) are matched only by Resource "*" or "arn:aws:s3:::*".
+//     actions) are matched by Resource "*", by "arn:aws:s3:::*" for s3
+//     actions only (an S3 ARN covers no IAM action on AWS either), and by
+//     a Deny with NotResource, never an Allow with NotResource.
 //   - Principal: "*" or {"AWS": ...} with "*", an account (a 12-digit ID or
 //     arn:aws:iam::ID:root: Coffer's root user) or users
 //     (arn:aws:iam::ID:user/[PATH/]NAME). Coffer has one account, so any

@@ -156,6 +156,14 @@ func TestEvaluate(t *testing.T) {
 		{"resource-less not by NotResource", doc(`{"Effect":"Allow","Action":"s3:ListAllMyBuckets","NotResource":"arn:aws:s3:::b"}`), req("s3:ListAllMyBuckets", ""), NotApplicable},
 		{"resource-less admin action", doc(`{"Effect":"Allow","Action":"admin:CreateUser","Resource":"*"}`), req(AdminCreateUser, ""), Allow},
 		{"admin action needs star resource", doc(`{"Effect":"Allow","Action":"admin:CreateUser","Resource":"arn:aws:s3:::b"}`), req(AdminCreateUser, ""), NotApplicable},
+		// An S3 ARN never covers IAM's actions on AWS: a policy copied
+		// from there grants no administration.
+		{"admin action not by arn:aws:s3:::*", doc(`{"Effect":"Allow","Action":"*","Resource":"arn:aws:s3:::*"}`), req(AdminCreateUser, ""), NotApplicable},
+		{"s3 resource-less by Action * and arn:aws:s3:::*", doc(`{"Effect":"Allow","Action":"*","Resource":"arn:aws:s3:::*"}`), req("s3:ListAllMyBuckets", ""), Allow},
+		// A Deny with NotResource applies to what has no resource (it is
+		// none of those listed), as on AWS: a guardrail holds for admin
+		// actions too. An Allow with NotResource still grants them nothing.
+		{"resource-less denied by Deny NotResource", doc(`{"Effect":"Allow","Action":"admin:*","Resource":"*"}`, `{"Effect":"Deny","Action":"*","NotResource":["arn:aws:s3:::team","arn:aws:s3:::team/*"]}`), req(AdminCreateUser, ""), Deny},
 	})
 }
 
@@ -465,6 +473,7 @@ func TestEvaluateHeaderConditions(t *testing.T) {
 		{"acl matches", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers("X-Amz-Acl", "bucket-owner-full-control")), Allow},
 		{"acl other", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers("X-Amz-Acl", "public-read")), NotApplicable},
 		{"acl absent", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers()), NotApplicable},
+		{"acl on two lines is both", putIf(`{"StringEquals":{"s3:x-amz-acl":"bucket-owner-full-control"}}`), put(headers("X-Amz-Acl", "bucket-owner-full-control", "X-Amz-Acl", "public-read")), NotApplicable},
 		{"acl absent, no headers known", putIf(`{"StringEquals":{"s3:x-amz-acl":"private"}}`), put(), NotApplicable},
 		{"acl Null", putIf(`{"Null":{"S3:X-Amz-Acl":"true"}}`), put(headers("X-Amz-Grant-Read", `id="x"`)), Allow},
 		{"grant", putIf(`{"StringLike":{"s3:x-amz-grant-read":"*AllUsers*"}}`), put(headers("X-Amz-Grant-Read", `uri="http://acs.amazonaws.com/groups/global/AllUsers"`)), Allow},

@@ -318,7 +318,7 @@ func (c *compiler) resource(e string) (resource, error) {
 	if err != nil {
 		return resource{}, err
 	}
-	return resource{g: g, vars: g.hasVars(), star: e == s3ARNPrefix+"*"}, nil
+	return resource{g: g, vars: g.hasVars(), star: e == s3ARNPrefix+"*", s3Only: e == s3ARNPrefix+"*"}, nil
 }
 
 // principal compiles the Principal element: required in bucket policies,

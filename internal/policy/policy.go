@@ -56,8 +56,9 @@ type Context struct {
 	// Resource is the ARN the action is on: "arn:aws:s3:::bucket" or
 	// "arn:aws:s3:::bucket/key". It is "" for actions without a resource
 	// (s3:ListAllMyBuckets, every admin:* action): such a request is
-	// matched only by statements with Resource "*" or "arn:aws:s3:::*",
-	// and by no NotResource statement.
+	// matched by statements with Resource "*", by "arn:aws:s3:::*" for an
+	// s3: action only, and by a Deny with NotResource (its resource is
+	// none of those listed), never by an Allow with NotResource.
 	Resource string
 	// Principal is who asks; it matters only for policies with a
 	// Principal element (bucket policies).
@@ -183,7 +184,10 @@ func (c *Context) str(k condKey) (string, bool) {
 		return c.CopySource, c.CopySource != ""
 	}
 	if h, ok := requestHeaders[k]; ok {
-		v := textproto.MIMEHeader(c.Header).Get(h)
+		// Every line of a repeated header, as one comma-separated value
+		// (RFC 9110), the way the request's handler reads it: a second
+		// x-amz-grant-read line must not get past a condition on the first.
+		v := strings.Join(textproto.MIMEHeader(c.Header).Values(h), ",")
 		return v, v != ""
 	}
 	return "", false
@@ -225,8 +229,11 @@ type resource struct {
 	g    glob
 	vars bool // g holds a policy variable
 	// star is set for "*" and "arn:aws:s3:::*", the entries that also
-	// match requests without a resource.
-	star bool
+	// match requests without a resource; s3Only for the second, which
+	// matches only those of S3 actions (s3:ListAllMyBuckets), not admin:*
+	// ones: an S3 ARN never covers IAM's actions on AWS, and a policy
+	// copied from there must not grant IAM administration.
+	star, s3Only bool
 }
 
 // principal is a compiled Principal element.
@@ -346,10 +353,15 @@ func (s *statement) matchAction(ai int, known bool, lower string) bool {
 func (s *statement) matchResource(c *Context) bool {
 	if c.Resource == "" {
 		if s.notResource {
-			return false
+			// As on AWS, the request's resource is not among those
+			// listed, so a Deny applies; an Allow does not, which keeps
+			// "Allow everything but these buckets" from granting IAM
+			// administration (fail closed, where AWS would allow).
+			return s.effect == Deny
 		}
+		s3 := strings.HasPrefix(c.Action, "s3:")
 		for i := range s.resources {
-			if s.resources[i].star {
+			if r := &s.resources[i]; r.star && (s3 || !r.s3Only) {
 				return true
 			}
 		}
