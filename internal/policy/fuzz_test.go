@@ -263,8 +263,9 @@ func FuzzGlob(f *testing.F) {
 			t.Fatalf("globMatch(%q, %q) = %v, regexp says %v", pat, s, got, want)
 		}
 
-		// The same pattern with a variable in the middle.
-		if user == "" || strings.Contains(pat, "${") {
+		// The same pattern with a variable in the middle, if a policy may
+		// hold it (checkWildcards refuses more than maxWildcards).
+		if user == "" || strings.Contains(pat, "${") || checkWildcards(pat) != nil {
 			return
 		}
 		half := len(pat) / 2
