@@ -27,22 +27,26 @@ func (c copySource) srcAction() iam.Action {
 }
 
 // parseCopySource parses x-amz-copy-source: "bucket/key", URL-encoded,
-// with an optional leading '/' and an optional "?versionId=…".
+// with an optional leading '/' and an optional "?versionId=…". Only a
+// final "?…" that names versionId is a query: a '?' the client left
+// unencoded in the key ("b/k?x.txt", as clients that build the header
+// with a plain format send it) belongs to the key, so that the copy is of
+// that object and not of "b/k".
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html#API_CopyObject_RequestSyntax
 func parseCopySource(hdr string) (copySource, error) {
 	bad := func() error {
 		return invalidArgument("x-amz-copy-source", hdr, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey")
 	}
-	raw, query, hasQuery := strings.Cut(hdr, "?")
-	var vid string
-	if hasQuery {
-		q, err := url.ParseQuery(query)
+	raw, vid := hdr, ""
+	if i := strings.LastIndexByte(hdr, '?'); i >= 0 && strings.Contains(hdr[i+1:], "versionId") {
+		q, err := url.ParseQuery(hdr[i+1:])
 		if err != nil {
 			return copySource{}, bad()
 		}
 		if vid, err = parseVersionID(q); err != nil {
 			return copySource{}, err
 		}
+		raw = hdr[:i]
 	}
 	p, err := url.PathUnescape(raw)
 	if err != nil {

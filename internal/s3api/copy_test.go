@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/xml"
 	"net/http"
+	"net/url"
 	"reflect"
 	"testing"
 
@@ -36,6 +37,10 @@ func TestParseCopySource(t *testing.T) {
 		{name: "empty", hdr: "", wantErr: s3err.InvalidArgument},
 		{name: "bad escape", hdr: "b/%zz", wantErr: s3err.InvalidArgument},
 		{name: "bad query", hdr: "b/k?versionId=%zz", wantErr: s3err.InvalidArgument},
+		// A '?' left unencoded is the key's, unless what follows the last
+		// one names versionId.
+		{name: "unencoded ? in key", hdr: "b/k?x.txt", want: copySource{bucket: "b", key: "k?x.txt"}},
+		{name: "unencoded ? and a version", hdr: "b/k?x.txt?versionId=abc", want: copySource{bucket: "b", key: "k?x.txt", versionID: "abc"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseCopySource(tc.hdr)
@@ -121,4 +126,30 @@ func TestXMLChecksums(t *testing.T) {
 	if got := xmlChecksums(objects.ChecksumValue{Algorithm: "BLAKE3", Value: "v"}); got != (s3xml.Checksums{}) {
 		t.Errorf("xmlChecksums of an unknown algorithm = %+v, want none", got)
 	}
+}
+
+// FuzzParseCopySource: any header parses to a source naming a bucket and a
+// key, or to InvalidArgument; a key escaped as clients escape it comes
+// back whole, with its version.
+func FuzzParseCopySource(f *testing.F) {
+	for _, s := range []string{"b/k", "/b/k?versionId=abc", "b/k?x.txt", "b/caf%C3%A9", "b/k?versionId=%zz", "//k", "b/k??versionId=null"} {
+		f.Add(s, "k?x")
+	}
+	f.Fuzz(func(t *testing.T, hdr, key string) {
+		src, err := parseCopySource(hdr)
+		switch {
+		case err != nil && s3err.CodeOf(err) != s3err.InvalidArgument:
+			t.Fatalf("parseCopySource(%q) = %v, want InvalidArgument", hdr, err)
+		case err == nil && (src.bucket == "" || src.key == ""):
+			t.Fatalf("parseCopySource(%q) = %+v: no bucket or key", hdr, src)
+		}
+		if key == "" {
+			return
+		}
+		esc := "bkt/" + url.PathEscape(key) + "?versionId=null"
+		src, err = parseCopySource(esc)
+		if err != nil || src.bucket != "bkt" || src.key != key || src.versionID != "null" {
+			t.Fatalf("parseCopySource(%q) = %+v, %v; want key %q, version null", esc, src, err, key)
+		}
+	})
 }
