@@ -50,8 +50,7 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 			"This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
 	if src.Info.Size > s.cfg.MaxObjectSize {
-		return CopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
-			"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.FormatInt(s.cfg.MaxObjectSize, 10))
+		return CopyResult{}, copySourceTooLarge(res, s.cfg.MaxObjectSize)
 	}
 	if err := s.precheck(ctx, bucket, key, in.Cond); err != nil {
 		return CopyResult{}, err
@@ -86,4 +85,11 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 type CopyResult struct {
 	ObjectInfo
 	SourceVersionID string
+}
+
+// copySourceTooLarge is S3's answer to a copy of a whole source larger than
+// max bytes (CopyObject, UploadPartCopy without a range).
+func copySourceTooLarge(res string, max int64) error {
+	return s3err.Newf(s3err.InvalidRequest, res,
+		"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.FormatInt(max, 10))
 }

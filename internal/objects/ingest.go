@@ -98,14 +98,27 @@ func (s *Service) writeLimit() time.Duration {
 // checkWriteAge refuses, on a shared store, a write whose first block is
 // older than writeLimit: another node's GC may delete its blocks now.
 func (s *Service) checkWriteAge(in *ingested, res string) error {
-	if !s.shared || len(in.blocks) == 0 {
-		return nil
-	}
-	t, ok := blobKeyTime(in.blocks[0].Key)
+	t, ok := s.firstBlockTime(in)
 	if !ok || s.clock().Sub(t) <= s.writeLimit() {
 		return nil
 	}
-	return &s3err.Error{Code: s3err.RequestTimeout, Resource: res,
+	return s.writeTooSlow(res, nil)
+}
+
+// firstBlockTime returns, on a shared store, when in's first block was
+// made (its key says), from which another node's GC counts its grace;
+// false on a store of one node or for a write without blocks.
+func (s *Service) firstBlockTime(in *ingested) (time.Time, bool) {
+	if !s.shared || len(in.blocks) == 0 {
+		return time.Time{}, false
+	}
+	return blobKeyTime(in.blocks[0].Key)
+}
+
+// writeTooSlow is the answer to a write on a shared store that did not
+// commit within the time the cluster allows it (RequestTimeout).
+func (s *Service) writeTooSlow(res string, cause error) error {
+	return &s3err.Error{Code: s3err.RequestTimeout, Resource: res, Err: cause,
 		Message: "The upload took longer than the cluster allows a write (" + s.writeLimit().String() + "); please retry."}
 }
 
@@ -116,12 +129,9 @@ func (s *Service) checkWriteAge(in *ingested, res string) error {
 // blocks for orphans, grace after the first one. The deadline is half way
 // through the margin writeLimit leaves, so that the other half still
 // covers clocks that disagree. The error to answer when it passes is
-// writeTimeout's.
+// commitTimeout's.
 func (s *Service) commitContext(ctx context.Context, data *ingested) (context.Context, context.CancelFunc) {
-	if !s.shared || len(data.blocks) == 0 {
-		return ctx, func() {}
-	}
-	t, ok := blobKeyTime(data.blocks[0].Key)
+	t, ok := s.firstBlockTime(data)
 	if !ok {
 		return ctx, func() {}
 	}
@@ -129,12 +139,11 @@ func (s *Service) commitContext(ctx context.Context, data *ingested) (context.Co
 	return context.WithTimeout(ctx, t.Add(s.writeLimit()+margin/2).Sub(s.clock()))
 }
 
-// writeTimeout returns, for err from a commit under commitContext's cctx,
-// RequestTimeout if cctx's deadline ended it, else err.
-func writeTimeout(cctx context.Context, err error, res string, limit time.Duration) error {
+// commitTimeout returns, for err from a commit under commitContext's cctx,
+// writeTooSlow's answer if cctx's deadline ended it, else err.
+func (s *Service) commitTimeout(cctx context.Context, err error, res string) error {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return &s3err.Error{Code: s3err.RequestTimeout, Resource: res, Err: err,
-			Message: "The upload took longer than the cluster allows a write (" + limit.String() + "); please retry."}
+		return s.writeTooSlow(res, err)
 	}
 	return err
 }

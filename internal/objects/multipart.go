@@ -159,7 +159,7 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 	timedOut := err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	committing := err != nil && !errors.Is(err, meta.ErrNotFound) &&
 		(timedOut || !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded))
-	err = writeTimeout(cctx, err, u.Bucket+"/"+u.Key, s.writeLimit())
+	err = s.commitTimeout(cctx, err, u.Bucket+"/"+u.Key)
 	s.finishWrite(ctx, data, err, committing)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):
@@ -196,8 +196,7 @@ func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID stri
 	if in.SrcRange == nil && src.Length > maxPartSize {
 		// The whole source, too large to be a part: S3's answer, as for
 		// CopyObject.
-		return PartCopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
-			"The specified copy source is larger than the maximum allowable size for a copy source: "+strconv.Itoa(maxPartSize))
+		return PartCopyResult{}, copySourceTooLarge(res, maxPartSize)
 	}
 	if src.Length > maxPartSize {
 		return PartCopyResult{}, s3err.New(s3err.EntityTooLarge, res).

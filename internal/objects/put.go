@@ -142,7 +142,7 @@ func (s *Service) commit(ctx context.Context, bucket, key string, c WriteConditi
 		return rec, nil
 	})
 	cancel()
-	err = writeTimeout(cctx, err, bucket+"/"+key, s.writeLimit())
+	err = s.commitTimeout(cctx, err, bucket+"/"+key)
 	s.finishWrite(ctx, data, err, committing)
 	if err != nil {
 		return ObjectInfo{}, s.writeErr(err, bucket, key)
