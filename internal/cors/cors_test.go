@@ -416,7 +416,7 @@ func FuzzParseRequestHeaders(f *testing.F) {
 			t.Fatalf("ParseRequestHeaders(%q) returned %d names", v, len(names))
 		}
 		for _, n := range names {
-			if !isToken(n) || strings.ToLower(n) != n {
+			if !IsToken(n) || strings.ToLower(n) != n {
 				t.Fatalf("ParseRequestHeaders(%q) returned %q", v, n)
 			}
 		}

@@ -72,7 +72,7 @@ func ParseRequestHeaders(v string) ([]string, error) {
 	}
 	for i, raw := range names {
 		name := strings.Trim(raw, " \t")
-		if !isToken(name) {
+		if !IsToken(name) {
 			return nil, s3err.Newf(s3err.BadRequest, "", `Access-Control-Request-Headers "`+raw+`" contains invalid character.`)
 		}
 		names[i] = strings.ToLower(name)
@@ -80,9 +80,9 @@ func ParseRequestHeaders(v string) ([]string, error) {
 	return names, nil
 }
 
-// isToken reports whether s is a non-empty RFC 9110 token, what a header
+// IsToken reports whether s is a non-empty RFC 9110 token, what a header
 // name must be.
-func isToken(s string) bool {
+func IsToken(s string) bool {
 	if s == "" {
 		return false
 	}

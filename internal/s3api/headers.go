@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/cors"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -107,7 +108,7 @@ func parseMetadata(h http.Header) (objects.Metadata, error) {
 		if name == "" {
 			return objects.Metadata{}, invalidArgument(k, "", "User metadata names must not be empty.")
 		}
-		if !isToken(name) {
+		if !cors.IsToken(name) {
 			// Only a form upload's field names can be anything; a
 			// header's name is a token, and so must a stored one be, or
 			// it could never be sent back.
@@ -418,16 +419,4 @@ func parsePartNumber(s string) (int, error) {
 		return 0, invalidArgument("partNumber", s, "Part number must be an integer between 1 and 10000, inclusive")
 	}
 	return n, nil
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110 section 5.6.2), the
-// syntax of a header name.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return s != ""
 }
