@@ -30,6 +30,12 @@ type kv interface {
 	// left (DeleteObjects on a versioned bucket), reads through it.
 	newIndexedBatch() kvIndexedBatch
 
+	// snapshot returns a reader whose gets and iterators all see the store
+	// as of one moment, for a read that takes several of them and must
+	// not see a write between them: a version listing merges the object
+	// and history tables, and a version moves from one to the other.
+	snapshot() (kvSnapshot, error)
+
 	// close releases the engine.
 	close() error
 }
@@ -67,6 +73,14 @@ type kvReader interface {
 	// sees a consistent snapshot of the store as of its creation: writes
 	// committed later are invisible to it. GC relies on this.
 	newIter(lower, upper []byte) (kvIter, error)
+}
+
+// kvSnapshot is a consistent view of the store: every read through it
+// sees the same committed state, whatever is committed meanwhile. It is
+// used by one goroutine; close releases it (its iterators first).
+type kvSnapshot interface {
+	kvReader
+	close() error
 }
 
 // kvIndexedBatch is a batch that can be read.

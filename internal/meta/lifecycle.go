@@ -60,12 +60,17 @@ func (db *DB) WalkVersions(ctx context.Context, bucket string, opt WalkOptions) 
 	if opt.Limit <= 0 {
 		return nil, opt.After, false, errors.New("meta: walk limit must be positive")
 	}
-	w, err := db.newWalker(bucket, opt)
-	if err != nil {
-		return nil, opt.After, false, fmt.Errorf("meta: walk %s: %w", bucket, err)
-	}
-	out, pos, more, err := w.run(ctx)
-	err = errors.Join(err, w.close())
+	var out []WalkEntry
+	var pos WalkPosition
+	var more bool
+	err := db.inSnapshot(func(r kvReader) error {
+		w, err := newWalker(r, bucket, opt)
+		if err != nil {
+			return err
+		}
+		out, pos, more, err = w.run(ctx)
+		return errors.Join(err, w.close())
+	})
 	if err != nil {
 		return nil, opt.After, false, fmt.Errorf("meta: walk %s: %w", bucket, err)
 	}
@@ -84,7 +89,7 @@ type versionWalker struct {
 	pos               WalkPosition
 }
 
-func (db *DB) newWalker(bucket string, opt WalkOptions) (*versionWalker, error) {
+func newWalker(r kvReader, bucket string, opt WalkOptions) (*versionWalker, error) {
 	w := &versionWalker{
 		opt:      opt,
 		curBase:  bucketPrefix(tableObject, bucket),
@@ -98,7 +103,7 @@ func (db *DB) newWalker(bucket string, opt WalkOptions) (*versionWalker, error) 
 	curLower := append(bytes.Clone(w.curBase), opt.Prefix...)
 	histLower := escapeKey(bytes.Clone(w.histBase), opt.Prefix)
 	var err error
-	if w.cur, err = db.kv.newIter(curLower, successor(curLower)); err != nil {
+	if w.cur, err = r.newIter(curLower, successor(curLower)); err != nil {
 		return nil, err
 	}
 	curStart, histStart := curLower, histLower
@@ -114,7 +119,8 @@ func (db *DB) newWalker(bucket string, opt WalkOptions) (*versionWalker, error) 
 	}
 	w.curOK = w.cur.seekGE(maxBytes(curStart, curLower))
 	if opt.History {
-		if w.hist, err = db.kv.newIter(histLower, successor(histLower)); err != nil {
+		betweenTables()
+		if w.hist, err = r.newIter(histLower, successor(histLower)); err != nil {
 			return nil, errors.Join(err, w.cur.close())
 		}
 		w.histOK = w.hist.seekGE(maxBytes(histStart, histLower))

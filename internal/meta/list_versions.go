@@ -43,18 +43,53 @@ type VersionSummary struct {
 // up as in ListObjects (a common prefix is skipped with one seek in each
 // table, however many versions it holds), and whether more follow. It
 // merges the current versions (the object table) with the others (the
-// history table). It does not check that the bucket exists.
-func (db *DB) ListVersions(ctx context.Context, bucket string, opt VersionListOptions) ([]VersionEntry, bool, error) {
-	l, err := db.newVersionLister(bucket, opt)
+// history table), both read through one snapshot: a write moves a
+// version from one table to the other, and two views of them could show
+// it twice, lose it or mark the wrong version latest. It does not check
+// that the bucket exists.
+func (db *DB) ListVersions(ctx context.Context, bucket string, opt VersionListOptions) (_ []VersionEntry, _ bool, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("meta: list versions of %s: %w", bucket, err)
+		}
+	}()
+	var out []VersionEntry
+	var truncated bool
+	err = db.inSnapshot(func(r kvReader) error {
+		l, err := newVersionLister(r, bucket, opt)
+		if err != nil {
+			return err
+		}
+		out, truncated, err = l.run(ctx)
+		return errors.Join(err, l.cur.close(), l.hist.close())
+	})
 	if err != nil {
-		return nil, false, fmt.Errorf("meta: list versions of %s: %w", bucket, err)
-	}
-	out, truncated, err := l.run(ctx)
-	err = errors.Join(err, l.cur.close(), l.hist.close())
-	if err != nil {
-		return nil, false, fmt.Errorf("meta: list versions of %s: %w", bucket, err)
+		return nil, false, err
 	}
 	return out, truncated, nil
+}
+
+// inSnapshot runs fn with a reader whose reads all see the store as of
+// one moment (kv.snapshot).
+func (db *DB) inSnapshot(fn func(r kvReader) error) (err error) {
+	snap, err := db.kv.snapshot()
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, snap.close()) }()
+	return fn(snap)
+}
+
+// testHookBetweenTables, when a test sets it, runs between a read of the
+// object table and a read of the history table that must see the same
+// state (ListVersions, WalkVersions, ObjectVersion, LatestDeleteMarker):
+// a write it makes must not be seen by the second.
+var testHookBetweenTables func()
+
+func betweenTables() {
+	if testHookBetweenTables != nil {
+		testHookBetweenTables()
+	}
 }
 
 // versionLister merges two scans: cur over the object table ("o" bucket
@@ -72,7 +107,7 @@ type versionLister struct {
 	out        []VersionEntry
 }
 
-func (db *DB) newVersionLister(bucket string, opt VersionListOptions) (*versionLister, error) {
+func newVersionLister(r kvReader, bucket string, opt VersionListOptions) (*versionLister, error) {
 	l := &versionLister{
 		opt:      opt,
 		curBase:  bucketPrefix(tableObject, bucket),
@@ -80,13 +115,6 @@ func (db *DB) newVersionLister(bucket string, opt VersionListOptions) (*versionL
 	}
 	curLower := append(bytes.Clone(l.curBase), opt.Prefix...)
 	histLower := escapeKey(bytes.Clone(l.histBase), opt.Prefix)
-	var err error
-	if l.cur, err = db.kv.newIter(curLower, successor(curLower)); err != nil {
-		return nil, err
-	}
-	if l.hist, err = db.kv.newIter(histLower, successor(histLower)); err != nil {
-		return nil, errors.Join(err, l.cur.close())
-	}
 	curStart, histStart := curLower, histLower
 	if opt.KeyMarker != "" {
 		// After every version of KeyMarker: the first name greater than
@@ -94,18 +122,26 @@ func (db *DB) newVersionLister(bucket string, opt VersionListOptions) (*versionL
 		// KeyMarker's own versions (0x00 0x01 …).
 		curStart = append(append(bytes.Clone(l.curBase), opt.KeyMarker...), 0)
 		histStart = append(escapeKey(bytes.Clone(l.histBase), opt.KeyMarker), 0, 2)
-		if opt.VersionIDMarker != "" {
-			hs, err := db.versionMarker(bucket, opt.KeyMarker, opt.VersionIDMarker)
-			if err != nil {
-				return nil, errors.Join(err, l.cur.close(), l.hist.close())
-			}
-			if hs != nil {
-				histStart = hs
-				l.skipLatest = opt.KeyMarker
-			}
-		}
+	}
+	var err error
+	if l.cur, err = r.newIter(curLower, successor(curLower)); err != nil {
+		return nil, err
 	}
 	l.curOK = l.cur.seekGE(maxBytes(curStart, curLower))
+	betweenTables()
+	if opt.KeyMarker != "" && opt.VersionIDMarker != "" {
+		hs, err := versionMarker(r, bucket, opt.KeyMarker, opt.VersionIDMarker)
+		if err != nil {
+			return nil, errors.Join(err, l.cur.close())
+		}
+		if hs != nil {
+			histStart = hs
+			l.skipLatest = opt.KeyMarker
+		}
+	}
+	if l.hist, err = r.newIter(histLower, successor(histLower)); err != nil {
+		return nil, errors.Join(err, l.cur.close())
+	}
 	l.histOK = l.hist.seekGE(maxBytes(histStart, histLower))
 	return l, nil
 }
@@ -114,8 +150,8 @@ func (db *DB) newVersionLister(bucket string, opt VersionListOptions) (*versionL
 // resumes in the history table: its first version if id is key's current
 // version, the next after id if id is in its history; nil (after every
 // version of key) if the null version named is nowhere.
-func (db *DB) versionMarker(bucket, key, id string) ([]byte, error) {
-	cur, err := readCurrent(db.kv, bucket, key)
+func versionMarker(r kvReader, bucket, key, id string) ([]byte, error) {
+	cur, err := readCurrent(r, bucket, key)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +159,7 @@ func (db *DB) versionMarker(bucket, key, id string) ([]byte, error) {
 	case cur != nil && cur.S3VersionID() == id:
 		return historyNamePrefix(nil, tableHistory, bucket, key), nil
 	case id == NullVersionID:
-		null, err := findNull(db.kv, bucket, key)
+		null, err := findNull(r, bucket, key)
 		if err != nil || null == nil {
 			return nil, err
 		}

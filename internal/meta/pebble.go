@@ -201,9 +201,13 @@ func openGuarded(dir string, opts *pebble.Options, fail *failure) (*pebble.DB, e
 	}
 }
 
-func (p *pebbleKV) get(key, dst []byte) (_ []byte, err error) {
-	defer p.fail.recoverInto(&err)
-	v, closer, err := p.db.Get(key)
+func (p *pebbleKV) get(key, dst []byte) ([]byte, error) { return pebbleGet(p.db, p.fail, key, dst) }
+
+// pebbleGet and pebbleNewIter read any of Pebble's readers (the database,
+// an indexed batch, a snapshot) for the adapters' get and newIter.
+func pebbleGet(r pebble.Reader, fail *failure, key, dst []byte) (_ []byte, err error) {
+	defer fail.recoverInto(&err)
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst[:0], ErrNotFound
 	}
@@ -212,6 +216,15 @@ func (p *pebbleKV) get(key, dst []byte) (_ []byte, err error) {
 	}
 	out := append(dst[:0], v...)
 	return out, closer.Close()
+}
+
+func pebbleNewIter(r pebble.Reader, fail *failure, lower, upper []byte) (_ kvIter, err error) {
+	defer fail.recoverInto(&err)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleIter{it: it, fail: fail}, nil
 }
 
 // begin returns p itself: the in-process locks DB takes are exact for an
@@ -229,13 +242,36 @@ func (p *pebbleKV) newIndexedBatch() kvIndexedBatch {
 	return &pebbleIndexedBatch{pebbleBatch{b: p.db.NewIndexedBatch(), fail: p.fail}}
 }
 
-func (p *pebbleKV) newIter(lower, upper []byte) (_ kvIter, err error) {
-	defer p.fail.recoverInto(&err)
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
+func (p *pebbleKV) newIter(lower, upper []byte) (kvIter, error) {
+	return pebbleNewIter(p.db, p.fail, lower, upper)
+}
+
+func (p *pebbleKV) snapshot() (_ kvSnapshot, err error) {
+	if err := p.fail.get(); err != nil {
 		return nil, err
 	}
-	return &pebbleIter{it: it, fail: p.fail}, nil
+	defer p.fail.recoverInto(&err)
+	return &pebbleSnapshot{s: p.db.NewSnapshot(), fail: p.fail}, nil
+}
+
+// pebbleSnapshot adapts *pebble.Snapshot, which reads the database as of
+// its creation.
+type pebbleSnapshot struct {
+	s    *pebble.Snapshot
+	fail *failure
+}
+
+func (s *pebbleSnapshot) get(key, dst []byte) ([]byte, error) {
+	return pebbleGet(s.s, s.fail, key, dst)
+}
+
+func (s *pebbleSnapshot) newIter(lower, upper []byte) (kvIter, error) {
+	return pebbleNewIter(s.s, s.fail, lower, upper)
+}
+
+func (s *pebbleSnapshot) close() (err error) {
+	defer s.fail.recoverInto(&err)
+	return s.s.Close()
 }
 
 // close closes Pebble, waiting at most p.closeTimeout. If Pebble has not
@@ -364,26 +400,12 @@ func (b *pebbleBatch) close() {
 // database with the batch's writes applied.
 type pebbleIndexedBatch struct{ pebbleBatch }
 
-func (b *pebbleIndexedBatch) get(key, dst []byte) (_ []byte, err error) {
-	defer b.fail.recoverInto(&err)
-	v, closer, err := b.b.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return dst[:0], ErrNotFound
-	}
-	if err != nil {
-		return dst[:0], err
-	}
-	out := append(dst[:0], v...)
-	return out, closer.Close()
+func (b *pebbleIndexedBatch) get(key, dst []byte) ([]byte, error) {
+	return pebbleGet(b.b, b.fail, key, dst)
 }
 
-func (b *pebbleIndexedBatch) newIter(lower, upper []byte) (_ kvIter, err error) {
-	defer b.fail.recoverInto(&err)
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return nil, err
-	}
-	return &pebbleIter{it: it, fail: b.fail}, nil
+func (b *pebbleIndexedBatch) newIter(lower, upper []byte) (kvIter, error) {
+	return pebbleNewIter(b.b, b.fail, lower, upper)
 }
 
 // pebbleIter adapts *pebble.Iterator. A panic in a step ends the iteration

@@ -72,7 +72,7 @@ func (f *failure) fromPanic(r any) error {
 // adapterFuncs are the names, after this package's path and a dot, of the
 // functions through which callers enter Pebble, each of which defers
 // recoverInto (or pebbleIter.recover).
-var adapterFuncs = []string{"(*pebbleKV).", "(*pebbleBatch).", "(*pebbleIndexedBatch).", "(*pebbleIter).", "openGuarded"}
+var adapterFuncs = []string{"(*pebbleKV).", "(*pebbleBatch).", "(*pebbleIndexedBatch).", "(*pebbleSnapshot).", "(*pebbleIter).", "openGuarded"}
 
 // inAdapterCall reports whether the calling goroutine is inside an adapter
 // call, where a panic reaches recoverInto; it is false on Pebble's own

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sort"
 
@@ -38,8 +39,9 @@ type pgIter struct {
 	fwdSQL       string
 	bwdSQL       string
 
-	snap    *pgxpool.Conn // the snapshot transaction, once needed
-	queried bool          // a page was read outside snap
+	snap     *pgxpool.Conn // the snapshot transaction, once needed
+	borrowed bool          // snap is a pgSnapshot's, which ends it
+	queried  bool          // a page was read outside snap
 
 	keys, vals [][]byte // the page, in key order
 	buf        []byte   // holds keys and vals
@@ -143,16 +145,10 @@ func (it *pgIter) value() ([]byte, error) {
 }
 
 func (it *pgIter) close() error {
-	if it.snap != nil {
-		ctx, cancel := it.kv.ctx()
-		_, err := it.snap.Exec(ctx, sqlCommit)
-		cancel()
-		if err != nil {
-			_ = it.snap.Conn().Close(ctx)
-		}
-		it.snap.Release()
-		it.snap = nil
+	if it.snap != nil && !it.borrowed {
+		it.kv.endSnap(it.snap)
 	}
+	it.snap = nil
 	return it.err
 }
 
@@ -223,12 +219,8 @@ func (it *pgIter) read(sql string, lo, hi []byte, n int, atEnd, desc bool) error
 		}
 	}
 	if it.snap == nil {
-		c, err := it.kv.pool.Acquire(ctx)
+		c, err := it.kv.beginSnap(ctx)
 		if err != nil {
-			return fmt.Errorf("acquire a PostgreSQL connection: %w", err)
-		}
-		if _, err := c.Exec(ctx, sqlBeginSnap); err != nil {
-			c.Release()
 			return err
 		}
 		// A page read outside the snapshot was either the whole range
@@ -265,5 +257,64 @@ func (it *pgIter) load(desc bool, query func(fn func([][]byte) error) error) err
 			it.vals[a], it.vals[b] = it.vals[b], it.vals[a]
 		}
 	}
+	return nil
+}
+
+// beginSnap acquires a connection and starts a REPEATABLE READ READ ONLY
+// transaction on it: every statement it runs sees the snapshot its first
+// statement takes. endSnap ends it and gives the connection back.
+func (p *pgKV) beginSnap(ctx context.Context) (*pgxpool.Conn, error) {
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire a PostgreSQL connection: %w", err)
+	}
+	if _, err := c.Exec(ctx, sqlBeginSnap); err != nil {
+		c.Release()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (p *pgKV) endSnap(c *pgxpool.Conn) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	if _, err := c.Exec(ctx, sqlCommit); err != nil {
+		_ = c.Conn().Close(ctx)
+	}
+	c.Release()
+}
+
+// pgSnapshot is a kvSnapshot: gets and iterators read through one
+// snapshot transaction (beginSnap), so that they all see the same state.
+type pgSnapshot struct {
+	kv   *pgKV
+	conn *pgxpool.Conn
+}
+
+func (p *pgKV) snapshot() (kvSnapshot, error) {
+	ctx, cancel := p.ctx()
+	defer cancel()
+	c, err := p.beginSnap(ctx)
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	return &pgSnapshot{kv: p, conn: c}, nil
+}
+
+func (s *pgSnapshot) get(key, dst []byte) ([]byte, error) {
+	ctx, cancel := s.kv.ctx()
+	defer cancel()
+	v, err := pgGet(ctx, s.conn, key, dst)
+	return v, pgErr(err)
+}
+
+func (s *pgSnapshot) newIter(lower, upper []byte) (kvIter, error) {
+	it := newPgIter(s.kv, nil, lower, upper)
+	it.snap, it.borrowed = s.conn, true
+	return it, nil
+}
+
+func (s *pgSnapshot) close() error {
+	s.kv.endSnap(s.conn)
 	return nil
 }

@@ -574,31 +574,36 @@ func (db *DB) DeleteVersions(ctx context.Context, bucket string, refs []VersionR
 // ObjectVersion returns the version of bucket/key with S3 version ID id
 // and whether it is the current version (its inline data is then read
 // with ObjectData, else with VersionData). It returns ErrNotFound if there
-// is no such version.
+// is no such version. The object and history tables are read from one
+// snapshot: a version that moves between them meanwhile (made current by
+// deleting the one above it) is found in one or the other.
 func (db *DB) ObjectVersion(ctx context.Context, bucket, key, id string) (Object, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Object{}, false, err
 	}
-	cur, err := readCurrent(db.kv, bucket, key)
-	if err != nil {
-		return Object{}, false, err
-	}
-	if cur != nil && cur.S3VersionID() == id {
-		return *cur, true, nil
-	}
 	var o *Object
-	if id == NullVersionID {
-		o, err = findNull(db.kv, bucket, key)
-	} else {
-		o, err = historyByID(db.kv, bucket, key, id)
-	}
+	var current bool
+	err := db.inSnapshot(func(r kvReader) error {
+		cur, err := readCurrent(r, bucket, key)
+		if err != nil || cur != nil && cur.S3VersionID() == id {
+			o, current = cur, true
+			return err
+		}
+		betweenTables()
+		if id == NullVersionID {
+			o, err = findNull(r, bucket, key)
+		} else {
+			o, err = historyByID(r, bucket, key, id)
+		}
+		return err
+	})
 	if err != nil {
 		return Object{}, false, err
 	}
 	if o == nil {
 		return Object{}, false, ErrNotFound
 	}
-	return *o, false, nil
+	return *o, current, nil
 }
 
 // VersionData reads the inline data of rec, a noncurrent version of
@@ -640,10 +645,16 @@ func (db *DB) LatestDeleteMarker(ctx context.Context, bucket, key string) (Objec
 	if err := ctx.Err(); err != nil {
 		return Object{}, err
 	}
-	if _, err := db.kv.get(objectKey(nil, bucket, key), nil); err == nil {
-		return Object{}, ErrNotFound
-	}
-	top, err := topHistory(db.kv, bucket, key)
+	var top *Object
+	err := db.inSnapshot(func(r kvReader) error {
+		_, err := r.get(objectKey(nil, bucket, key), nil)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return err // a current object: no marker is latest
+		}
+		betweenTables()
+		top, err = topHistory(r, bucket, key)
+		return err
+	})
 	if err != nil {
 		return Object{}, err
 	}
