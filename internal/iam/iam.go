@@ -521,7 +521,7 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 		if bp != nil {
 			switch tr.eval(bp, &c, Source{Kind: SourceBucket, Bucket: rq.Bucket}) {
 			case policy.Deny:
-				return tr.verdict(false, ReasonExplicitDeny)
+				return tr.verdict(false, denyReason(&c))
 			case policy.Allow:
 				// Anyone outside the account reaches a bucket only
 				// through a public policy, which Block Public Access
@@ -548,7 +548,7 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 		}
 		switch tr.eval(ip, &c, src) {
 		case policy.Deny:
-			return tr.verdict(false, ReasonExplicitDeny)
+			return tr.verdict(false, denyReason(&c))
 		case policy.Allow:
 			allowed = true
 		}
@@ -556,7 +556,7 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 	if bp != nil {
 		switch tr.eval(bp, &c, Source{Kind: SourceBucket, Bucket: rq.Bucket}) {
 		case policy.Deny:
-			return tr.verdict(false, ReasonExplicitDeny)
+			return tr.verdict(false, denyReason(&c))
 		case policy.Allow:
 			allowed = true
 		}
@@ -564,7 +564,7 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 	if scope != nil {
 		switch tr.eval(scope, &c, Source{Kind: SourceKey, AccessKey: key}) {
 		case policy.Deny:
-			return tr.verdict(false, ReasonExplicitDeny)
+			return tr.verdict(false, denyReason(&c))
 		case policy.NotApplicable:
 			return tr.verdict(false, ReasonOutsideScope)
 		}
@@ -581,6 +581,16 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 		return tr.verdict(true, ReasonACL)
 	}
 	return tr.verdict(false, ReasonNoAllow)
+}
+
+// denyReason is why a policy's Deny denies: a Deny statement applies, or
+// matching its patterns against the request ran out of its budget
+// (policy.Context.Costly).
+func denyReason(c *policy.Context) Reason {
+	if c.Costly() {
+		return ReasonCostly
+	}
+	return ReasonExplicitDeny
 }
 
 // context returns the policy evaluation context of rq.

@@ -28,6 +28,7 @@ const (
 	ReasonNoAllow      Reason = "no-allow"      // no statement allows (an implicit deny)
 	ReasonOutsideScope Reason = "outside-scope" // the access key's own policy does not allow it
 	ReasonInactive     Reason = "inactive"      // the key or user is disabled, or the key expired
+	ReasonCostly       Reason = "costly"        // matching the policies' patterns against the request took too long
 )
 
 // SourceKind says where a policy evaluated for a request comes from.
@@ -179,7 +180,7 @@ func (m *IAM) Simulate(ctx context.Context, in SimulateInput) (Simulation, error
 	}
 	for _, e := range sim.Evaluated {
 		switch r := tr.reason; {
-		case r == ReasonExplicitDeny && e.Decision == "Deny",
+		case (r == ReasonExplicitDeny || r == ReasonCostly) && e.Decision == "Deny",
 			(tr.allowed || r == ReasonOutsideScope) && e.Decision == "Allow",
 			r == ReasonOutsideScope && e.Kind == SourceKey:
 			sim.Deciding = append(sim.Deciding, e)
@@ -256,6 +257,14 @@ func (s *Simulation) explain() string {
 			return "Denied: no policy applies to this principal (an implicit deny)."
 		}
 		return "Denied: no statement of the " + strconv.Itoa(len(s.Evaluated)) + " " + plural(len(s.Evaluated), "policy", "policies") + " evaluated allows this (an implicit deny)."
+	case ReasonCostly:
+		msg := "Denied: matching the patterns of "
+		if len(s.Deciding) > 0 {
+			msg += describe(s.Deciding[len(s.Deciding)-1])
+		} else {
+			msg += "the policies"
+		}
+		return msg + " against this request's values took more work than a request may take (many wildcards against a long value), so it is refused."
 	case ReasonInactive:
 		return "Denied: the user is disabled, or the access key is disabled or has expired."
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -61,8 +62,18 @@ func newSimWorld(t *testing.T) *simWorld {
 		{"Sid":"BobReads","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::shared/*"},
 		{"Sid":"NobodyDeletes","Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::shared/*"}]}`)
 	must(f.m.RefreshBucketPolicy(ctx, "shared"))
+	// Patterns that back-track at every character of a long User-Agent.
+	costly := `"*` + strings.Repeat("?", 63) + `b"`
+	f.store.setPolicy("costly", `{"Version":"2012-10-17","Statement":[
+		{"Sid":"NotFromBots","Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::costly/*",
+		 "Condition":{"StringNotLike":{"aws:UserAgent":[`+strings.TrimSuffix(strings.Repeat(costly+",", 100), ",")+`]}}}]}`)
+	must(f.m.RefreshBucketPolicy(ctx, "costly"))
 	return w
 }
+
+// longUserAgent makes the costly bucket's policy run out of its matching
+// budget.
+var longUserAgent = strings.Repeat("a", 60<<10)
 
 type simCase struct {
 	name     string
@@ -99,6 +110,10 @@ func (w *simWorld) cases() []simCase {
 		{"prefix condition holds", SimulateInput{User: "alice", Action: ListBucket, Bucket: "home", Cond: prefix("alice/docs")}, ReasonAllowed, []string{"user Allow "}},
 		{"prefix condition fails", SimulateInput{User: "alice", Action: ListBucket, Bucket: "home", Cond: prefix("bob/")}, ReasonNoAllow, nil},
 		{"admin action", SimulateInput{User: "alice", Action: "admin:ListUsers"}, ReasonNoAllow, nil},
+		{"costly to match", SimulateInput{User: "bob", Action: GetObject, Bucket: "costly", Key: "a", Cond: Conditions{UserAgent: longUserAgent}},
+			ReasonCostly, []string{"bucket Deny "}},
+		{"cheap to match", SimulateInput{User: "bob", Action: GetObject, Bucket: "costly", Key: "a", Cond: Conditions{UserAgent: "aws-cli/2"}},
+			ReasonAllowed, []string{"bucket Allow NotFromBots"}},
 	}
 }
 
@@ -156,6 +171,8 @@ func TestSimulateMessages(t *testing.T) {
 			`Allowed by statement "ReadOnly" of policy "readonly" (attached to user carol); no statement denies it.`},
 		{SimulateInput{User: "alice", Action: DeleteObject, Bucket: "photos", Key: "a"},
 			`Denied: no statement of the 2 policies evaluated allows this (an implicit deny).`},
+		{SimulateInput{User: "bob", Action: GetObject, Bucket: "costly", Key: "a", Cond: Conditions{UserAgent: longUserAgent}},
+			`Denied: matching the patterns of the bucket policy of costly against this request's values took more work than a request may take (many wildcards against a long value), so it is refused.`},
 	} {
 		sim, err := w.f.m.Simulate(context.Background(), tc.in)
 		if err != nil {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -56,10 +57,11 @@ func benchCases(tb testing.TB) []benchCase {
 // TestEvaluateAllocs holds Evaluate to its promise of no allocation.
 func TestEvaluateAllocs(t *testing.T) {
 	for _, bc := range benchCases(t) {
-		if got := bc.p.Evaluate(&bc.ctx); got != bc.want {
+		c := bc.ctx
+		if got := bc.p.Evaluate(&c); got != bc.want {
 			t.Fatalf("%s: Evaluate = %v, want %v", bc.name, got, bc.want)
 		}
-		if n := testing.AllocsPerRun(100, func() { bc.p.Evaluate(&bc.ctx) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { c := bc.ctx; bc.p.Evaluate(&c) }); n != 0 {
 			t.Errorf("%s: Evaluate allocates %v times, want 0", bc.name, n)
 		}
 	}
@@ -70,7 +72,8 @@ func BenchmarkEvaluate(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if bc.p.Evaluate(&bc.ctx) != bc.want {
+				c := bc.ctx // a request's context, fresh: its matching budget is per request
+				if bc.p.Evaluate(&c) != bc.want {
 					b.Fatal("wrong decision")
 				}
 			}
@@ -95,6 +98,39 @@ func BenchmarkCouldAllowInBucket(b *testing.B) {
 	for b.Loop() {
 		if !p.CouldAllowInBucket(Principal{User: "alice"}, "alice", "home", visible...) {
 			b.Fatal("home not visible")
+		}
+	}
+}
+
+// costlyPolicy is a bucket policy made to be as slow to evaluate as the
+// parser lets it be, within MaxDocumentSize: Deny statements whose
+// StringLike conditions hold as many patterns of maxWildcards wildcards as
+// fit, each one making the matcher back-track at every character of the
+// User-Agent. costlyUserAgent is a User-Agent that near the largest
+// header a request may carry makes every pattern fail at its end.
+func costlyPolicy(tb testing.TB) *Policy {
+	pat := `"*` + strings.Repeat("?", maxWildcards-1) + `b"`
+	var pats []string
+	for size := 0; size < MaxDocumentSize-500; size += len(pat) + 1 {
+		pats = append(pats, pat)
+	}
+	return mustBucket(tb, "b", doc(`{"Effect":"Deny","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::b/*",`+
+		`"Condition":{"StringLike":{"aws:UserAgent":[`+strings.Join(pats[:len(pats)-8], ",")+`]}}}`))
+}
+
+var costlyUserAgent = strings.Repeat("a", 60<<10)
+
+// BenchmarkEvaluateCostly is the worst case: how long one request may
+// keep a core busy in policy matching.
+func BenchmarkEvaluateCostly(b *testing.B) {
+	p := costlyPolicy(b)
+	c := benchContext("s3:GetObject", "arn:aws:s3:::b/k")
+	c.Principal = Principal{Anonymous: true}
+	c.UserAgent = costlyUserAgent
+	for b.Loop() {
+		rc := c // a request's context, fresh
+		if p.Evaluate(&rc) != Deny || !rc.Costly() {
+			b.Fatal("the costly policy did not run out of budget")
 		}
 	}
 }

@@ -491,3 +491,56 @@ func TestEvaluateHeaderConditions(t *testing.T) {
 		t.Error("s3:prefix is reported as a request-header key")
 	}
 }
+
+// A request whose matching runs out of its budget is denied, whatever the
+// statements say (fail closed), by this policy and every other evaluated
+// for it; ordinary policies on long values stay well inside the budget.
+func TestMatchBudget(t *testing.T) {
+	costlyUA := func(c *Context) { c.UserAgent = costlyUserAgent }
+	costlyPat := `"*` + strings.Repeat("?", maxWildcards-1) + `b"`
+	pats := strings.TrimSuffix(strings.Repeat(costlyPat+",", 40), ",")
+	cases := []struct {
+		name string
+		p    *Policy
+	}{
+		{"deny", costlyPolicy(t)},
+		{"allow unless like", mustIdentity(t, doc(`{"Effect":"Allow","Action":"s3:*","Resource":"*","Condition":{"StringNotLike":{"aws:UserAgent":[`+pats+`]}}}`))},
+		{"allow if like", mustIdentity(t, doc(`{"Effect":"Allow","Action":"s3:*","Resource":"*","Condition":{"StringLike":{"aws:UserAgent":[`+pats+`,"*"]}}}`))},
+		{"resource", mustIdentity(t, doc(`{"Effect":"Allow","Action":"s3:*","Resource":[`+
+			strings.ReplaceAll(pats, `"*`, `"arn:aws:s3:::b/*`)+`]}`))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := req(getObj, "arn:aws:s3:::b/k", anonymous, costlyUA)
+			if tc.name == "resource" {
+				c = req(getObj, "arn:aws:s3:::b/"+costlyUserAgent)
+			}
+			if tc.name != "deny" {
+				c.Principal, c.Username = Principal{User: "alice"}, "alice"
+			}
+			if d := tc.p.Evaluate(&c); d != Deny || !c.Costly() {
+				t.Fatalf("Evaluate = %v, costly %v; want Deny, costly", d, c.Costly())
+			}
+			// Every later policy of the request denies too.
+			if d := mustCanned(t, "readwrite").Evaluate(&c); d != Deny {
+				t.Errorf("a later policy's Evaluate = %v, want Deny", d)
+			}
+			if d, ref := mustCanned(t, "readwrite").Explain(&c); d != Deny || ref != (StatementRef{}) {
+				t.Errorf("Explain = %v %+v, want Deny and no statement", d, ref)
+			}
+		})
+	}
+	t.Run("ordinary", func(t *testing.T) {
+		p := mustIdentity(t, tenStatements)
+		c := benchContext("s3:PutObject", "arn:aws:s3:::home/alice/"+strings.Repeat("x", 1000))
+		c.UserAgent = strings.Repeat("Mozilla/5.0 ", 5000) // 60 KB
+		for range 20 {
+			if d := p.Evaluate(&c); d != Allow || c.Costly() {
+				t.Fatalf("Evaluate = %v, costly %v; want Allow", d, c.Costly())
+			}
+		}
+		if c.spent > matchBudget/10 {
+			t.Errorf("20 evaluations of 10 statements on a 60 KB User-Agent spent %d of the budget's %d steps", c.spent, matchBudget)
+		}
+	})
+}

@@ -207,8 +207,8 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("%s: Raw does not re-parse: %v", ps.name, err)
 			}
 			for i := range fuzzContexts {
-				c := fuzzContexts[i]
-				if got, want := q.Evaluate(&c), p.Evaluate(&c); got != want {
+				c, d := fuzzContexts[i], fuzzContexts[i] // a context per evaluation: each has its budget
+				if got, want := q.Evaluate(&c), p.Evaluate(&d); got != want {
 					t.Fatalf("%s: re-parsed policy decides %v, the original %v, for %+v", ps.name, got, want, c)
 				}
 			}
@@ -278,7 +278,7 @@ func FuzzGlob(f *testing.F) {
 		}
 		spliced := append(append(compileGlob(pat[:half]), piece{kind: pLit, lit: user}), compileGlob(pat[half:])...)
 		c := Context{Username: user}
-		if got, want := withVar.match(s, &c), globMatch(spliced, s); got != want {
+		if got, want := withVar.match(s, &c), globMatch(spliced, s); got != want && !c.Costly() {
 			t.Fatalf("pattern %q with username %q on %q: %v, spliced literal says %v", pat, user, s, got, want)
 		}
 	})

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -211,29 +212,66 @@ func (p *piece) text(c *Context) (string, bool) {
 	return p.lit, p.hasDef
 }
 
-// globMatch reports whether s matches g, which has no variables.
-func globMatch(g glob, s string) bool { return g.match(s, nil) }
+// globMatch reports whether s matches g, which has no variables. It has
+// no work budget: it is for action names and bucket ARNs, which are
+// short.
+func globMatch(g glob, s string) bool {
+	ok, _ := g.run(s, nil, math.MaxInt)
+	return ok
+}
+
+// matchBudget bounds the matching work of one request's evaluation (every
+// policy evaluated with one Context), in the matcher's steps: about 1 ms
+// of a core or less. The matcher's worst case is the pattern's pieces times the
+// string's length, and a policy may hold hundreds of patterns of 64
+// wildcards, matched against a User-Agent or header of up to 64 KiB:
+// seconds of CPU for one request, unbounded. Real policies on real
+// requests take a few hundred steps. A request whose evaluation runs out
+// is denied (Context.Costly).
+const matchBudget = 1 << 17
 
 // match reports whether s matches g, resolving variables against c as the
 // matcher reaches them: a match reaches every piece, so a variable without
-// value is always seen before a match is reported. It is the classic
-// iterative matcher that backtracks only to the last star, so it runs in
-// O(len(g)·len(s)) at worst and allocates nothing. ? and the star's steps
-// advance by one UTF-8 character.
+// value is always seen before a match is reported. Its work counts against
+// c's budget (matchBudget): once the budget is spent, match reports false
+// and marks c costly, and the evaluation denies.
 func (g glob) match(s string, c *Context) bool {
+	if c.spent >= matchBudget {
+		c.costly = true
+		return false
+	}
+	ok, left := g.run(s, c, matchBudget-c.spent)
+	if left < 0 {
+		c.spent, c.costly = matchBudget, true
+		return false
+	}
+	c.spent = matchBudget - left
+	return ok
+}
+
+// run is the matcher: the classic iterative one that backtracks only to
+// the last star, so it takes O(len(g)·len(s)) steps at worst and
+// allocates nothing. ? and the star's steps advance by one UTF-8
+// character. It gives up, returning a negative budget, once it has taken
+// budget steps; a step is one piece tried, or 64 bytes compared or
+// searched.
+func (g glob) run(s string, c *Context, budget int) (bool, int) {
 	if len(g) > 16 && len(s) < g.minLen() {
 		// Long patterns (many ? or stars) must not cost a scan of s per
 		// start position when they cannot fit at all.
-		return false
+		return false, budget
 	}
 	pi, si := 0, 0
 	starPi, starSi := -1, 0
 	for {
+		if budget--; budget < 0 {
+			return false, budget
+		}
 		if pi < len(g) {
 			switch p := &g[pi]; p.kind {
 			case pStar:
 				if pi == len(g)-1 {
-					return true // a trailing star matches any rest
+					return true, budget // a trailing star matches any rest
 				}
 				starPi, starSi = pi, si
 				pi++
@@ -248,8 +286,9 @@ func (g glob) match(s string, c *Context) bool {
 			default:
 				t, ok := p.text(c)
 				if !ok {
-					return false
+					return false, budget
 				}
+				budget -= len(t) >> 6
 				if strings.HasPrefix(s[si:], t) {
 					si += len(t)
 					pi++
@@ -257,12 +296,12 @@ func (g glob) match(s string, c *Context) bool {
 				}
 			}
 		} else if si == len(s) {
-			return true
+			return true, budget
 		}
 		// Mismatch: let the last star swallow one more character and
 		// retry what follows it.
 		if starPi < 0 || starSi >= len(s) {
-			return false
+			return false, budget
 		}
 		_, w := utf8.DecodeRuneInString(s[starSi:])
 		starSi += w
@@ -271,8 +310,9 @@ func (g glob) match(s string, c *Context) bool {
 			t, _ := next.text(c) // resolved before, or it would not be reached
 			j := strings.Index(s[starSi:], t)
 			if j < 0 {
-				return false
+				return false, budget - (len(s)-starSi)>>6
 			}
+			budget -= (j + len(t)) >> 6
 			starSi += j
 		}
 		si, pi = starSi, starPi+1

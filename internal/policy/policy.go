@@ -97,7 +97,17 @@ type Context struct {
 	// decoded, without a leading slash or version ID, as AWS's examples
 	// write it ("amzn-s3-demo-bucket/public/*"); "" → absent.
 	CopySource string
+
+	// spent is the matching work done for this context so far, and
+	// costly records that it reached matchBudget.
+	spent  int
+	costly bool
 }
+
+// Costly reports that an evaluation with c ran out of its matching budget
+// (matchBudget): the policies' patterns were too costly to match against
+// this request's strings, and the evaluation denied it.
+func (c *Context) Costly() bool { return c.costly }
 
 // objectTags returns the existing object's tags, loading them once.
 func (c *Context) objectTags() map[string]string {
@@ -299,6 +309,9 @@ func (p *Policy) Explain(c *Context) (Decision, StatementRef) {
 // evaluate is Evaluate, returning the deciding statement too (nil for
 // NotApplicable).
 func (p *Policy) evaluate(c *Context) (Decision, *statement) {
+	if c.costly {
+		return Deny, nil
+	}
 	ai, known := actionIndex[c.Action]
 	lower := ""
 	if !known {
@@ -308,7 +321,14 @@ func (p *Policy) evaluate(c *Context) (Decision, *statement) {
 	}
 	for i := range p.stmts {
 		s := &p.stmts[i]
-		if s.applies(c, ai, known, lower) {
+		applies := s.applies(c, ai, known, lower)
+		if c.costly {
+			// A match gave up (now or in an earlier policy of the
+			// request): what it would have found is unknown, so the
+			// request is denied (fail closed).
+			return Deny, nil
+		}
+		if applies {
 			return s.effect, s
 		}
 	}
