@@ -181,7 +181,6 @@ type request struct {
 	auth      *sigv4.Result
 	principal iam.Principal
 	body      []byte // the verified body, once read
-	bodyRead  bool   // r.Body was consumed, so there is nothing to drain
 
 	code       string // the error code answered, for the Observer
 	claimedKey string // the access key of a request that failed authentication
@@ -378,7 +377,7 @@ func (h *Handler) readBody(rq *request) error {
 	if len(data) > MaxBodySize {
 		return tooLarge(-1)
 	}
-	rq.body, rq.bodyRead = data, true
+	rq.body = data
 	return nil
 }
 
@@ -453,15 +452,6 @@ func (h *Handler) writeResponse(w http.ResponseWriter, rq *request, v any) {
 	}
 }
 
-// Bounds on the unread request body writeError discards before answering,
-// so that a client still sending can read the error instead of a reset.
-// Unauthenticated requests get the smaller one; beyond it net/http closes
-// the connection.
-const (
-	maxDrainAuthenticated = 2 * MaxBodySize
-	maxDrainOther         = 256 << 10
-)
-
 // writeError maps err to an error response and writes it.
 func (h *Handler) writeError(w http.ResponseWriter, rq *request, err error) {
 	r := rq.r
@@ -485,13 +475,6 @@ func (h *Handler) writeError(w http.ResponseWriter, rq *request, err error) {
 	default:
 		h.log.DebugContext(ctx, "admin request refused", "request_id", rq.id, "method", r.Method, "path", r.URL.Path,
 			"access_key", rq.principal.AccessKeyID, "code", code, "err", err)
-	}
-	if !rq.bodyRead && r.Body != nil && r.Body != http.NoBody {
-		limit := int64(maxDrainOther)
-		if rq.auth != nil && !rq.auth.Anonymous {
-			limit = maxDrainAuthenticated
-		}
-		_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, limit))
 	}
 	data, merr := json.Marshal(ErrorResponse{Code: code, Message: msg, RequestID: rq.id})
 	if merr != nil { // cannot happen: three strings

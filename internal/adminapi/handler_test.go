@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -723,33 +722,6 @@ func TestRequestIDsUnique(t *testing.T) {
 		}
 		seen[id] = true
 	}
-}
-
-// TestDrainOnEarlyError checks that a refused request's body is read, so
-// that the client can read the error instead of a reset connection.
-func TestDrainOnEarlyError(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t)
-	body := bytes.Repeat([]byte("x"), 100<<10)
-	r := httptest.NewRequest("POST", BasePath+"/users", bytes.NewReader(body))
-	rest := &countingReader{r: r.Body}
-	r.Body = io.NopCloser(rest)
-	w := f.serve(r) // anonymous
-	checkError(t, w, 403, "AccessDenied", "")
-	if rest.n != int64(len(body)) {
-		t.Errorf("drained %d bytes of %d", rest.n, len(body))
-	}
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // TestUnavailable checks that once the metadata store has failed every

@@ -124,7 +124,7 @@ func settings(c *Config) []setting {
 		{name: "limits.queue-wait", value: &durationValue{p: &c.S3.QueueWait},
 			usage: "longest an S3 request waits to be served before it is answered 503 SlowDown"},
 		{name: "limits.body-idle", value: &durationValue{p: &c.S3.BodyIdleTimeout},
-			usage: "a request body that sends nothing for this long fails with 400 RequestTimeout and nothing of it is stored (S3 waits about 20s)"},
+			usage: "a request body that sends nothing for this long fails with 400 RequestTimeout and nothing of it is stored (S3 waits about 20s); an answer the client reads nothing of for this long ends its request and connection"},
 		{name: "memory-limit", value: &sizeValue{&c.MemoryLimit},
 			usage: "soft memory limit of the Go runtime: it collects garbage harder as the heap nears it (0: GOMEMLIMIT if set, else 90 % of the cgroup's memory limit, else none)"},
 		{name: "procs", value: &intValue{&c.Procs},

@@ -27,6 +27,20 @@ type Writer struct {
 	Status int
 	// Written counts the body bytes the wrapped writer accepted.
 	Written int64
+
+	// Before, if set, is called once, before the answer starts: before
+	// the first final status, body write or flush is passed on. That is
+	// when net/http sends the status line and, first, reads and discards
+	// what the handler left of the request body.
+	Before func()
+}
+
+// before runs Before the first time.
+func (w *Writer) before() {
+	if f := w.Before; f != nil {
+		w.Before = nil
+		f()
+	}
 }
 
 // WriteHeader implements http.ResponseWriter. A 1xx response (100
@@ -35,6 +49,7 @@ type Writer struct {
 func (w *Writer) WriteHeader(code int) {
 	if w.Status == 0 && code >= 200 {
 		w.Status = code
+		w.before()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -43,6 +58,7 @@ func (w *Writer) WriteHeader(code int) {
 func (w *Writer) Write(p []byte) (int, error) {
 	if w.Status == 0 {
 		w.Status = http.StatusOK // the wrapped writer sends it implicitly
+		w.before()
 	}
 	n, err := w.ResponseWriter.Write(p)
 	w.Written += int64(n)
@@ -55,6 +71,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 func (w *Writer) ReadFrom(src io.Reader) (int64, error) {
 	if w.Status == 0 {
 		w.Status = http.StatusOK
+		w.before()
 	}
 	var (
 		n   int64
@@ -74,6 +91,7 @@ func (w *Writer) ReadFrom(src io.Reader) (int64, error) {
 // Flush implements http.Flusher; it does nothing when the wrapped writer
 // cannot flush.
 func (w *Writer) Flush() {
+	w.before()
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -84,6 +102,7 @@ func (w *Writer) Flush() {
 // prefers it to Flush, so that a flush failure reaches the caller as it
 // would without the Writer in between.
 func (w *Writer) FlushError() error {
+	w.before()
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 

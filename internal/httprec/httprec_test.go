@@ -115,3 +115,41 @@ func TestFlushAndController(t *testing.T) {
 		t.Errorf("ResponseController.Flush over a plain writer = %v, want ErrNotSupported", err)
 	}
 }
+
+// TestBefore: Before runs once, before the first thing of the answer that
+// reaches the wrapped writer (a final status, a body write, a ReadFrom, a
+// flush), and not for an informational status.
+func TestBefore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		start func(w *Writer)
+	}{
+		{"WriteHeader", func(w *Writer) { w.WriteHeader(http.StatusNoContent) }},
+		{"Write", func(w *Writer) { _, _ = w.Write([]byte("x")) }},
+		{"ReadFrom", func(w *Writer) { _, _ = w.ReadFrom(strings.NewReader("x")) }},
+		{"Flush", func(w *Writer) { w.Flush() }},
+		{"FlushError", func(w *Writer) { _ = w.FlushError() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			var calls int
+			w := &Writer{ResponseWriter: rec, Before: func() {
+				calls++
+				if rec.Flushed || rec.Body.Len() > 0 {
+					t.Error("Before ran after the answer started")
+				}
+			}}
+			w.WriteHeader(http.StatusContinue)
+			if calls != 0 {
+				t.Fatalf("Before ran for a 100 Continue")
+			}
+			tc.start(w)
+			_, _ = w.Write([]byte("more"))
+			w.Flush()
+			if calls != 1 {
+				t.Errorf("Before ran %d times, want once", calls)
+			}
+		})
+	}
+}

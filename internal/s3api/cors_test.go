@@ -393,7 +393,7 @@ func nilIfEmpty(h http.Header) http.Header {
 
 // TestCORSOnErrors checks that the CORS headers of an actual request
 // survive every kind of failure: authentication, authorization, a missing
-// key, a HEAD without a body, a 304.
+// key, a key too long, a HEAD without a body, a 304.
 func TestCORSOnErrors(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, Config{})
@@ -415,6 +415,7 @@ func TestCORSOnErrors(t *testing.T) {
 		{name: "no origin", c: call{method: "GET", path: "/bkt/k"}, status: 200},
 		{name: "PUT", c: call{method: "PUT", path: "/bkt/up", body: []byte("x")}, status: 200, want: upload},
 		{name: "missing key", c: call{method: "GET", path: "/bkt/missing"}, status: 404, want: anyOrigin},
+		{name: "key too long", c: call{method: "GET", path: "/bkt/" + strings.Repeat("k", maxKeyLen+1)}, status: 400, want: anyOrigin},
 		{name: "HEAD missing key", c: call{method: "HEAD", path: "/bkt/missing"}, status: 404, want: anyOrigin},
 		{name: "not modified", c: call{method: "GET", path: "/bkt/k", header: header("If-None-Match", etag)}, status: 304, want: anyOrigin},
 		{name: "anonymous", c: call{method: "GET", path: "/bkt/k", anon: true}, status: 403, want: anyOrigin},

@@ -278,6 +278,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Body != nil && r.Body != http.NoBody {
 		rq.idle = idleBody{rc: rq.rawBody, w: w, idle: h.cfg.BodyIdleTimeout}
+		rq.idle.start()
 		rq.rawBody = &rq.idle
 	}
 	// rw tells writeError whether the status line has gone out, and
@@ -313,8 +314,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(rw, r, rq, err)
 		return
 	}
-	defer h.admit.release()
-	if err := h.serve(rw, r, rq); err != nil {
+	released := false
+	defer func() {
+		if !released { // a panic: given back before it is answered
+			h.admit.release()
+		}
+	}()
+	err := h.serve(rw, r, rq)
+	// The slot is given back before an error is written: draining a
+	// refused body may take drainTimeout, and a stranger's refused
+	// requests must not keep others waiting for slots.
+	released = true
+	h.admit.release()
+	if err != nil {
 		h.writeError(rw, r, rq, err)
 	}
 }
@@ -326,19 +338,26 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	rq.op, rq.bucket, rq.key, rq.query = rt.op, rt.bucket, rt.key, rt.query
-	if len(rq.key) > maxKeyLen && !rq.op.public {
-		// Every operation on such a key, reads included, as S3 answers it
-		// (a HEAD gets the status without the body).
-		return s3err.New(s3err.KeyTooLongError, "").
-			With("Size", strconv.Itoa(len(rq.key))).With("MaxSizeAllowed", strconv.Itoa(maxKeyLen))
+	if rq.op.body == bodyNone && !rq.op.form && rq.idle.rc != nil {
+		// A body sent to an op that takes none (a GET declaring one) is
+		// not waited for: net/http would otherwise read up to 256 KiB of
+		// it before the answer, from a client that may send nothing.
+		// The connection closes after the answer.
+		rq.idle.final(0)
+		rq.rawBody = nil
 	}
 	if rq.op.public {
 		return rq.op.handle(h, w, r, rq)
 	}
 	if _, ok := r.Header["Origin"]; ok && rq.bucket != "" {
-		// Before authentication, so that a browser can read every error
-		// of a cross-origin request, as from S3.
+		// Before authentication and every check but the routing, so that
+		// a browser can read every error of a cross-origin request, as
+		// from S3. (A request refused SlowDown does not get them: under
+		// overload no metadata is read for a refusal.)
 		h.setCORSHeaders(w, r, rq)
+	}
+	if len(rq.key) > maxKeyLen {
+		return errKeyTooLong(rq.key)
 	}
 	if writes(r.Method) {
 		// Once the metadata store has failed no write can succeed: say so
@@ -365,6 +384,13 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	return rq.op.handle(h, w, r, rq)
+}
+
+// errKeyTooLong answers every operation on a key longer than S3 allows,
+// reads included, as S3 does (a HEAD gets the status without the body).
+func errKeyTooLong(key string) error {
+	return s3err.New(s3err.KeyTooLongError, "").
+		With("Size", strconv.Itoa(len(key))).With("MaxSizeAllowed", strconv.Itoa(maxKeyLen))
 }
 
 // writes reports whether requests of method may change what is stored:

@@ -35,6 +35,16 @@ type idleBody struct {
 	started bool
 }
 
+// start sets the first deadline, when the request arrives: a body that is
+// never read (an op that fails before reading it) is bounded too, since
+// net/http reads what is left of it before the answer goes out.
+func (b *idleBody) start() {
+	if b.idle > 0 {
+		b.set = time.Now()
+		b.deadline(b.set.Add(b.idle))
+	}
+}
+
 // Read implements io.Reader.
 func (b *idleBody) Read(p []byte) (int, error) {
 	b.started = true

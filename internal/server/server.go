@@ -39,8 +39,10 @@ import (
 
 // HTTP server limits. There is no ReadTimeout or WriteTimeout: an upload or
 // a download of a 5 GiB object over a slow link legitimately takes longer
-// than any fixed bound, and a stalled client costs one goroutine and one
-// connection, not memory (bodies are streamed).
+// than any fixed bound. Instead bodies must make progress: a request body
+// that sends nothing, or an answer the client reads nothing of, for
+// limits.body-idle ends its request (s3api's idleBody, progressConn,
+// bodyDeadlines).
 const (
 	// readHeaderTimeout bounds how long a client may take to send the
 	// request line and headers, so slowloris-style clients cannot hold
@@ -54,6 +56,12 @@ const (
 	// of user metadata in a PUT (8 KiB for all headers in practice); 64 KiB
 	// leaves room for long presigned URLs and many x-amz-* headers.
 	maxHeaderBytes = 64 << 10
+	// maxOpsConnections and maxPprofConnections are the connection
+	// limits (connLimit) of the ops listener (console, metrics, health
+	// probes) and of the pprof listener: operators' tools, a few at a
+	// time, which must not let a flood of connections grow the process.
+	maxOpsConnections   = 256
+	maxPprofConnections = 64
 	// handlerDrainTimeout bounds how long, after shutdown-timeout expired
 	// and connections were closed, Run waits for handlers still running
 	// before it closes the storage under them.
@@ -231,7 +239,8 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 	// their TLS state); innermost the TCP connections, whose net/http
 	// 431 answer s3api.Listener rewrites (without TLS: under it, that
 	// answer is encrypted and passes unchanged).
-	inner := s3api.Listener(s.ln, maxHeaderBytes)
+	idle := cfg.S3.BodyIdleTimeout
+	inner := withProgress(s3api.Listener(s.ln, maxHeaderBytes), idle)
 	if cfg.TLS.CertFile != "" {
 		if s.certs, err = certs.New(cfg.TLS.CertFile, cfg.TLS.KeyFile, log.With("component", "tls")); err != nil {
 			return s, err
@@ -260,28 +269,36 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		}
 		enableContentionProfiles()
 		// No WriteTimeout here either: /debug/pprof/profile?seconds=60
-		// answers after a minute.
+		// answers after a minute (a write deadline that moves with
+		// progress does not mind: progressConn).
+		limit := newConnLimit(withProgress(s.pprofLn, idle), maxPprofConnections)
+		s.pprofLn = limit
 		s.pprof = &http.Server{
-			Handler:           pprofHandler(s.slow),
+			Handler:           bodyDeadlines(pprofHandler(s.slow), idle),
 			ReadHeaderTimeout: readHeaderTimeout,
 			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ConnState:         limit.track,
 		}
 	}
 	if cfg.ConsoleAddress != "" {
 		if s.consoleLn, err = net.Listen("tcp", cfg.ConsoleAddress); err != nil {
 			return s, fmt.Errorf("listen for the console (console-address): %w", err)
 		}
+		s.consoleLn = withProgress(s.consoleLn, idle)
 		if s.certs != nil {
 			s.consoleLn = tls.NewListener(s.consoleLn, s.certs.Config())
 		}
+		limit := newConnLimit(s.consoleLn, maxOpsConnections)
+		s.consoleLn = limit
 		s.console = &http.Server{
-			Handler:           s.opsHandler(),
+			Handler:           bodyDeadlines(s.opsHandler(), idle),
 			ReadHeaderTimeout: readHeaderTimeout,
 			IdleTimeout:       idleTimeout,
 			MaxHeaderBytes:    maxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			ConnState:         limit.track,
 		}
 	}
 	return s, nil
@@ -363,7 +380,7 @@ func (s *Server) handler() (http.Handler, error) {
 	if s.metrics != nil {
 		s3h = s.metrics.TrackInFlight(h)
 	}
-	health := s.ready.healthHandler()
+	health := bodyDeadlines(s.ready.healthHandler(), s.cfg.S3.BodyIdleTimeout)
 	admin, err := adminapi.New(adminapi.Deps{
 		IAM:       m,
 		Verifier:  v,
@@ -380,6 +397,7 @@ func (s *Server) handler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	adminh := bodyDeadlines(admin, s.cfg.S3.BodyIdleTimeout)
 	domain := s.cfg.S3.Domain
 	var next http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The admin API and the health endpoints answer path-style
@@ -389,7 +407,7 @@ func (s *Server) handler() (http.Handler, error) {
 		if strings.HasPrefix(r.URL.Path, reservedPrefix) && !s3api.VirtualHosted(r.Host, domain) {
 			switch {
 			case strings.HasPrefix(r.URL.Path, adminapi.PathPrefix):
-				admin.ServeHTTP(w, r)
+				adminh.ServeHTTP(w, r)
 				return
 			case strings.HasPrefix(r.URL.Path, healthPrefix):
 				health.ServeHTTP(w, r)

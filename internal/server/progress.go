@@ -1,0 +1,224 @@
+package server
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/httprec"
+)
+
+// A client that stops reading its answers must not hold the server's
+// resources. net/http has only a WriteTimeout for the whole response,
+// which a legitimate download of a large object over a slow link
+// outlasts; so each listener's connections are wrapped in a progressConn,
+// whose writes must make progress instead: the write deadline is kept at
+// most idle after the last write that moved data. A response nobody reads
+// (a GET of a large object whose client never reads, or thousands of
+// pipelined requests whose answers pile up unread) fails its write after
+// idle, which ends the handler, frees its request slot and closes the
+// connection.
+
+// Write sizes under a progress deadline. A write longer than
+// progressChunk is passed on in chunks, each with its own deadline, so a
+// client that reads slowly but steadily (at progressChunk per idle, 3 KiB/s
+// with the defaults) is never cut off; a file sent with sendfile(2) goes in
+// sendfileChunk pieces for the same reason (25 KiB/s).
+const (
+	progressChunk = 64 << 10
+	sendfileChunk = 512 << 10
+)
+
+// withProgress returns ln with each connection it accepts wrapped in a
+// progressConn; ln itself when idle is not positive (no limit).
+func withProgress(ln net.Listener, idle time.Duration) net.Listener {
+	if idle <= 0 {
+		return ln
+	}
+	return progressListener{ln, idle}
+}
+
+type progressListener struct {
+	net.Listener
+	idle time.Duration
+}
+
+func (l progressListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &progressConn{Conn: c, idle: l.idle}, nil
+}
+
+// progressConn is a connection whose writes must make progress: before a
+// write, the write deadline is moved to idle from now unless it was moved
+// less than idle/4 ago (so that a fast response pays for it rarely; the
+// deadline is always at least 3/4 of idle away when a write starts).
+//
+// It keeps what net/http and the server look for on the connection it
+// wraps: ReadFrom (sendfile), CloseWrite, and SyscallConn (for the
+// connection limit's look at unread bytes).
+type progressConn struct {
+	net.Conn
+	idle time.Duration
+	set  time.Time // when the write deadline was last moved
+}
+
+// renew moves the write deadline to idle from now, if it is due.
+func (c *progressConn) renew() {
+	if now := time.Now(); now.Sub(c.set) >= c.idle/4 {
+		_ = c.Conn.SetWriteDeadline(now.Add(c.idle))
+		c.set = now
+	}
+}
+
+// SetWriteDeadline passes t on and makes the next write set its own:
+// net/http clears the write deadline after every answer.
+func (c *progressConn) SetWriteDeadline(t time.Time) error {
+	c.set = time.Time{}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline is SetWriteDeadline's, for both directions.
+func (c *progressConn) SetDeadline(t time.Time) error {
+	c.set = time.Time{}
+	return c.Conn.SetDeadline(t)
+}
+
+func (c *progressConn) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		c.renew()
+		k, err := c.Conn.Write(p[:min(len(p), progressChunk)])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// ReadFrom sends r in sendfileChunk pieces, each under a fresh deadline,
+// through the wrapped connection's ReadFrom (sendfile(2) for a file, or an
+// io.LimitedReader over one, which it is given whole: a LimitedReader
+// around that would hide the file from it).
+func (c *progressConn) ReadFrom(r io.Reader) (int64, error) {
+	rf, ok := c.Conn.(io.ReaderFrom)
+	if !ok {
+		return io.Copy(struct{ io.Writer }{c}, r)
+	}
+	src, left := r, int64(-1) // left < 0: until EOF
+	if lr, ok := r.(*io.LimitedReader); ok {
+		src, left = lr.R, lr.N
+		defer func() { lr.N = left }()
+	}
+	var total int64
+	for left != 0 {
+		chunk := int64(sendfileChunk)
+		if left > 0 {
+			chunk = min(chunk, left)
+		}
+		c.set = time.Time{} // a deadline per chunk
+		c.renew()
+		n, err := rf.ReadFrom(&io.LimitedReader{R: src, N: chunk})
+		total += n
+		if left > 0 {
+			left -= n
+		}
+		if err != nil || n < chunk {
+			return total, err // an error, or the source's end
+		}
+	}
+	return total, nil
+}
+
+// CloseWrite half-closes the connection when the wrapped one can: net/http
+// does so before closing a connection whose request it did not read whole.
+func (c *progressConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// SyscallConn returns the wrapped connection's, for pending.
+func (c *progressConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, syscall.EINVAL
+}
+
+// bodyDeadlines bounds the request bodies of the handlers that are not
+// S3's (s3api has its own: idleBody): the admin API, the health checks,
+// the console, pprof. A body must make progress (a read that returns data
+// at least every idle); and once the handler starts its answer, a body it
+// left unread is not waited for: the connection is closed after the
+// answer. Without that, net/http would first discard up to 256 KiB of the
+// unread body with no deadline at all, from a client that may never send
+// it (a GET /healthz declaring a body, a refused admin request).
+func bodyDeadlines(next http.Handler, idle time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b := &progressBody{rc: r.Body, ctl: http.NewResponseController(w), idle: idle}
+		if idle > 0 {
+			b.renew(time.Now())
+		}
+		r.Body = b
+		next.ServeHTTP(&httprec.Writer{ResponseWriter: w, Before: b.stop}, r)
+		b.stop() // the answer of a handler that wrote nothing goes out after it
+	})
+}
+
+// progressBody is a request body whose reads must make progress: the
+// connection's read deadline is kept at most idle after the last read that
+// returned data.
+type progressBody struct {
+	rc   io.ReadCloser
+	ctl  *http.ResponseController
+	idle time.Duration
+	set  time.Time
+	eof  bool
+	done bool // stop has run
+}
+
+func (b *progressBody) renew(now time.Time) {
+	_ = b.ctl.SetReadDeadline(now.Add(b.idle))
+	b.set = now
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	if now := time.Now(); !b.done && b.idle > 0 && now.Sub(b.set) >= b.idle/4 {
+		b.renew(now)
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *progressBody) Close() error { return b.rc.Close() }
+
+// stop ends the wait for a body the handler did not read to its end: its
+// reads, and net/http's discard, fail at once, and net/http closes the
+// connection after the answer.
+func (b *progressBody) stop() {
+	if b.done {
+		return
+	}
+	b.done = true
+	if !b.eof {
+		_ = b.ctl.SetReadDeadline(aLongTimeAgo)
+	}
+}
+
+// aLongTimeAgo is a deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)

@@ -1,0 +1,266 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/adminapi"
+	"github.com/coffer-s3/coffer/internal/config"
+	"github.com/coffer-s3/coffer/internal/sigv4"
+)
+
+// These tests are issue 13's "no client can hold a connection, a goroutine
+// or a request slot without making progress", for what the listeners'
+// request limit and connection limit alone do not cover: clients that do
+// not read their answers, and bodies that are declared and never sent to
+// handlers that do not read them.
+
+// limitedConfig is a server with one request slot, whose bodies and
+// answers must make progress within idle, and whose waiting requests are
+// refused SlowDown after wait.
+func limitedConfig(t *testing.T, idle, wait time.Duration) config.Config {
+	cfg := testConfig(t)
+	cfg.S3.BodyIdleTimeout = idle
+	cfg.S3.MaxRequests = 1
+	cfg.S3.MaxQueued = 8
+	cfg.S3.QueueWait = wait
+	return cfg
+}
+
+var rootCred = sigv4.Credentials{AccessKeyID: "TESTROOTKEY", SecretKey: "test-root-secret"}
+
+// signed returns a request signed by root, with body (nil: none) and the
+// Content-Length declared (declared < 0: len(body)).
+func signed(t *testing.T, method, url string, body []byte, declared int64) *http.Request {
+	t.Helper()
+	r, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ContentLength = declared
+	if declared < 0 {
+		r.ContentLength = int64(len(body))
+	}
+	sigv4.SignRequest(r, rootCred, "us-east-1", time.Now(), "UNSIGNED-PAYLOAD")
+	return r
+}
+
+// send sends r with a client of its own and returns the status.
+func send(t *testing.T, r *http.Request) int {
+	t.Helper()
+	resp, err := client().Do(r)
+	if err != nil {
+		t.Fatalf("%s %s: %v", r.Method, r.URL, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// sendHead writes r's request line and headers (with r.ContentLength
+// declared) on c, and none of its body.
+func sendHead(t *testing.T, c net.Conn, r *http.Request) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", r.Method, r.URL.RequestURI(), r.URL.Host)
+	if r.ContentLength > 0 {
+		fmt.Fprintf(&b, "Content-Length: %d\r\n", r.ContentLength)
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	b.WriteString("\r\n")
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// answeredWithin reads the response on c and fails unless it came within
+// d; it returns the status.
+func answeredWithin(t *testing.T, c net.Conn, d time.Duration, what string) int {
+	t.Helper()
+	start := time.Now()
+	_ = c.SetReadDeadline(start.Add(d))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%s: no answer within %v: %v", what, d, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A client that sends a GET for a large object and never reads the answer
+// holds the request slot only until the answer's writes stall for idle.
+func TestSlowReaderLetsGo(t *testing.T) {
+	const idle = time.Second
+	s, _ := start(t, limitedConfig(t, idle, 8*time.Second), testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	if st := send(t, signed(t, "PUT", base+"/slow", nil, -1)); st != 200 {
+		t.Fatalf("CreateBucket: %d", st)
+	}
+	big := bytes.Repeat([]byte("x"), 32<<20) // past what socket buffers hold
+	if st := send(t, signed(t, "PUT", base+"/slow/big", big, -1)); st != 200 {
+		t.Fatalf("PutObject: %d", st)
+	}
+	// A reader with a small window that never reads.
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sendHead(t, c, signed(t, "GET", base+"/slow/big", nil, -1))
+	time.Sleep(200 * time.Millisecond) // the GET has the slot
+	start := time.Now()
+	if st := send(t, signed(t, "HEAD", base+"/slow/big", nil, -1)); st != 200 {
+		t.Fatalf("HEAD while a client does not read its GET: %d, want 200 (the stalled GET must give its slot back)", st)
+	}
+	if el := time.Since(start); el > 6*idle {
+		t.Errorf("HEAD waited %v for the slot, want about idle (%v)", el, idle)
+	}
+}
+
+// Pipelined requests whose answers are never read: the connection is
+// closed once its writes stall for idle, so it does not hold a connection
+// slot for ever.
+func TestPipelinedNonReaderClosed(t *testing.T) {
+	const idle = time.Second
+	s, _ := start(t, limitedConfig(t, idle, 8*time.Second), testLogger(io.Discard))
+	c := dial(t, s.Addr())
+	go func() {
+		req := []byte("GET /_coffer/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+		for {
+			if _, err := c.Write(bytes.Repeat(req, 100)); err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(10 * idle)
+	for s.conns.open() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for s.conns.open() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a client that never reads its answers still holds its connection after %v", 10*idle)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A body declared to a handler that does not read it, and never sent,
+// does not delay the answer: it comes at once and the connection closes.
+func TestUnreadBodyNotWaitedFor(t *testing.T) {
+	const idle = 5 * time.Second // longer than an answer may take here
+	s, _ := start(t, limitedConfig(t, idle, 8*time.Second), testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	if st := send(t, signed(t, "PUT", base+"/bkt", nil, -1)); st != 200 {
+		t.Fatalf("CreateBucket: %d", st)
+	}
+	if st := send(t, signed(t, "PUT", base+"/bkt/k", []byte("data"), -1)); st != 200 {
+		t.Fatalf("PutObject: %d", st)
+	}
+	ops := "http://" + s.ConsoleAddr()
+	adminPut, _ := http.NewRequest("POST", base+adminapi.BasePath+"/users", nil)
+	adminPut.ContentLength = 1000
+	live, _ := http.NewRequest("GET", base+"/_coffer/health/live", nil)
+	live.ContentLength = 100
+	healthz, _ := http.NewRequest("GET", ops+"/healthz", nil)
+	healthz.ContentLength = 100
+	for _, tc := range []struct {
+		name string
+		addr string
+		r    *http.Request
+		want int
+	}{
+		{"signed GetObject", s.Addr(), signed(t, "GET", base+"/bkt/k", nil, 100), 200},
+		{"anonymous GetObject", s.Addr(), func() *http.Request {
+			r, _ := http.NewRequest("GET", base+"/bkt/k", nil)
+			r.ContentLength = 100
+			return r
+		}(), 403},
+		{"health", s.Addr(), live, 200},
+		{"refused admin request", s.Addr(), adminPut, 403},
+		{"ops healthz", s.ConsoleAddr(), healthz, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, tc.addr)
+			sendHead(t, c, tc.r)
+			if st := answeredWithin(t, c, idle/2, tc.name); st != tc.want {
+				t.Errorf("status %d, want %d", st, tc.want)
+			}
+		})
+	}
+}
+
+// A body the handler reads must make progress: a console sign-in that
+// declares a body and sends nothing fails after idle instead of holding
+// its handler for ever.
+func TestConsoleBodyMustProgress(t *testing.T) {
+	const idle = time.Second
+	s, _ := start(t, limitedConfig(t, idle, 8*time.Second), testLogger(io.Discard))
+	c := dial(t, s.ConsoleAddr())
+	fmt.Fprintf(c, "POST /login HTTP/1.1\r\nHost: %s\r\nOrigin: http://%s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n",
+		s.ConsoleAddr(), s.ConsoleAddr())
+	_ = c.SetReadDeadline(time.Now().Add(10 * idle))
+	if _, err := io.ReadAll(c); err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("a sign-in whose body never comes is still waited for after %v", 10*idle)
+		}
+	}
+}
+
+// A stranger's refused PUT whose body is drained does not keep the
+// request slot while it is: another request is served meanwhile instead
+// of being refused SlowDown.
+func TestRefusedDrainFreesSlot(t *testing.T) {
+	s, _ := start(t, limitedConfig(t, 20*time.Second, 500*time.Millisecond), testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	if st := send(t, signed(t, "PUT", base+"/bkt", nil, -1)); st != 200 {
+		t.Fatalf("CreateBucket: %d", st)
+	}
+	c := dial(t, s.Addr())
+	fmt.Fprintf(c, "PUT /bkt/k HTTP/1.1\r\nHost: %s\r\nContent-Length: 200000\r\n\r\n", s.Addr())
+	time.Sleep(300 * time.Millisecond) // refused, its body drained for up to drainTimeout
+	if st := send(t, signed(t, "HEAD", base+"/bkt", nil, -1)); st != 200 {
+		t.Errorf("HEAD while a refused body drains: %d, want 200", st)
+	}
+}
+
+// The ops listener keeps a bounded number of connections: idle ones are
+// closed to make room, and the listener goes on serving.
+func TestOpsConnectionLimit(t *testing.T) {
+	s, _ := start(t, testConfig(t), testLogger(io.Discard))
+	var conns []net.Conn
+	for range maxOpsConnections + 20 {
+		conns = append(conns, dial(t, s.ConsoleAddr()))
+	}
+	if st, _ := get(t, "http://"+s.ConsoleAddr()+"/healthz"); st != 200 {
+		t.Fatalf("/healthz with %d idle connections open: %d", len(conns), st)
+	}
+	_ = conns[0].SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conns[0].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the oldest idle connection: read %v, want EOF (closed to make room)", err)
+	}
+}
