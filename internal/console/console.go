@@ -273,6 +273,12 @@ func (h *Handler) routes() {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
 	w.Header().Set("Cache-Control", "no-store")
+	if !knownHost(r.Host, h.cfg.Origin) {
+		h.writeError(w, r, nil, pageError(http.StatusMisdirectedRequest,
+			"This console answers only at an IP address or localhost. "+
+				"To reach it by a name, set --console.origin to the address you use (scheme://name[:port])."))
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

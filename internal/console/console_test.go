@@ -25,7 +25,7 @@ import (
 const (
 	testRootKey    = "ROOTACCESSKEY"
 	testRootSecret = "root-secret-key"
-	testOrigin     = "http://console.test"
+	testOrigin     = "http://127.0.0.1:6790"
 	testS3URL      = "http://s3.test:9000"
 	testRegion     = "us-east-1"
 )
@@ -138,6 +138,10 @@ func (f *fixture) do(t testing.TB, rq request) *http.Response {
 		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: rq.cookie})
 	}
 	for k, v := range rq.header {
+		if k == "Host" {
+			r.Host = v // as net/http serves it
+			continue
+		}
 		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
@@ -448,6 +452,39 @@ func TestConfiguredOrigin(t *testing.T) {
 	}
 	if resp := f.do(t, request{method: "POST", path: "/login", form: form, origin: "https://coffer.example.com"}); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("the configured origin: %d, want 303", resp.StatusCode)
+	}
+}
+
+// TestDNSRebinding: without --console.origin the console takes its
+// origin from the Host header, so a page of another site reaching it
+// under its own name (a name pointed at this machine) would pass the
+// sign-in form's Origin check as the console's own origin; such names are
+// refused, IP addresses and localhost answered. With --console.origin
+// any Host is answered (a proxy may pass on its own) and the Origin check
+// does the work.
+func TestDNSRebinding(t *testing.T) {
+	t.Parallel()
+	form := url.Values{"username": {testRootKey}, "password": {testRootSecret}}
+	signIn := func(f *fixture, host string) int {
+		o := "http://" + host
+		return f.do(t, request{method: "POST", path: "/login", form: form, origin: o, header: map[string]string{"Host": host}}).StatusCode
+	}
+	f := newFixture(t, Config{}, 1)
+	for host, want := range map[string]int{
+		"attacker.example:6790": http.StatusMisdirectedRequest,
+		"attacker.example":      http.StatusMisdirectedRequest,
+		"127.0.0.1:6790":        http.StatusSeeOther,
+		"[::1]:6790":            http.StatusSeeOther,
+		"10.1.2.3":              http.StatusSeeOther,
+		"LOCALHOST:6790":        http.StatusSeeOther,
+	} {
+		if got := signIn(f, host); got != want {
+			t.Errorf("sign-in with Host %s, no configured origin: %d, want %d", host, got, want)
+		}
+	}
+	f = newFixture(t, Config{Origin: "https://coffer.example.com"}, 1)
+	if got := signIn(f, "attacker.example:6790"); got != http.StatusForbidden {
+		t.Errorf("sign-in from another origin, origin configured: %d, want 403 (the Origin check)", got)
 	}
 }
 

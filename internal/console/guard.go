@@ -2,7 +2,9 @@ package console
 
 import (
 	"crypto/subtle"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -36,6 +38,30 @@ func origin(r *http.Request, cfgOrigin string) string {
 		scheme = "https"
 	}
 	return scheme + "://" + strings.ToLower(r.Host)
+}
+
+// knownHost reports whether the console answers a request for host (the
+// Host header). Without cfgOrigin the console takes its origin from the
+// Host header, so a page of another site whose name its owner points at
+// this machine's address (DNS rebinding) would reach the console under
+// that name as the console's own origin, and pass the Origin check of the
+// sign-in form: names are refused then, and only IP addresses (no other
+// site can be served from one) and localhost, any port, are answered.
+// With cfgOrigin, the Origin check compares with it, whatever the Host
+// (a proxy may pass on any name).
+func knownHost(host, cfgOrigin string) bool {
+	if cfgOrigin != "" {
+		return true
+	}
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if _, err := netip.ParseAddr(name); err == nil {
+		return true
+	}
+	return strings.EqualFold(name, "localhost")
 }
 
 // sameOrigin reports whether a state-changing request comes from the
