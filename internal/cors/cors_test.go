@@ -2,6 +2,7 @@ package cors
 
 import (
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -284,6 +285,31 @@ func TestParsePreflight(t *testing.T) {
 				t.Errorf("ParsePreflight mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestParseRequestHeadersAllocation checks that a list of more names than
+// MaxRequestHeaders is refused before it costs memory: an anonymous
+// preflight of a 60 KB header of commas made a slice of 60k strings, about
+// 1 MB, before the count was checked.
+func TestParseRequestHeadersAllocation(t *testing.T) {
+	commas := strings.Repeat(",", 60<<10)
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		if _, err := ParseRequestHeaders(commas); s3err.CodeOf(err) != s3err.BadRequest {
+			t.Fatalf("ParseRequestHeaders(60 KB of commas) error = %v, want BadRequest", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perCall := (after.TotalAlloc - before.TotalAlloc) / runs; perCall > 4<<10 {
+		t.Errorf("ParseRequestHeaders(60 KB of commas) allocates %d bytes a call, want at most 4 KiB", perCall)
+	}
+	// The most names allowed cost one slice of them.
+	most := strings.Repeat("x-a,", MaxRequestHeaders-1) + "x-a"
+	if n := testing.AllocsPerRun(runs, func() { _, _ = ParseRequestHeaders(most) }); n > 1 {
+		t.Errorf("ParseRequestHeaders(%d names) makes %v allocations, want 1", MaxRequestHeaders, n)
 	}
 }
 
