@@ -8,8 +8,8 @@
 // https://docs.aws.amazon.com/AmazonS3/latest/userguide/cors.html and
 // https://docs.aws.amazon.com/AmazonS3/latest/API/RESTOPTIONSobject.html.
 // The first rule that matches answers; origins match case-sensitively and
-// allowed headers case-insensitively, each with at most one "*" standing for
-// any run of characters.
+// allowed headers ignoring the case of ASCII letters, each with at most one
+// "*" standing for any run of characters.
 //
 // The package has no I/O and no state: the HTTP layer parses requests,
 // reads the stored document and writes the headers this package computes.
@@ -182,11 +182,13 @@ func (r *Rule) allowsHeader(name string) bool {
 
 // wildcardMatch reports whether s matches pattern, in which at most the
 // first "*" is a wildcard for any run of characters, the empty one
-// included. fold compares with Unicode case folding (strings.EqualFold).
+// included. fold ignores the case of ASCII letters, as header names are
+// compared (RFC 9110 tokens are ASCII); Unicode folding would let a pattern
+// with the Kelvin sign (U+212A) match a "k".
 func wildcardMatch(pattern, s string, fold bool) bool {
 	eq := func(a, b string) bool { return a == b }
 	if fold {
-		eq = strings.EqualFold
+		eq = equalFoldASCII
 	}
 	star := strings.IndexByte(pattern, '*')
 	if star < 0 {
@@ -195,6 +197,27 @@ func wildcardMatch(pattern, s string, fold bool) bool {
 	prefix, suffix := pattern[:star], pattern[star+1:]
 	return len(s) >= len(prefix)+len(suffix) &&
 		eq(s[:len(prefix)], prefix) && eq(s[len(s)-len(suffix):], suffix)
+}
+
+// equalFoldASCII reports whether a and b are equal when ASCII letters are
+// compared without case; other bytes must be equal.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if lowerASCII(a[i]) != lowerASCII(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // allowsAnyOrigin reports whether r allows every origin with a "*" of its
