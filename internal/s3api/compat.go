@@ -292,7 +292,9 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`x-amz-checksum-*`" + ` header is required and verified), GetBucketCors
   (` + "`404 NoSuchCORSConfiguration`" + ` without one) and DeleteBucketCors, which S3
   authorizes with ` + "`s3:PutBucketCORS`" + `. A configuration is checked as S3 checks it
-  (methods GET, PUT, POST, DELETE, HEAD; at most one ` + "`*`" + ` in an AllowedOrigin
+  (against the schema: an unknown element such as ` + "`<AllowedHeaders>`" + `, an ID or
+  MaxAgeSeconds given twice or an empty MaxAgeSeconds is ` + "`MalformedXML`" + `;
+  methods GET, PUT, POST, DELETE, HEAD; at most one ` + "`*`" + ` in an AllowedOrigin
   or AllowedHeader, none in an ExposeHeader) and refused with S3's
   ` + "`MalformedXML`" + ` and ` + "`InvalidRequest`" + ` messages. Preflights (` + "`OPTIONS`" + ` on a
   bucket or object, with any query) are not authenticated: the first rule

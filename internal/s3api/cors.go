@@ -62,8 +62,8 @@ func (h *Handler) readConfigBody(r *http.Request, rq *request) ([]byte, error) {
 // parseCORSConfiguration decodes and checks a PutBucketCors body of at
 // most limit bytes. It does no I/O.
 func parseCORSConfiguration(body []byte, limit int64) (*cors.Config, error) {
-	var doc s3xml.CORSConfiguration
-	if err := s3xml.Decode(bytes.NewReader(body), limit, &doc); err != nil {
+	doc, err := s3xml.DecodeCORSConfiguration(bytes.NewReader(body), limit)
+	if err != nil {
 		return nil, err
 	}
 	cfg := &cors.Config{Rules: make([]cors.Rule, len(doc.Rules))}

@@ -160,6 +160,12 @@ func putCORSCases() []putCORSCase {
 		{name: "wildcard expose header", body: rule(origin + method + "<ExposeHeader>*</ExposeHeader>"), status: 400, code: s3err.InvalidRequest,
 			msg: "ExposeHeader &#34;*&#34; contains wildcard. We currently do not support wildcard for ExposeHeader."},
 		{name: "too big", body: "<CORSConfiguration>" + strings.Repeat(" ", maxConfigBody) + "</CORSConfiguration>", status: 400, code: s3err.MaxMessageLengthExceeded},
+		// S3 validates the document against its schema; encoding/xml alone
+		// ignored these, kept the last, read an empty number as 0.
+		{name: "plural AllowedHeaders", body: rule(origin + method + "<AllowedHeaders>*</AllowedHeaders>"), status: 400, code: s3err.MalformedXML},
+		{name: "unknown element", body: rule(origin + method + "<Bogus/>"), status: 400, code: s3err.MalformedXML},
+		{name: "two IDs", body: rule("<ID>a</ID><ID>b</ID>" + origin + method), status: 400, code: s3err.MalformedXML},
+		{name: "empty max age", body: rule(origin + method + "<MaxAgeSeconds></MaxAgeSeconds>"), status: 400, code: s3err.MalformedXML},
 	}
 }
 

@@ -57,21 +57,41 @@ func Decode(r io.Reader, limit int64, v any) error {
 // CreateBucketConfiguration: an empty body leaves v untouched and returns
 // false. A body of only whitespace is not empty; it is MalformedXML.
 func DecodeOptional(r io.Reader, limit int64, v any) (present bool, err error) {
-	root, err := rootName(v)
+	body, err := readDocument(r, limit, v)
+	return len(body) != 0, err
+}
+
+// decodeStrict is Decode for documents S3 validates against its schema:
+// anything checkSchema refuses is MalformedXML too.
+func decodeStrict(r io.Reader, limit int64, v any) error {
+	body, err := readDocument(r, limit, v)
 	if err != nil {
-		return false, err
-	}
-	body, err := readBody(r, limit)
-	if err != nil {
-		return false, err
+		return err
 	}
 	if len(body) == 0 {
-		return false, nil
+		return s3err.New(s3err.MissingRequestBodyError, "")
+	}
+	if err := checkSchema(body, reflect.TypeOf(v).Elem()); err != nil {
+		return s3err.Wrap(s3err.MalformedXML, "", err)
+	}
+	return nil
+}
+
+// readDocument reads a body of at most limit bytes from r and, unless it
+// is empty, decodes it into v. It returns the body.
+func readDocument(r io.Reader, limit int64, v any) ([]byte, error) {
+	root, err := rootName(v)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r, limit)
+	if err != nil || len(body) == 0 {
+		return nil, err
 	}
 	if err := decodeDocument(body, root, v); err != nil {
-		return false, s3err.Wrap(s3err.MalformedXML, "", err)
+		return nil, s3err.Wrap(s3err.MalformedXML, "", err)
 	}
-	return true, nil
+	return body, nil
 }
 
 // readBody reads all of r if it is at most limit bytes long.

@@ -524,3 +524,83 @@ func TestDecodeLifecycleConfiguration(t *testing.T) {
 		}
 	}
 }
+
+type corsCase struct {
+	name    string
+	body    string
+	want    s3xml.CORSConfiguration
+	wantErr s3err.Code
+}
+
+// corsCases are PutBucketCors bodies. S3 validates this document against
+// its schema, so what encoding/xml would let pass (an unknown element, a
+// value given twice, an empty number) is MalformedXML.
+func corsCases(t testing.TB) []corsCase {
+	intp := func(n int) *int { return &n }
+	wrap := func(rules ...string) string {
+		return `<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><CORSRule>` +
+			strings.Join(rules, "</CORSRule><CORSRule>") + `</CORSRule></CORSConfiguration>`
+	}
+	const minimal = `<AllowedOrigin>*</AllowedOrigin><AllowedMethod>GET</AllowedMethod>`
+	one := func(r s3xml.CORSRule) s3xml.CORSConfiguration {
+		if r.AllowedOrigins == nil {
+			r.AllowedOrigins, r.AllowedMethods = []string{"*"}, []string{"GET"}
+		}
+		return s3xml.CORSConfiguration{Rules: []s3xml.CORSRule{r}}
+	}
+	return []corsCase{
+		{name: "aws example", body: testdata(t, "CORSConfiguration.xml"), want: s3xml.CORSConfiguration{Rules: []s3xml.CORSRule{
+			{AllowedOrigins: []string{"http://www.example.com"}, AllowedMethods: []string{"PUT", "POST", "DELETE"},
+				AllowedHeaders: []string{"*"}, MaxAgeSeconds: intp(3000), ExposeHeaders: []string{"x-amz-server-side-encryption", "x-amz-request-id", "x-amz-id-2"}},
+			{AllowedOrigins: []string{"*"}, AllowedMethods: []string{"GET"}},
+		}}},
+		{name: "minimal, no namespace", body: `<CORSConfiguration><CORSRule>` + minimal + `</CORSRule></CORSConfiguration>`, want: one(s3xml.CORSRule{})},
+		{name: "every element, any order", body: wrap(`<MaxAgeSeconds>0</MaxAgeSeconds><ExposeHeader>ETag</ExposeHeader><ID>r</ID>` +
+			`<AllowedHeader>a</AllowedHeader>` + minimal + `<AllowedHeader>b</AllowedHeader>`),
+			want: one(s3xml.CORSRule{ID: "r", AllowedHeaders: []string{"a", "b"}, ExposeHeaders: []string{"ETag"}, MaxAgeSeconds: intp(0)})},
+		{name: "empty strings", body: wrap(`<ID></ID><AllowedOrigin/><AllowedMethod>GET</AllowedMethod><AllowedHeader></AllowedHeader>`),
+			want: one(s3xml.CORSRule{AllowedOrigins: []string{""}, AllowedMethods: []string{"GET"}, AllowedHeaders: []string{""}})},
+		{name: "max age with spaces", body: wrap(minimal + "<MaxAgeSeconds> 60\n</MaxAgeSeconds>"), want: one(s3xml.CORSRule{MaxAgeSeconds: intp(60)})},
+		{name: "comments and whitespace", body: wrap("\n  <!-- c -->" + minimal + "<ID>a<!-- c -->b</ID>\n"), want: one(s3xml.CORSRule{ID: "ab"})},
+		{name: "prefixed S3 namespace", body: `<s3:CORSConfiguration xmlns:s3="http://s3.amazonaws.com/doc/2006-03-01/"><s3:CORSRule>` +
+			`<s3:AllowedOrigin>*</s3:AllowedOrigin><s3:AllowedMethod>GET</s3:AllowedMethod></s3:CORSRule></s3:CORSConfiguration>`, want: one(s3xml.CORSRule{})},
+		{name: "no rules", body: `<CORSConfiguration/>`, want: s3xml.CORSConfiguration{}}, // cors.Validate refuses it
+
+		{name: "plural AllowedHeaders", body: wrap(minimal + "<AllowedHeaders>*</AllowedHeaders>"), wantErr: s3err.MalformedXML},
+		{name: "lower-case element", body: wrap(minimal + "<allowedheader>*</allowedheader>"), wantErr: s3err.MalformedXML},
+		{name: "unknown empty element", body: wrap(minimal + "<Bogus/>"), wantErr: s3err.MalformedXML},
+		{name: "text after the root", body: wrap(minimal) + "x", wantErr: s3err.MalformedXML},
+		{name: "unknown element in the root", body: `<CORSConfiguration><CORSRule>` + minimal + `</CORSRule><Owner>me</Owner></CORSConfiguration>`, wantErr: s3err.MalformedXML},
+		{name: "rule elements in the root", body: `<CORSConfiguration>` + minimal + `</CORSConfiguration>`, wantErr: s3err.MalformedXML},
+		{name: "rule in a rule", body: wrap(minimal + "<CORSRule>" + minimal + "</CORSRule>"), wantErr: s3err.MalformedXML},
+		{name: "element in another namespace", body: wrap(minimal + `<AllowedHeader xmlns="urn:other">a</AllowedHeader>`), wantErr: s3err.MalformedXML},
+		{name: "two IDs", body: wrap(minimal + "<ID>a</ID><ID>b</ID>"), wantErr: s3err.MalformedXML},
+		{name: "two IDs, the first empty", body: wrap(minimal + "<ID></ID><ID>b</ID>"), wantErr: s3err.MalformedXML},
+		{name: "two MaxAgeSeconds", body: wrap(minimal + "<MaxAgeSeconds>1</MaxAgeSeconds><MaxAgeSeconds>2</MaxAgeSeconds>"), wantErr: s3err.MalformedXML},
+		{name: "empty MaxAgeSeconds", body: wrap(minimal + "<MaxAgeSeconds></MaxAgeSeconds>"), wantErr: s3err.MalformedXML},
+		{name: "self-closed MaxAgeSeconds", body: wrap(minimal + "<MaxAgeSeconds/>"), wantErr: s3err.MalformedXML},
+		{name: "blank MaxAgeSeconds", body: wrap(minimal + "<MaxAgeSeconds> </MaxAgeSeconds>"), wantErr: s3err.MalformedXML},
+		{name: "MaxAgeSeconds not a number", body: wrap(minimal + "<MaxAgeSeconds>soon</MaxAgeSeconds>"), wantErr: s3err.MalformedXML},
+		{name: "text in a rule", body: wrap(minimal + "text"), wantErr: s3err.MalformedXML},
+		{name: "text in the root", body: `<CORSConfiguration>text<CORSRule>` + minimal + `</CORSRule></CORSConfiguration>`, wantErr: s3err.MalformedXML},
+		{name: "element in a value", body: wrap(`<AllowedOrigin><Origin>*</Origin></AllowedOrigin><AllowedMethod>GET</AllowedMethod>`), wantErr: s3err.MalformedXML},
+		{name: "not xml", body: `CORS`, wantErr: s3err.MalformedXML},
+		{name: "wrong root", body: `<CORSRule>` + minimal + `</CORSRule>`, wantErr: s3err.MalformedXML},
+		{name: "empty", body: ``, wantErr: s3err.MissingRequestBodyError},
+		{name: "too large", body: wrap(minimal + strings.Repeat(" ", s3xml.MaxConfigBody)), wantErr: s3err.MaxMessageLengthExceeded},
+	}
+}
+
+func TestDecodeCORSConfiguration(t *testing.T) {
+	for _, tc := range corsCases(t) {
+		for rname, r := range readers(tc.body) {
+			t.Run(tc.name+"/"+rname, func(t *testing.T) {
+				got, err := s3xml.DecodeCORSConfiguration(r, s3xml.MaxConfigBody)
+				checkCode(t, "DecodeCORSConfiguration", err, tc.wantErr)
+				if diff := cmp.Diff(tc.want, got, ignoreXMLName, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("DecodeCORSConfiguration mismatch (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}

@@ -47,7 +47,10 @@
 // MaxMessageLengthExceeded and an empty one as MissingRequestBodyError
 // ([DecodeOptional] treats an empty body as absent instead). Elements the
 // structs do not name are ignored, as the AWS SDKs do, so newer clients
-// sending newer elements still work. The typed decoders
+// sending newer elements still work; the exception is
+// [DecodeCORSConfiguration], which is strict as S3 is about that document
+// (an element it does not name, a value given twice or an empty number is
+// MalformedXML). The typed decoders
 // ([DecodeCompleteMultipartUpload], [DecodeDeleteObjects],
 // [DecodeAccessControlPolicy], [DecodeCreateBucketConfiguration]) add the
 // checks S3 makes on the document itself; checks that need state (part

@@ -529,11 +529,7 @@ func sdkCases() []sdkCase {
 				}})
 				return nil, err
 			},
-			decode: func(r io.Reader, limit int64) (any, error) {
-				var v s3xml.CORSConfiguration
-				err := s3xml.Decode(r, limit, &v)
-				return v, err
-			},
+			decode:      func(r io.Reader, limit int64) (any, error) { return s3xml.DecodeCORSConfiguration(r, limit) },
 			wantRequest: corsConfig,
 		},
 		{
