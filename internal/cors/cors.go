@@ -68,7 +68,10 @@ type Rule struct {
 // (every rule's structure is checked before any rule's values); then
 // InvalidRequest, with S3's message, for a method S3 does not allow, an
 // AllowedOrigin or AllowedHeader with more than one "*", and an
-// ExposeHeader with any.
+// ExposeHeader with any; and, Coffer's own check, for a control character
+// in an AllowedOrigin and a character no header name may hold (RFC 9110
+// token) in an AllowedHeader or an ExposeHeader: such a value could never
+// match a request, or would be sent back as a broken header.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketCors.html
 func (c *Config) Validate() error {
 	if n := len(c.Rules); n == 0 || n > MaxRules {
@@ -101,18 +104,44 @@ func (r *Rule) validateValues() error {
 		if strings.Count(o, "*") > 1 {
 			return s3err.Newf(s3err.InvalidRequest, "", `AllowedOrigin "`+o+`" can not have more than one wildcard.`)
 		}
+		if strings.ContainsFunc(o, isControl) {
+			return invalidCharacter("AllowedOrigin", o)
+		}
 	}
 	for _, h := range r.AllowedHeaders {
 		if strings.Count(h, "*") > 1 {
 			return s3err.Newf(s3err.InvalidRequest, "", `AllowedHeader "`+h+`" can not have more than one wildcard.`)
+		}
+		if !tokenChars(h) {
+			return invalidCharacter("AllowedHeader", h)
 		}
 	}
 	for _, h := range r.ExposeHeaders {
 		if strings.Contains(h, "*") {
 			return s3err.Newf(s3err.InvalidRequest, "", `ExposeHeader "`+h+`" contains wildcard. We currently do not support wildcard for ExposeHeader.`)
 		}
+		if !tokenChars(h) {
+			return invalidCharacter("ExposeHeader", h)
+		}
 	}
 	return nil
+}
+
+// invalidCharacter is Validate's refusal of a value with a character it
+// may not hold, in the words S3 uses for such a request header.
+func invalidCharacter(element, value string) error {
+	return s3err.Newf(s3err.InvalidRequest, "", element+` "`+value+`" contains invalid character.`)
+}
+
+// isControl reports whether r is an ASCII control character, which no
+// header value may hold (CR and LF would end it).
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
+
+// tokenChars reports whether every byte of s may stand in an RFC 9110
+// token (a header name): "*", a token character, keeps its place as the
+// wildcard of an AllowedHeader. The empty string has none that may not.
+func tokenChars(s string) bool {
+	return s == "" || IsToken(s)
 }
 
 // IsMethod reports whether m is one of Methods.

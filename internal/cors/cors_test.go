@@ -37,8 +37,8 @@ func TestValidate(t *testing.T) {
 		{name: "everything", cfg: Config{Rules: []Rule{rule(func(r *Rule) {
 			r.ID = strings.Repeat("i", MaxIDLength)
 			r.AllowedMethods = Methods[:]
-			r.AllowedOrigins = []string{"*", "http://*.example.com", "https://app.example.com:8443"}
-			r.AllowedHeaders = []string{"*", "x-amz-*", "Content-Type"}
+			r.AllowedOrigins = []string{"*", "http://*.example.com", "https://app.example.com:8443", "", "https://bücher.example", "null"}
+			r.AllowedHeaders = []string{"*", "x-amz-*", "Content-Type", "!#$%&'*+-.^_`|~"}
 			r.ExposeHeaders = []string{"ETag", "x-amz-version-id"}
 			r.MaxAgeSeconds = intp(1<<31 - 1)
 		})}}},
@@ -69,6 +69,20 @@ func TestValidate(t *testing.T) {
 			wantErr: s3err.InvalidRequest, wantMsg: `AllowedHeader "x-*-meta-*" can not have more than one wildcard.`},
 		{name: "wildcard expose header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.ExposeHeaders = []string{"ETag", "x-amz-meta-*"} })}},
 			wantErr: s3err.InvalidRequest, wantMsg: `ExposeHeader "x-amz-meta-*" contains wildcard. We currently do not support wildcard for ExposeHeader.`},
+		{name: "CR LF in origin", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.AllowedOrigins = []string{"https://a.example\r\nSet-Cookie: x=y"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: "AllowedOrigin \"https://a.example\r\nSet-Cookie: x=y\" contains invalid character."},
+		{name: "NUL in origin", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.AllowedOrigins = []string{"*\x00"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: "AllowedOrigin \"*\x00\" contains invalid character."},
+		{name: "space in header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.AllowedHeaders = []string{"Content-Type", "x-amz-meta-a b"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: `AllowedHeader "x-amz-meta-a b" contains invalid character.`},
+		{name: "Kelvin sign in header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.AllowedHeaders = []string{"x-\u212aey"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: "AllowedHeader \"x-\u212aey\" contains invalid character."},
+		{name: "LF in header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.AllowedHeaders = []string{"\n*\n"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: "AllowedHeader \"\n*\n\" contains invalid character."},
+		{name: "colon in expose header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.ExposeHeaders = []string{"ETag:"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: `ExposeHeader "ETag:" contains invalid character.`},
+		{name: "CR in expose header", cfg: Config{Rules: []Rule{rule(func(r *Rule) { r.ExposeHeaders = []string{"ETag\r"} })}},
+			wantErr: s3err.InvalidRequest, wantMsg: "ExposeHeader \"ETag\r\" contains invalid character."},
 		{name: "second rule bad", cfg: Config{Rules: []Rule{rule(nil), rule(func(r *Rule) { r.AllowedMethods = []string{"TRACE"} })}},
 			wantErr: s3err.InvalidRequest, wantMsg: "Found unsupported HTTP method in CORS config. Unsupported method is TRACE"},
 	} {

@@ -296,7 +296,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   MaxAgeSeconds given twice or an empty MaxAgeSeconds is ` + "`MalformedXML`" + `;
   methods GET, PUT, POST, DELETE, HEAD; at most one ` + "`*`" + ` in an AllowedOrigin
   or AllowedHeader, none in an ExposeHeader) and refused with S3's
-  ` + "`MalformedXML`" + ` and ` + "`InvalidRequest`" + ` messages. Preflights (` + "`OPTIONS`" + ` on a
+  ` + "`MalformedXML`" + ` and ` + "`InvalidRequest`" + ` messages. Coffer also refuses, with
+  ` + "`InvalidRequest`" + `, a control character in an AllowedOrigin and a character no
+  header name may hold in an AllowedHeader or ExposeHeader (S3's answer to
+  these is not known). Preflights (` + "`OPTIONS`" + ` on a
   bucket or object, with any query) are not authenticated: the first rule
   matching the Origin, Access-Control-Request-Method and
   Access-Control-Request-Headers answers 200 with the Access-Control-* headers

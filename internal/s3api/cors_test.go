@@ -166,6 +166,9 @@ func putCORSCases() []putCORSCase {
 		{name: "unknown element", body: rule(origin + method + "<Bogus/>"), status: 400, code: s3err.MalformedXML},
 		{name: "two IDs", body: rule("<ID>a</ID><ID>b</ID>" + origin + method), status: 400, code: s3err.MalformedXML},
 		{name: "empty max age", body: rule(origin + method + "<MaxAgeSeconds></MaxAgeSeconds>"), status: 400, code: s3err.MalformedXML},
+		{name: "space in header", body: rule(origin + method + "<AllowedHeader>a b</AllowedHeader>"), status: 400, code: s3err.InvalidRequest,
+			msg: "AllowedHeader &#34;a b&#34; contains invalid character."},
+		{name: "CR LF in origin", body: rule("<AllowedOrigin>https://a.example&#13;&#10;X: y</AllowedOrigin>" + method), status: 400, code: s3err.InvalidRequest},
 	}
 }
 
