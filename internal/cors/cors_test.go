@@ -336,10 +336,12 @@ func TestParseRequestHeadersAllocation(t *testing.T) {
 func TestAnswer(t *testing.T) {
 	c := testConfig()
 	p := Preflight{Origin: "foo.bar", Method: "GET"}
+	// Without a configuration the resource is the bucket, as S3 names it
+	// even for an object's URL.
 	_, err := p.Answer(nil, ResourceObject)
 	e, ok := err.(*s3err.Error)
 	if !ok || e.Code != s3err.AccessForbidden || e.Msg() != "CORSResponse: CORS is not enabled for this bucket." ||
-		!cmp.Equal(e.Extra, []s3err.Field{{Name: "Method", Value: "GET"}, {Name: "ResourceType", Value: "OBJECT"}}) {
+		!cmp.Equal(e.Extra, []s3err.Field{{Name: "Method", Value: "GET"}, {Name: "ResourceType", Value: "BUCKET"}}) {
 		t.Errorf("Answer without a configuration = %#v", err)
 	}
 	_, err = p.Answer(c, ResourceBucket)
@@ -352,6 +354,39 @@ func TestAnswer(t *testing.T) {
 	r, err := p.Answer(c, ResourceBucket)
 	if err != nil || r != &c.Rules[2] {
 		t.Errorf("Answer for a matching rule = %v, %v; want rule 2", r, err)
+	}
+}
+
+// TestPreflightRefusals checks the answers S3 gives before it reads a
+// preflight's method (AWS-recorded in LocalStack's test_s3_cors
+// snapshots): the bucket is the resource whatever the URL, and the method
+// named is the requested one or, when none was sent, the preflight's own.
+func TestPreflightRefusals(t *testing.T) {
+	const notEnabled, notFound = "CORSResponse: CORS is not enabled for this bucket.", "CORSResponse: Bucket not found"
+	for _, tc := range []struct {
+		name       string
+		refuse     func(http.Header, string) error
+		h          http.Header
+		msg, named string
+	}{
+		{name: "not enabled", refuse: NotEnabled, h: http.Header{"Origin": {"o"}, "Access-Control-Request-Method": {"PUT"}}, msg: notEnabled, named: "PUT"},
+		{name: "not enabled, no method", refuse: NotEnabled, h: http.Header{"Origin": {"o"}}, msg: notEnabled, named: "OPTIONS"},
+		{name: "not enabled, bad method", refuse: NotEnabled, h: http.Header{"Origin": {"o"}, "Access-Control-Request-Method": {"get"}}, msg: notEnabled, named: "get"},
+		{name: "bucket not found", refuse: BucketNotFound, h: http.Header{"Origin": {"o"}, "Access-Control-Request-Method": {"GET"}}, msg: notFound, named: "GET"},
+		{name: "bucket not found, no method", refuse: BucketNotFound, h: http.Header{"Origin": {"o"}}, msg: notFound, named: "OPTIONS"},
+	} {
+		err := tc.refuse(tc.h, http.MethodOptions)
+		e, ok := err.(*s3err.Error)
+		if !ok || e.Code != s3err.AccessForbidden || e.Msg() != tc.msg ||
+			!cmp.Equal(e.Extra, []s3err.Field{{Name: "Method", Value: tc.named}, {Name: "ResourceType", Value: "BUCKET"}}) {
+			t.Errorf("%s: %#v, want AccessForbidden %q naming %s and BUCKET", tc.name, err, tc.msg, tc.named)
+		}
+	}
+	if _, err := PreflightOrigin(http.Header{"Access-Control-Request-Method": {"GET"}}); s3err.CodeOf(err) != s3err.BadRequest {
+		t.Errorf("PreflightOrigin without an Origin = %v, want BadRequest", err)
+	}
+	if o, err := PreflightOrigin(http.Header{"Origin": {"https://a.example"}}); o != "https://a.example" || err != nil {
+		t.Errorf("PreflightOrigin = %q, %v", o, err)
 	}
 }
 

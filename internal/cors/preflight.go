@@ -30,6 +30,58 @@ type Preflight struct {
 	Headers []string
 }
 
+// S3 answers a preflight in this order: a missing Origin is BadRequest
+// (PreflightOrigin), then a missing bucket (BucketNotFound) and a bucket
+// without a configuration (NotEnabled) are AccessForbidden, and only then
+// are the method and the request headers read (ParsePreflight) and the
+// rules matched (Answer). The HTTP layer reads the bucket's configuration
+// between the first step and the others.
+
+// PreflightOrigin returns a preflight's Origin, or S3's BadRequest
+// "Insufficient information. Origin request header needed." when it has
+// none: the first thing S3 checks, before it looks for the bucket.
+func PreflightOrigin(h http.Header) (string, error) {
+	origin := h.Get("Origin")
+	if origin == "" {
+		return "", s3err.Newf(s3err.BadRequest, "", "Insufficient information. Origin request header needed.")
+	}
+	return origin, nil
+}
+
+// BucketNotFound is S3's answer to a preflight with an Origin for a bucket
+// that does not exist: AccessForbidden "CORSResponse: Bucket not found",
+// naming the requested method (the Access-Control-Request-Method as sent,
+// or when there is none the preflight's own, method) and the bucket as
+// the resource, also for an object's URL. A stranger learns only what a
+// preflight to an existing bucket would tell.
+func BucketNotFound(h http.Header, method string) error {
+	return s3err.Newf(s3err.AccessForbidden, "", "CORSResponse: Bucket not found").
+		With("Method", requestedMethod(h, method)).With("ResourceType", ResourceBucket)
+}
+
+// NotEnabled is S3's answer to a preflight with an Origin for a bucket
+// without a CORS configuration: AccessForbidden "CORSResponse: CORS is
+// not enabled for this bucket.", naming the requested method as
+// BucketNotFound does and the bucket as the resource, also for an
+// object's URL.
+func NotEnabled(h http.Header, method string) error {
+	return notEnabled(requestedMethod(h, method))
+}
+
+func notEnabled(method string) error {
+	return s3err.Newf(s3err.AccessForbidden, "", "CORSResponse: CORS is not enabled for this bucket.").
+		With("Method", method).With("ResourceType", ResourceBucket)
+}
+
+// requestedMethod is the method a preflight's refusal names: its
+// Access-Control-Request-Method as sent, else method.
+func requestedMethod(h http.Header, method string) string {
+	if vs, ok := h["Access-Control-Request-Method"]; ok {
+		return strings.Join(vs, ",")
+	}
+	return method
+}
+
 // ParsePreflight reads a preflight's headers. Like S3 it answers
 // BadRequest for a missing Origin, for a missing
 // Access-Control-Request-Method or one that is not one of Methods (S3
@@ -37,9 +89,9 @@ type Preflight struct {
 // Access-Control-Request-Headers that is not a list of header names. It
 // does no I/O.
 func ParsePreflight(h http.Header) (Preflight, error) {
-	origin := h.Get("Origin")
-	if origin == "" {
-		return Preflight{}, s3err.Newf(s3err.BadRequest, "", "Insufficient information. Origin request header needed.")
+	origin, err := PreflightOrigin(h)
+	if err != nil {
+		return Preflight{}, err
 	}
 	vs, ok := h["Access-Control-Request-Method"]
 	if !ok {
@@ -103,14 +155,13 @@ func IsToken(s string) bool {
 }
 
 // Answer returns the rule of c that allows p, or S3's refusal:
-// AccessForbidden "CORS is not enabled for this bucket" when c is nil (the
-// bucket has no configuration), AccessForbidden with S3's "not allowed"
-// message when no rule matches. Both name p's method and resourceType
-// (ResourceBucket or ResourceObject) in the error document, as S3 does.
+// AccessForbidden with S3's "not allowed" message, naming p's method and
+// resourceType (ResourceBucket or ResourceObject) in the error document,
+// as S3 does. A nil c (no configuration) is NotEnabled's refusal, which
+// S3 gives before it reads the method.
 func (p Preflight) Answer(c *Config, resourceType string) (*Rule, error) {
 	if c == nil {
-		return nil, s3err.Newf(s3err.AccessForbidden, "", "CORSResponse: CORS is not enabled for this bucket.").
-			With("Method", p.Method).With("ResourceType", resourceType)
+		return nil, notEnabled(p.Method)
 	}
 	if r := c.Match(p.Origin, p.Method, p.Headers); r != nil {
 		return r, nil

@@ -303,8 +303,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   bucket or object, with any query) are not authenticated: the first rule
   matching the Origin, Access-Control-Request-Method and
   Access-Control-Request-Headers answers 200 with the Access-Control-* headers
-  and ` + "`Vary`" + `; a missing Origin or an invalid method is ` + "`400 BadRequest`" + `, a
-  bucket without CORS or a request no rule allows ` + "`403 AccessForbidden`" + `.
+  and ` + "`Vary`" + `. As in S3 a missing Origin is ` + "`400 BadRequest`" + `, then a missing
+  bucket (` + "`CORSResponse: Bucket not found`" + `, not ` + "`404 NoSuchBucket`" + `) and a bucket
+  without CORS are ` + "`403 AccessForbidden`" + ` (ResourceType BUCKET, whatever the URL)
+  before the method is read, then an invalid method or header list is
+  ` + "`400 BadRequest`" + ` and a request no rule allows ` + "`403 AccessForbidden`" + `.
   Every other request with an Origin header that a rule allows (by its
   method, or its Access-Control-Request-Method if it sends one) gets
   Access-Control-Allow-Origin (the origin, or ` + "`*`" + ` for a rule allowing any),

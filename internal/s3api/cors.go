@@ -137,14 +137,25 @@ func (h *Handler) deleteBucketCORS(w http.ResponseWriter, r *http.Request, rq *r
 
 // preflight answers a CORS preflight, OPTIONS on a bucket or an object
 // (OptionsBucket, OptionsObject). It is not authenticated: the bucket's
-// rules decide, and a request they do not allow is AccessForbidden.
+// rules decide, and a request they do not allow is AccessForbidden. The
+// checks come in S3's order: the Origin (BadRequest), the bucket and its
+// configuration (AccessForbidden, even without a method), the method and
+// request headers (BadRequest), the rules.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/RESTOPTIONSobject.html
 func (h *Handler) preflight(w http.ResponseWriter, r *http.Request, rq *request) error {
-	p, err := cors.ParsePreflight(r.Header)
-	if err != nil {
+	if _, err := cors.PreflightOrigin(r.Header); err != nil {
 		return err
 	}
 	cfg, err := h.bucketCORS(r.Context(), rq.bucket)
+	switch {
+	case s3err.Is(err, s3err.NoSuchBucket):
+		return cors.BucketNotFound(r.Header, r.Method)
+	case err != nil:
+		return err
+	case cfg == nil:
+		return cors.NotEnabled(r.Header, r.Method)
+	}
+	p, err := cors.ParsePreflight(r.Header)
 	if err != nil {
 		return err
 	}

@@ -274,7 +274,7 @@ func TestCORSRequests(t *testing.T) {
 		{method: "OPTIONS", path: "/pub", origin: "bla.prefix", acrm: "GET", status: 403},
 		{method: "OPTIONS", path: "/pub", origin: "foo.put", acrm: "GET", status: 403},
 		{method: "OPTIONS", path: "/pub", origin: "foo.put", acrm: "PUT", status: 200, allow: "foo.put", methods: "PUT"},
-		{method: "OPTIONS", path: "/nope", origin: "foo.put", acrm: "PUT", status: 404},
+		{method: "OPTIONS", path: "/nope", origin: "foo.put", acrm: "PUT", status: 403}, // AccessForbidden: Bucket not found
 	} {
 		name := tc.method + " " + tc.path + " " + tc.origin + " " + tc.acrm
 		t.Run(name, func(t *testing.T) {
@@ -344,6 +344,7 @@ func TestPreflight(t *testing.T) {
 		code   s3err.Code
 		want   http.Header // CORS headers of a 200
 		golden string
+		fields string // the error's <Method> and <ResourceType>; "" for none checked
 	}{
 		{name: "upload", path: "/bkt/k", h: header("Origin", "https://eu.example.net", "Access-Control-Request-Method", "PUT", "Access-Control-Request-Headers", "Content-Type,X-Amz-Date"),
 			status: 200, want: upload},
@@ -366,13 +367,34 @@ func TestPreflight(t *testing.T) {
 		{name: "no configuration", path: "/plain", h: header("Origin", "https://app.example.com", "Access-Control-Request-Method", "GET"),
 			status: 403, code: s3err.AccessForbidden, golden: "OptionsBucket_AccessForbidden_not_enabled"},
 		{name: "no bucket", path: "/nope/k", h: header("Origin", "https://app.example.com", "Access-Control-Request-Method", "GET"),
-			status: 404, code: s3err.NoSuchBucket},
+			status: 403, code: s3err.AccessForbidden, golden: "OptionsObject_AccessForbidden_bucket_not_found"},
 		{name: "no origin", path: "/bkt/k", h: header("Access-Control-Request-Method", "GET"),
 			status: 400, code: s3err.BadRequest, golden: "OptionsObject_BadRequest"},
 		{name: "no method", path: "/bkt/k", h: header("Origin", "https://app.example.com"), status: 400, code: s3err.BadRequest},
 		{name: "bad method", path: "/bkt/k", h: header("Origin", "https://app.example.com", "Access-Control-Request-Method", "PATCH"), status: 400, code: s3err.BadRequest},
 		{name: "bad header", path: "/bkt/k", h: header("Origin", "https://app.example.com", "Access-Control-Request-Method", "PUT", "Access-Control-Request-Headers", "a b"),
 			status: 400, code: s3err.BadRequest},
+
+		// S3's order (AWS-recorded in LocalStack's test_s3_cors snapshots):
+		// Origin, then bucket and configuration, then method and headers.
+		// Before the method is read, the resource is the bucket, and the
+		// method named is the requested one, else OPTIONS.
+		{name: "no configuration, object URL", path: "/plain/k", h: header("Origin", "whatever", "Access-Control-Request-Method", "PUT"),
+			status: 403, code: s3err.AccessForbidden, golden: "OptionsObject_AccessForbidden_not_enabled"},
+		{name: "no configuration, no method", path: "/plain/k", h: header("Origin", "whatever"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>OPTIONS</Method><ResourceType>BUCKET</ResourceType>"},
+		{name: "no configuration, bad method", path: "/plain", h: header("Origin", "whatever", "Access-Control-Request-Method", "PATCH"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>PATCH</Method><ResourceType>BUCKET</ResourceType>"},
+		{name: "no configuration, bad header", path: "/plain", h: header("Origin", "whatever", "Access-Control-Request-Method", "GET", "Access-Control-Request-Headers", "a b"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>GET</Method><ResourceType>BUCKET</ResourceType>"},
+		{name: "no configuration, no origin", path: "/plain/k", h: header("Access-Control-Request-Method", "PUT"), status: 400, code: s3err.BadRequest},
+		{name: "no bucket, no method", path: "/nope/k", h: header("Origin", "whatever"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>OPTIONS</Method><ResourceType>BUCKET</ResourceType>"},
+		{name: "no bucket, bucket URL", path: "/nope", h: header("Origin", "whatever", "Access-Control-Request-Method", "DELETE"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>DELETE</Method><ResourceType>BUCKET</ResourceType>"},
+		{name: "no bucket, no origin", path: "/nope/k", h: http.Header{}, status: 400, code: s3err.BadRequest},
+		{name: "rule refuses, object URL", path: "/bkt/k", h: header("Origin", "https://evil.example.org", "Access-Control-Request-Method", "PUT"),
+			status: 403, code: s3err.AccessForbidden, fields: "<Method>PUT</Method><ResourceType>OBJECT</ResourceType>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rp := hs.do(call{method: http.MethodOptions, path: tc.path, header: tc.h, anon: !tc.sign})
@@ -380,6 +402,9 @@ func TestPreflight(t *testing.T) {
 				goldenError(t, rp, tc.golden, tc.status, tc.code)
 			} else {
 				rp.want(t, tc.status, tc.code)
+			}
+			if tc.fields != "" && !strings.Contains(string(rp.body), tc.fields) {
+				t.Errorf("error document does not have %s:\n%s", tc.fields, rp.body)
 			}
 			if tc.status == http.StatusOK {
 				if len(rp.body) != 0 || rp.header.Get("Content-Length") != "0" {
