@@ -78,11 +78,13 @@ func Decode(doc []byte) (*Config, error) {
 	return c, nil
 }
 
-// MatchStored is Match(origin, method, nil) on a stored document: what an
-// actual request asks. It decodes only the rule that matches, so a
-// configuration of many rules costs a request one copy of the document
-// and comparisons, not a decoded configuration. Errors are Decode's.
-func MatchStored(doc []byte, origin, method string) (*Rule, error) {
+// MatchStored is Match(origin, method, headers) on a stored document: what
+// an actual request asks. It decodes only a rule whose methods and origins
+// match (and, when headers are given, the others that do until one allows
+// them too), so a configuration of many rules costs a request one copy of
+// the document and comparisons, not a decoded configuration. Errors are
+// Decode's.
+func MatchStored(doc []byte, origin, method string, headers []string) (*Rule, error) {
 	d := decoder{s: string(doc)}
 	n := d.header()
 	for range n {
@@ -107,9 +109,14 @@ func MatchStored(doc []byte, origin, method string) (*Rule, error) {
 			return nil, d.err
 		}
 		if methodOK && originOK {
-			d = decoder{s: at}
-			r := d.rule()
-			return &r, d.err
+			rd := decoder{s: at}
+			r := rd.rule()
+			if rd.err != nil {
+				return nil, rd.err
+			}
+			if r.allowsHeaders(headers) {
+				return &r, nil
+			}
 		}
 	}
 	d.end()

@@ -157,9 +157,9 @@ func IsMethod(m string) bool {
 // Match returns the first rule that allows a request from origin with
 // method (for a preflight, its Access-Control-Request-Method) and, for a
 // preflight, the header names of its Access-Control-Request-Headers, as
-// ParseRequestHeaders returns them. Actual requests pass no headers: S3
-// checks headers only in preflights. It returns nil if no rule allows the
-// request.
+// ParseRequestHeaders returns them. Actual requests pass the headers they
+// name in Access-Control-Request-Headers, usually none (ActualHeaders). It
+// returns nil if no rule allows the request.
 func (c *Config) Match(origin, method string, headers []string) *Rule {
 	for i := range c.Rules {
 		if r := &c.Rules[i]; r.allows(origin, method, headers) {
@@ -188,9 +188,11 @@ func (r *Rule) allows(origin, method string, headers []string) bool {
 			break
 		}
 	}
-	if !found {
-		return false
-	}
+	return found && r.allowsHeaders(headers)
+}
+
+// allowsHeaders reports whether r allows every one of headers.
+func (r *Rule) allowsHeaders(headers []string) bool {
 	for _, h := range headers {
 		if !r.allowsHeader(h) {
 			return false

@@ -163,16 +163,13 @@ func TestMatch(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("Match(%q, %q, %q) = rule %q, want %q", tc.origin, tc.method, tc.headers, got, tc.want)
 			}
-			if tc.headers != nil {
-				return
-			}
 			// MatchStored finds the same rule without decoding the others.
-			sr, err := MatchStored(stored, tc.origin, tc.method)
+			sr, err := MatchStored(stored, tc.origin, tc.method, tc.headers)
 			if err != nil {
 				t.Fatalf("MatchStored error = %v", err)
 			}
 			if diff := cmp.Diff(r, sr); diff != "" {
-				t.Errorf("MatchStored(%q, %q) mismatch (-Match +MatchStored):\n%s", tc.origin, tc.method, diff)
+				t.Errorf("MatchStored(%q, %q, %q) mismatch (-Match +MatchStored):\n%s", tc.origin, tc.method, tc.headers, diff)
 			}
 		})
 	}
@@ -408,6 +405,26 @@ func TestActualMethod(t *testing.T) {
 	}
 }
 
+func TestActualHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		h      http.Header
+		want   []string
+		wantOK bool
+	}{
+		{name: "none", h: http.Header{}, wantOK: true},
+		{name: "empty", h: http.Header{"Access-Control-Request-Headers": {""}}, wantOK: true},
+		{name: "names", h: http.Header{"Access-Control-Request-Headers": {"Content-Type, x-amz-date", "X-A"}}, want: []string{"content-type", "x-amz-date", "x-a"}, wantOK: true},
+		{name: "not names", h: http.Header{"Access-Control-Request-Headers": {"a b"}}},
+		{name: "too many", h: http.Header{"Access-Control-Request-Headers": {strings.Repeat("a,", MaxRequestHeaders) + "a"}}},
+	} {
+		got, ok := ActualHeaders(tc.h)
+		if ok != tc.wantOK || !cmp.Equal(got, tc.want) {
+			t.Errorf("%s: ActualHeaders = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.wantOK)
+		}
+	}
+}
+
 func TestCodec(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -431,7 +448,7 @@ func TestCodec(t *testing.T) {
 				if _, err := Decode(doc[:i]); err == nil {
 					t.Errorf("Decode of %d of %d bytes succeeded", i, len(doc))
 				}
-				if _, err := MatchStored(doc[:i], "no match", "GET"); err == nil {
+				if _, err := MatchStored(doc[:i], "no match", "GET", nil); err == nil {
 					t.Errorf("MatchStored of %d of %d bytes succeeded", i, len(doc))
 				}
 			}
@@ -465,7 +482,7 @@ func FuzzDecode(f *testing.F) {
 		for _, r := range c.Rules {
 			for _, m := range append(r.AllowedMethods, "GET") {
 				for _, o := range append(r.AllowedOrigins, "https://app.example.com") {
-					sr, err := MatchStored(doc, o, m)
+					sr, err := MatchStored(doc, o, m, nil)
 					if err != nil {
 						t.Fatalf("MatchStored(%x) error = %v after Decode succeeded", doc, err)
 					}

@@ -183,3 +183,20 @@ func ActualMethod(h http.Header, method string) string {
 	}
 	return method
 }
+
+// ActualHeaders returns the header names an actual (not preflight)
+// request with headers h is matched with: those of its
+// Access-Control-Request-Headers, as ParseRequestHeaders reads them,
+// usually none (browsers send the header only in preflights). S3 treats an
+// actual request that sends one like a preflight in this: a rule that does
+// not allow every name gives it no CORS headers. ok is false when the
+// header is not a list of at most MaxRequestHeaders names, which no rule
+// allows.
+func ActualHeaders(h http.Header) (names []string, ok bool) {
+	vs, present := h["Access-Control-Request-Headers"]
+	if !present {
+		return nil, true
+	}
+	names, err := ParseRequestHeaders(strings.Join(vs, ","))
+	return names, err == nil
+}

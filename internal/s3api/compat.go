@@ -309,7 +309,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   before the method is read, then an invalid method or header list is
   ` + "`400 BadRequest`" + ` and a request no rule allows ` + "`403 AccessForbidden`" + `.
   Every other request with an Origin header that a rule allows (by its
-  method, or its Access-Control-Request-Method if it sends one) gets
+  method, or its Access-Control-Request-Method if it sends one, and the
+  names of its Access-Control-Request-Headers if it sends one) gets
   Access-Control-Allow-Origin (the origin, or ` + "`*`" + ` for a rule allowing any),
   -Allow-Credentials (not with ` + "`*`" + `), -Allow-Methods, -Expose-Headers,
   -Max-Age and ` + "`Vary`" + `, on error responses too.

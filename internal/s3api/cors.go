@@ -175,8 +175,9 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request, rq *request)
 
 // setCORSHeaders sets the CORS headers of an actual request with an
 // Origin header to a bucket or an object, before it is authenticated: if
-// a rule of the bucket allows the origin and method, its headers, which
-// writeError keeps. It costs one metadata read (a missing bucket and a
+// a rule of the bucket allows the origin and method (and the names of an
+// Access-Control-Request-Headers, which S3 checks when an actual request
+// sends one), its headers, which writeError keeps. It costs one metadata read (a missing bucket and a
 // bucket without CORS read alike) and a scan of the stored rules that
 // decodes only the one that matches; nothing is cached, so a change of the
 // rules applies to the next request on every node. A failure to read or
@@ -185,7 +186,8 @@ func (h *Handler) preflight(w http.ResponseWriter, r *http.Request, rq *request)
 func (h *Handler) setCORSHeaders(w http.ResponseWriter, r *http.Request, rq *request) {
 	origin := r.Header.Get("Origin")
 	method := cors.ActualMethod(r.Header, r.Method)
-	if origin == "" || method == "" {
+	headers, ok := cors.ActualHeaders(r.Header)
+	if origin == "" || method == "" || !ok {
 		return
 	}
 	doc, ok, err := h.objects.LookupBucketConfig(r.Context(), rq.bucket, objects.ConfigCORS)
@@ -196,7 +198,7 @@ func (h *Handler) setCORSHeaders(w http.ResponseWriter, r *http.Request, rq *req
 	if !ok {
 		return
 	}
-	rule, err := cors.MatchStored(doc, origin, method)
+	rule, err := cors.MatchStored(doc, origin, method, headers)
 	if err != nil {
 		h.log.ErrorContext(r.Context(), "stored cors configuration does not decode", "request_id", rq.id, "bucket", rq.bucket, "err", err)
 		return
