@@ -103,3 +103,32 @@ func FuzzDecodeLifecycleConfiguration(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCORSConfiguration checks the strict decoder: what it accepts
+// round-trips, and the lenient Decode reads the same document alike
+// (strictness only refuses, it never reads differently).
+func FuzzDecodeCORSConfiguration(f *testing.F) {
+	for _, tc := range corsCases(f) {
+		if len(tc.body) <= maxSeed {
+			f.Add([]byte(tc.body))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := s3xml.DecodeCORSConfiguration(bytes.NewReader(body), fuzzLimit)
+		if err != nil {
+			checkDecodeError(t, err, body)
+			return
+		}
+		var lenient s3xml.CORSConfiguration
+		if err := s3xml.Decode(bytes.NewReader(body), fuzzLimit, &lenient); err != nil {
+			t.Fatalf("Decode(%q) error %v, DecodeCORSConfiguration accepted it", body, err)
+		}
+		if diff := cmp.Diff(lenient, got); diff != "" {
+			t.Errorf("strict and lenient decoding differ for %q (-lenient +strict):\n%s", body, diff)
+		}
+		again := roundTrip(t, got, s3xml.DecodeCORSConfiguration)
+		if diff := cmp.Diff(got, again, ignoreXMLName, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("decode(encode(x)) != x for body %q (-x +again):\n%s", body, diff)
+		}
+	})
+}
