@@ -119,7 +119,7 @@ func newWalker(r kvReader, bucket string, opt WalkOptions) (*versionWalker, erro
 	}
 	w.curOK = w.cur.seekGE(maxBytes(curStart, curLower))
 	if opt.History {
-		betweenTables()
+		betweenReads()
 		if w.hist, err = r.newIter(histLower, successor(histLower)); err != nil {
 			return nil, errors.Join(err, w.cur.close())
 		}

@@ -80,15 +80,16 @@ func (db *DB) inSnapshot(fn func(r kvReader) error) (err error) {
 	return fn(snap)
 }
 
-// testHookBetweenTables, when a test sets it, runs between a read of the
-// object table and a read of the history table that must see the same
-// state (ListVersions, WalkVersions, ObjectVersion, LatestDeleteMarker):
-// a write it makes must not be seen by the second.
-var testHookBetweenTables func()
+// testHookBetweenReads, when a test sets it, runs between two reads that
+// must see the same state (of the object table and of the history table
+// in ListVersions, WalkVersions, ObjectVersion, LatestDeleteMarker; of an
+// upload and of its parts in UploadParts): a write it makes must not be
+// seen by the second.
+var testHookBetweenReads func()
 
-func betweenTables() {
-	if testHookBetweenTables != nil {
-		testHookBetweenTables()
+func betweenReads() {
+	if testHookBetweenReads != nil {
+		testHookBetweenReads()
 	}
 }
 
@@ -128,7 +129,7 @@ func newVersionLister(r kvReader, bucket string, opt VersionListOptions) (*versi
 		return nil, err
 	}
 	l.curOK = l.cur.seekGE(maxBytes(curStart, curLower))
-	betweenTables()
+	betweenReads()
 	if opt.KeyMarker != "" && opt.VersionIDMarker != "" {
 		hs, err := versionMarker(r, bucket, opt.KeyMarker, opt.VersionIDMarker)
 		if err != nil {

@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// betweenTablesOnce makes the next read that goes from the object table to
-// the history table run write in between, once; the hook is removed when
-// t ends. Tests that use it must not run in parallel.
-func betweenTablesOnce(t *testing.T, write func()) {
+// betweenReadsOnce makes the next pair of reads that must see one state
+// (testHookBetweenReads) run write in between, once; the hook is removed
+// when t ends. Tests that use it must not run in parallel.
+func betweenReadsOnce(t *testing.T, write func()) {
 	t.Helper()
 	var once sync.Once
-	testHookBetweenTables = func() { once.Do(write) }
-	t.Cleanup(func() { testHookBetweenTables = nil })
+	testHookBetweenReads = func() { once.Do(write) }
+	t.Cleanup(func() { testHookBetweenReads = nil })
 }
 
 // A write that moves a version from the object table to the history table
@@ -33,7 +35,7 @@ func testListVersionsOneSnapshot(t *testing.T, e engine) {
 	}
 	v1 := putVersionAt(t, db, "bkt", "k", testTime, Object{Size: 1, ETag: "e1"})
 	var v2 Object
-	betweenTablesOnce(t, func() { v2 = putVersionAt(t, db, "bkt", "k", testTime.Add(time.Second), Object{Size: 1, ETag: "e2"}) })
+	betweenReadsOnce(t, func() { v2 = putVersionAt(t, db, "bkt", "k", testTime.Add(time.Second), Object{Size: 1, ETag: "e2"}) })
 	es, more, err := db.ListVersions(ctx, "bkt", VersionListOptions{Limit: 1000})
 	if err != nil || more {
 		t.Fatalf("ListVersions: %v, more %v", err, more)
@@ -58,7 +60,7 @@ func testWalkVersionsOneSnapshot(t *testing.T, e engine) {
 	}
 	v1 := putVersionAt(t, db, "bkt", "k", testTime, Object{Size: 1, ETag: "e1"})
 	var v2 Object
-	betweenTablesOnce(t, func() { v2 = putVersionAt(t, db, "bkt", "k", testTime.Add(time.Second), Object{Size: 1, ETag: "e2"}) })
+	betweenReadsOnce(t, func() { v2 = putVersionAt(t, db, "bkt", "k", testTime.Add(time.Second), Object{Size: 1, ETag: "e2"}) })
 	es, _, more, err := db.WalkVersions(ctx, "bkt", WalkOptions{Limit: 1000, History: true})
 	if err != nil || more {
 		t.Fatalf("WalkVersions: %v, more %v", err, more)
@@ -87,7 +89,7 @@ func testObjectVersionOneSnapshot(t *testing.T, e engine) {
 	}
 	v1 := putVersionAt(t, db, "bkt", "k", testTime, Object{Size: 1, ETag: "e1"})
 	v2 := putVersionAt(t, db, "bkt", "k", testTime.Add(time.Second), Object{Size: 1, ETag: "e2"})
-	betweenTablesOnce(t, func() {
+	betweenReadsOnce(t, func() {
 		if _, err := db.DeleteVersions(ctx, "bkt", []VersionRef{{Key: "k", VersionID: v2.S3VersionID()}}, testTime); err != nil {
 			t.Errorf("DeleteVersions: %v", err)
 		}
@@ -130,7 +132,7 @@ func testLatestDeleteMarkerOneSnapshot(t *testing.T, e engine) {
 	old := marker(testTime.Add(time.Second))
 	putVersionAt(t, db, "bkt", "k", testTime.Add(2*time.Second), Object{Size: 1, ETag: "e2"})
 	top := marker(testTime.Add(3 * time.Second))
-	betweenTablesOnce(t, func() {
+	betweenReadsOnce(t, func() {
 		if _, err := db.DeleteVersions(ctx, "bkt", []VersionRef{{Key: "k", VersionID: top}}, testTime); err != nil {
 			t.Errorf("DeleteVersions: %v", err)
 		}
@@ -143,5 +145,37 @@ func testLatestDeleteMarkerOneSnapshot(t *testing.T, e engine) {
 	case m.S3VersionID() != top:
 		t.Errorf("LatestDeleteMarker while the top marker %s is deleted = %s (the older marker is %s), want the top one or none",
 			top, m.S3VersionID(), old)
+	}
+}
+
+// An upload aborted (or completed) while its parts are listed is gone,
+// not an upload without parts.
+func TestUploadPartsOneSnapshot(t *testing.T) { forEachEngine(t, testUploadPartsOneSnapshot) }
+
+func testUploadPartsOneSnapshot(t *testing.T, e engine) {
+	db := e.open(t)
+	ctx := context.Background()
+	mustCreateBucket(t, db, "bkt")
+	id := strings.Repeat("u", UploadIDLen)
+	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "k", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 2; n++ {
+		if err := db.PutPart(ctx, "bkt", "k", id, Part{Number: n, Size: 1, ETag: "e", Blocks: []Block{{Key: "p" + strconv.Itoa(n), Size: 1}}}, testTime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	betweenReadsOnce(t, func() {
+		if err := db.AbortUpload(ctx, "bkt", "k", id, testTime); err != nil {
+			t.Errorf("AbortUpload: %v", err)
+		}
+	})
+	u, parts, _, err := db.UploadParts(ctx, "bkt", "k", id, 0, 1000)
+	switch {
+	case errors.Is(err, ErrNotFound): // after the abort
+	case err != nil:
+		t.Fatalf("UploadParts: %v", err)
+	case u.ID != id || len(parts) != 2:
+		t.Errorf("UploadParts while the upload is aborted = %q with %d parts, want the upload with its 2 parts, or none", u.ID, len(parts))
 	}
 }

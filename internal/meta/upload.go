@@ -122,13 +122,47 @@ func (db *DB) PutPart(ctx context.Context, bucket, key, id string, p Part, now t
 // Parts returns up to limit parts of upload id with numbers greater than
 // after, in order, and whether more follow.
 func (db *DB) Parts(ctx context.Context, id string, after, limit int) ([]Part, bool, error) {
+	return db.partsPage(ctx, db.kv, id, after, limit)
+}
+
+// UploadParts returns the record of an upload and a page of its parts, as
+// Parts, both read from one snapshot: an upload completed or aborted
+// between the two reads would otherwise show no parts instead of being
+// gone. It returns ErrNotFound if there is no such upload.
+func (db *DB) UploadParts(ctx context.Context, bucket, key, id string, after, limit int) (Upload, []Part, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Upload{}, nil, false, err
+	}
+	var u *Upload
+	var parts []Part
+	var truncated bool
+	err := db.inSnapshot(func(r kvReader) error {
+		var err error
+		if u, err = db.upload(r, bucket, key, id); err != nil || u == nil {
+			return err
+		}
+		betweenReads()
+		parts, truncated, err = db.partsPage(ctx, r, id, after, limit)
+		return err
+	})
+	if err != nil {
+		return Upload{}, nil, false, err
+	}
+	if u == nil {
+		return Upload{}, nil, false, ErrNotFound
+	}
+	return *u, parts, truncated, nil
+}
+
+// partsPage is Parts, read through r.
+func (db *DB) partsPage(ctx context.Context, r kvReader, id string, after, limit int) ([]Part, bool, error) {
 	var out []Part
 	truncated := false
 	start := partKey(id, max(after, 0)+1)
 	if after < 0 {
 		start = partPrefix(id)
 	}
-	err := db.scanParts(ctx, db.kv, id, start, func(p Part) bool {
+	err := db.scanParts(ctx, r, id, start, func(p Part) bool {
 		if len(out) >= limit {
 			truncated = true
 			return false

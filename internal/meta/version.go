@@ -589,7 +589,7 @@ func (db *DB) ObjectVersion(ctx context.Context, bucket, key, id string) (Object
 			o, current = cur, true
 			return err
 		}
-		betweenTables()
+		betweenReads()
 		if id == NullVersionID {
 			o, err = findNull(r, bucket, key)
 		} else {
@@ -651,7 +651,7 @@ func (db *DB) LatestDeleteMarker(ctx context.Context, bucket, key string) (Objec
 		if err == nil || !errors.Is(err, ErrNotFound) {
 			return err // a current object: no marker is latest
 		}
-		betweenTables()
+		betweenReads()
 		top, err = topHistory(r, bucket, key)
 		return err
 	})

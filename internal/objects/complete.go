@@ -220,19 +220,15 @@ func assertedChecksum(want string, c meta.Checksum) bool {
 // in.PartNumberMarker, at most in.MaxParts (≤ 0 or > 1000 means 1000).
 // Errors: NoSuchUpload, NoSuchBucket.
 func (s *Service) ListParts(ctx context.Context, bucket, key, uploadID string, in ListPartsInput) (ListPartsResult, error) {
-	u, err := s.upload(ctx, bucket, key, uploadID)
-	if err != nil {
-		return ListPartsResult{}, err
-	}
 	limit := in.MaxParts
 	if limit <= 0 || limit > maxListParts {
 		limit = maxListParts
 	}
-	parts, truncated, err := s.db.Parts(ctx, uploadID, max(in.PartNumberMarker, 0), limit)
+	u, parts, truncated, err := s.db.UploadParts(ctx, bucket, key, uploadID, max(in.PartNumberMarker, 0), limit)
 	if err != nil {
-		return ListPartsResult{}, fmt.Errorf("list parts of %s: %w", uploadID, err)
+		return ListPartsResult{}, s.uploadError(ctx, bucket, uploadID, err)
 	}
-	r := ListPartsResult{Upload: uploadInfo(u), IsTruncated: truncated}
+	r := ListPartsResult{Upload: uploadInfo(&u), IsTruncated: truncated}
 	for i := range parts {
 		r.Parts = append(r.Parts, partInfo(&parts[i]))
 	}

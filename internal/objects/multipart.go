@@ -92,16 +92,23 @@ func checkPartNumber(n int, res string) error {
 // gone).
 func (s *Service) upload(ctx context.Context, bucket, key, id string) (*meta.Upload, error) {
 	u, err := s.db.Upload(ctx, bucket, key, id)
-	if errors.Is(err, meta.ErrNotFound) {
-		if err := s.checkBucket(ctx, bucket); err != nil {
-			return nil, err
-		}
-		return nil, noSuchUpload(id)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("read upload %s: %w", id, err)
+		return nil, s.uploadError(ctx, bucket, id, err)
 	}
 	return &u, nil
+}
+
+// uploadError turns an error reading upload id of bucket into S3's:
+// NoSuchUpload for a missing upload, NoSuchBucket if the bucket is gone
+// too.
+func (s *Service) uploadError(ctx context.Context, bucket, id string, err error) error {
+	if errors.Is(err, meta.ErrNotFound) {
+		if err := s.checkBucket(ctx, bucket); err != nil {
+			return err
+		}
+		return noSuchUpload(id)
+	}
+	return fmt.Errorf("read upload %s: %w", id, err)
 }
 
 // UploadPart stores part n (1..10000) of an upload, replacing any earlier
