@@ -14,10 +14,10 @@ import (
 // in memory; the new ETag is the MD5 of the data, as S3 gives a copied
 // object, and the checksum is computed afresh (FULL_OBJECT) with
 // in.ChecksumAlgorithm or the source's algorithm. Errors: NoSuchBucket,
-// NoSuchKey (source), NoSuchVersion (in.SrcVersionID), MethodNotAllowed (a
-// source that is a delete marker), PreconditionFailed (source conditions,
-// destination If-None-Match/If-Match), InvalidRequest, KeyTooLongError,
-// MetadataTooLarge.
+// NoSuchKey (source, also when its latest version is a delete marker),
+// NoSuchVersion (in.SrcVersionID), InvalidRequest (in.SrcVersionID names a
+// delete marker, as S3 answers), PreconditionFailed (source conditions,
+// destination If-None-Match/If-Match), KeyTooLongError, MetadataTooLarge.
 func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInput) (CopyResult, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key

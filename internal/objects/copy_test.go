@@ -102,3 +102,32 @@ func TestCopyObjectChecksumAndMultipartSource(t *testing.T) {
 		t.Errorf("copy with SHA256: checksum %+v", info.Checksum)
 	}
 }
+
+// A copy source that names a delete marker by its version ID is
+// InvalidRequest (400), as S3 answers, for CopyObject and UploadPartCopy;
+// without a version ID, a source whose latest version is a delete marker
+// is NoSuchKey.
+func TestCopyFromDeleteMarker(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	if err := e.s.PutBucketVersioning(ctx, "bkt", "Enabled", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PutObject(ctx, "bkt", "k", PutInput{Size: 1}, bytes.NewReader([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.s.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"})
+	if err != nil || !d.DeleteMarker {
+		t.Fatalf("DeleteObject = %+v, %v; want a delete marker", d, err)
+	}
+	_, err = e.s.CopyObject(ctx, "bkt", "dst", CopyInput{SrcBucket: "bkt", SrcKey: "k", SrcVersionID: d.DeleteMarkerVersionID})
+	wantCode(t, "CopyObject from the marker's version", err, s3err.InvalidRequest)
+	_, err = e.s.CopyObject(ctx, "bkt", "dst", CopyInput{SrcBucket: "bkt", SrcKey: "k"})
+	wantCode(t, "CopyObject from a key whose latest version is a marker", err, s3err.NoSuchKey)
+	up, err := e.s.CreateMultipartUpload(ctx, "bkt", "mp", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.UploadPartCopy(ctx, "bkt", "mp", up.UploadID, 1, PartCopyInput{SrcBucket: "bkt", SrcKey: "k", SrcVersionID: d.DeleteMarkerVersionID})
+	wantCode(t, "UploadPartCopy from the marker's version", err, s3err.InvalidRequest)
+}

@@ -60,6 +60,12 @@ func (s *Service) open(ctx context.Context, bucket, key string, o openOptions) (
 func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOptions, res string) (obj *Object, retry bool, err error) {
 	vid := o.get.VersionID
 	rec, current, err := s.lookup(ctx, bucket, key, vid)
+	if o.copySource && s3err.Is(err, s3err.MethodNotAllowed) {
+		// A copy source naming a delete marker by its version ID is a
+		// bad request, not a method on the marker, as S3 answers it.
+		return nil, false, s3err.Newf(s3err.InvalidRequest, res,
+			"The source of a copy request may not specifically refer to a delete marker by version id.")
+	}
 	if err != nil {
 		return nil, false, err
 	}

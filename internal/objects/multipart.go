@@ -180,8 +180,8 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 // UploadPartCopy stores part n from a range of an existing object (the
 // whole object without in.SrcRange), copying the data. Errors: as
 // UploadPart, plus NoSuchKey (source), PreconditionFailed (source
-// conditions), NoSuchVersion, MethodNotAllowed (a source that is a delete
-// marker) and InvalidArgument (range outside the source).
+// conditions), NoSuchVersion, InvalidRequest (a source version that is a
+// delete marker) and InvalidArgument (range outside the source).
 func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID string, n int, in PartCopyInput) (PartCopyResult, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key

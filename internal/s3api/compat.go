@@ -75,7 +75,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   version ID writes a delete marker; with one it removes that version, and
   the version below becomes current again. GET/HEAD of a key whose latest
   version is a delete marker is ` + "`404 NoSuchKey`" + ` with ` + "`x-amz-delete-marker: true`" + `;
-  GET of a delete marker by ID is ` + "`405 MethodNotAllowed`" + `. A malformed version
+  GET of a delete marker by ID is ` + "`405 MethodNotAllowed`" + `, a copy source naming one by
+  ID ` + "`400 InvalidRequest`" + `. A malformed version
   ID is ` + "`400 InvalidArgument`" + `, an unknown one ` + "`404 NoSuchVersion`" + `.
   ListObjectVersions works on every bucket (objects of a never-versioned
   bucket are their ` + "`null`" + ` versions). ` + "`x-amz-version-id`" + ` is returned for versions
