@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -49,7 +50,16 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string) err
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
-		page, err := p.NextPage(ctx)
+		// The transport bounds the wait for each answer's headers, not
+		// for its body, which the SDK reads whole while decoding the
+		// page: an upstream that stalls a listing's body would hang a GC
+		// pass. So each page has the deadline of its attempts.
+		pctx, cancel := context.WithTimeoutCause(ctx, s.pageTimeout(), errStalled)
+		page, err := p.NextPage(pctx)
+		if err != nil && ctx.Err() == nil && pctx.Err() != nil {
+			err = stalled(err)
+		}
+		cancel()
 		if err = s.upstreamErr(ctx, err); err != nil {
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
@@ -64,4 +74,12 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string) err
 		}
 	}
 	return nil
+}
+
+// pageTimeout is the longest one page of a listing may take, its retries
+// included: every attempt's Timeout plus the longest backoff before each
+// attempt after the first.
+func (s *Store) pageTimeout() time.Duration {
+	n := max(s.retryer.MaxAttempts(), 1)
+	return time.Duration(n)*s.timeout + time.Duration(n-1)*maxBackoff
 }

@@ -150,6 +150,27 @@ func TestUnavailable(t *testing.T) {
 		wantDown(t, "reading a stalled Get body", err, s3blob.KindTimeout, time.Since(start), bound)
 	})
 
+	t.Run("stall mid list", func(t *testing.T) {
+		// A listing whose answer starts and then stops: the SDK reads
+		// the page whole, so without a deadline of its own List (and a GC
+		// pass) would wait for ever.
+		p.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method != http.MethodGet || !r.URL.Query().Has("list-type") {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusOK)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>`)
+			http.NewResponseController(w).Flush()
+			hang(w, r)
+			return true
+		})
+		defer p.setHook(nil)
+		start := time.Now()
+		err := s.List(ctx, "keep/", func(string) error { return nil })
+		wantDown(t, "List whose body stalls", err, s3blob.KindTimeout, time.Since(start), bound+2*4*time.Second)
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		// A store opened through a relay that then goes away: nothing
 		// listens on its port, so connections are refused.
