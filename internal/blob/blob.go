@@ -76,7 +76,8 @@ type Store interface {
 
 	// List calls fn for every key with the given prefix, in no particular
 	// order. If fn returns an error, List stops and returns it. Keys written
-	// or deleted during List may or may not be seen. Used by GC and repair.
+	// or deleted during List may or may not be seen; fn may Delete the key
+	// it is given (the orphan sweep does). Used by GC and repair.
 	List(ctx context.Context, prefix string, fn func(key string) error) error
 }
 

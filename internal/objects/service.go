@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -153,9 +154,12 @@ type Service struct {
 	// within writeLimit.
 	shared bool
 
-	gcMu    sync.Mutex    // serialises GC passes
-	drainMu sync.Mutex    // serialises drains of the garbage queue
-	freed   chan struct{} // signalled when a commit queued garbage; capacity 1
+	gcMu sync.Mutex // serialises GC passes
+	// lastRefs is how many blocks the last orphan sweep found referenced:
+	// the next sizes its filter from it.
+	lastRefs atomic.Int64
+	drainMu  sync.Mutex    // serialises drains of the garbage queue
+	freed    chan struct{} // signalled when a commit queued garbage; capacity 1
 
 	configGen configGen // see ConfigGeneration
 	// publicAccess keeps buckets' Block Public Access settings decoded:
