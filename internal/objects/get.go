@@ -215,14 +215,24 @@ func (s *Service) inlineBody(ctx context.Context, bucket, key string, rec *meta.
 }
 
 // putReadBuf returns a data buffer to the pool unless a value larger than
-// any inline object's grew it.
+// any inline object's grew it, or a failed read left it smaller than the
+// pool's (the metadata store returns none when it fails).
 func (s *Service) putReadBuf(bufp *[]byte) {
-	if int64(cap(*bufp)) > s.cfg.InlineThreshold+dataSlack {
+	if c := int64(cap(*bufp)); c > s.cfg.InlineThreshold+dataSlack || c < s.cfg.InlineThreshold+1 {
 		return
+	}
+	if s.scribble {
+		b := (*bufp)[:cap(*bufp)]
+		for i := range b {
+			b[i] = scribbleByte
+		}
 	}
 	*bufp = (*bufp)[:0]
 	s.inlineBufs.Put(bufp)
 }
+
+// scribbleByte is what tests (Service.scribble) fill released buffers with.
+const scribbleByte = 0xAA
 
 // span resolves the byte range a read serves.
 func (s *Service) span(rec *meta.Object, o openOptions, res string) (span, error) {

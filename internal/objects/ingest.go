@@ -180,7 +180,8 @@ func (s *Service) ingestUnknown(ctx context.Context, br *bodyReader, in *ingeste
 	// The blocks start with what was read; a 16-byte buffer (bufio's
 	// least) is enough to peek whether a full block was the last, and
 	// larger reads go straight to the body.
-	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(head), br), 16)
+	hr := bytes.NewReader(head)
+	r := bufio.NewReaderSize(io.MultiReader(hr, br), 16)
 	in.size = 0
 	for {
 		key := newBlobKey(s.clock())
@@ -192,8 +193,10 @@ func (s *Service) ingestUnknown(ctx context.Context, br *bodyReader, in *ingeste
 		}
 		in.blocks[len(in.blocks)-1].Size = cr.n
 		in.size += cr.n
-		if head != nil {
-			// Copied into the first block: the buffer can go.
+		if head != nil && hr.Len() == 0 {
+			// Copied into the blocks (or into r's own buffer): the
+			// buffer can go. With InlineThreshold == BlockSize its last
+			// byte is the next block's first, still to be read.
 			s.releaseInline(in)
 			head = nil
 		}

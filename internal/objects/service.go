@@ -142,6 +142,9 @@ type Service struct {
 
 	inlineBufs sync.Pool // *[]byte of capacity cfg.InlineThreshold+dataSlack
 	copyBufs   sync.Pool // *[]byte of length copyBufSize
+	// scribble (tests) overwrites the buffers given back to inlineBufs,
+	// so that a use after release reads wrong bytes instead of passing.
+	scribble bool
 
 	inflight inflightSet // blob keys being written, not yet committed
 	readers  readerTable // object versions being streamed

@@ -371,24 +371,6 @@ func TestReader(t *testing.T) {
 		return r
 	}
 
-	t.Run("File", func(t *testing.T) {
-		r := get(t, 10, 100)
-		if _, err := io.ReadFull(r, make([]byte, 5)); err != nil {
-			t.Fatal(err)
-		}
-		f, off, n := r.File()
-		if off != 15 || n != 95 {
-			t.Fatalf("File() off, n = %d, %d; want 15, 95", off, n)
-		}
-		got := make([]byte, n)
-		if _, err := f.ReadAt(got, off); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, data[15:110]) {
-			t.Error("bytes read from File() at off differ from the blob")
-		}
-	})
-
 	for _, tc := range []struct {
 		name string
 		dst  func() (io.Writer, func() []byte)

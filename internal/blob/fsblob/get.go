@@ -85,8 +85,7 @@ func (s *Store) open(key string, off, n int64) (*Reader, error) {
 //
 // Reader implements io.WriterTo: io.Copy(dst, r) hands dst's ReadFrom the
 // *os.File itself, limited to the range, which lets an http.ResponseWriter
-// or *net.TCPConn use sendfile(2). Callers that want the descriptor use
-// File.
+// or *net.TCPConn use sendfile(2).
 type Reader struct {
 	f    *os.File
 	off  int64      // next byte to read
@@ -148,16 +147,6 @@ func (r *Reader) WriteTo(w io.Writer) (int64, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
-}
-
-// File returns the open file and the unread part of the range: off is the
-// file offset of the next byte and n the number of bytes left. It is for
-// callers that pass the descriptor to the kernel themselves. The file
-// remains owned by the Reader: do not close it, and do not use it after
-// Close. Its seek offset is unspecified; use pread-style calls or Seek to
-// off first.
-func (r *Reader) File() (f *os.File, off, n int64) {
-	return r.f, r.off, r.end - r.off
 }
 
 // Close closes the file.
