@@ -67,6 +67,20 @@ func pgHandle(t *testing.T, url string) *sql.DB {
 func openPGTest(t *testing.T, cfg Config, h hooks) *Log {
 	t.Helper()
 	cfg.Postgres = pgHandle(t, testPG.Get(t).NewSchema(t))
+	return openPGWith(t, cfg, h)
+}
+
+// openPGOn opens a Log on the PostgreSQL schema url, as another node (or
+// a restarted one) would, and closes it when the test ends.
+func openPGOn(t *testing.T, url string) *Log {
+	t.Helper()
+	return openPGWith(t, Config{Postgres: pgHandle(t, url)}, hooks{})
+}
+
+// openPGWith opens a Log with cfg, whose Postgres is set, and closes it
+// when the test ends.
+func openPGWith(t *testing.T, cfg Config, h hooks) *Log {
+	t.Helper()
 	l, err := open(cfg, h)
 	if err != nil {
 		t.Fatalf("open: %v", err)

@@ -82,8 +82,12 @@
 //     further failure up to 30s, before it tries again: a full disk is
 //     not hammered, its last free bytes are not fought over, and requests
 //     never wait. Writing resumes by itself once a try succeeds.
-//   - Close writes everything queued before it returns; a graceful
-//     shutdown loses nothing.
+//   - Close writes everything queued before it returns, whatever failed
+//     before (a back-off is forgotten, a held batch tried at once); a
+//     graceful shutdown loses nothing unless writes fail at Close. Then
+//     the batches after the first that fails are discarded, so that the
+//     shutdown is not held up, and Close returns how many events were
+//     not written, with the error.
 //
 // The audit log is therefore evidence of what happened, not a transaction
 // log: Stats (Recorded, Dropped, Written, WriteErrors) says how complete it

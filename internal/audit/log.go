@@ -433,7 +433,11 @@ func (l *Log) Flush(ctx context.Context) error {
 }
 
 // Close stops accepting events, writes those queued, stops the writer and
-// closes the database. It returns the error of the last writes or of
+// closes the database. A back-off after an earlier failed write does not
+// apply: every queued batch is tried, until one fails (then the rest is
+// discarded, so that a failing disk or database does not hold up the
+// shutdown). It returns an error saying how many events were not written
+// since it was called, with the first write error, or the error of
 // closing. Calling it again returns the same result.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {

@@ -767,3 +767,78 @@ func TestRoom(t *testing.T) {
 		t.Errorf("Stats once there is room = %+v", st)
 	}
 }
+
+// TestCloseAfterWriteFailure: a write failed shortly before a graceful
+// shutdown, within the back-off, and events are still queued. Close
+// forgets the back-off: with the disk fine again it writes every queued
+// batch, the full ones too (they used to be discarded, and Close returned
+// nil); with the disk still failing it discards the batches after the
+// first that fails and returns an error saying how many events were lost.
+func TestCloseAfterWriteFailure(t *testing.T) {
+	t.Parallel()
+	const queued, batch = 35, 10
+	for _, tc := range []struct {
+		name        string
+		failAtClose bool
+		wantWritten uint64
+		wantErrors  uint64
+		wantErr     string
+	}{
+		{name: "disk fine again", wantWritten: queued, wantErrors: 1},
+		{name: "disk still failing", failAtClose: true, wantErrors: 1 + queued, wantErr: "35 events not written at close: disk I/O error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newFakeClock(t0) // stays within the back-off
+			var tries atomic.Int32
+			gate, held := make(chan struct{}), make(chan struct{})
+			path := filepath.Join(t.TempDir(), "audit.db")
+			l, err := open(Config{Path: path, Clock: clock.Now, BatchSize: batch, FlushInterval: time.Hour}, hooks{
+				beforeWrite: func() {
+					if tries.Load() == 0 {
+						close(held)
+						<-gate // hold the writer with its first batch, so that the rest stays queued
+					}
+				},
+				writeErr: func() error {
+					if tries.Add(1) == 1 || tc.failAtClose {
+						return errors.New("disk I/O error")
+					}
+					return nil
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Record(Event{Time: t0, Source: SourceS3, Op: "PutObject", Key: "first"})
+			flushed := make(chan error, 1)
+			go func() { flushed <- l.Flush(context.Background()) }()
+			<-held
+			for i := range queued {
+				if !l.Record(Event{Time: t0, Source: SourceS3, Op: "PutObject", Key: fmt.Sprint("k/", i)}) {
+					t.Fatalf("Record %d refused", i)
+				}
+			}
+			closed := make(chan error, 1)
+			go func() { closed <- l.Close() }()
+			for !l.isClosed() {
+				time.Sleep(time.Millisecond)
+			}
+			close(gate) // the first write fails; Close is under way
+			if err := <-flushed; err == nil {
+				t.Error("Flush of the failing batch = nil")
+			}
+			err = <-closed
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Close = %v, want %q", err, tc.wantErr)
+			}
+			if st := l.Stats(); st.Written != tc.wantWritten || st.WriteErrors != tc.wantErrors || st.Queued != 0 {
+				t.Errorf("Stats after Close = %+v, want %d written, %d write errors", st, tc.wantWritten, tc.wantErrors)
+			}
+			l2 := openTest(t, Config{Path: path}, hooks{})
+			if got := len(queryAll(t, l2, Filter{})); got != int(tc.wantWritten) {
+				t.Errorf("%d events stored, want %d", got, tc.wantWritten)
+			}
+		})
+	}
+}

@@ -22,7 +22,8 @@ import (
 //     restart of PostgreSQL shorter than what the queue holds loses no
 //     event, and a longer one fills the queue, after which Record drops
 //     (Stats.Dropped, logged once a minute). Record never waits either
-//     way. At Close a failed batch is lost, as with SQLite.
+//     way. At Close a held batch is tried at once; if it fails it is
+//     lost, as with SQLite, and Close says so.
 //   - Retention and the caps are the cluster's, not the node's: every
 //     node checks them, and each DELETE step takes a transaction-scoped
 //     advisory lock, so that one node at a time deletes and the others

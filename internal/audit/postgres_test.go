@@ -228,3 +228,41 @@ func TestRebind(t *testing.T) {
 		t.Errorf("rebind = %q, want %q", got, want)
 	}
 }
+
+// TestPostgresCloseAfterOutage: PostgreSQL was down and events are held
+// and queued; it comes back, and the node shuts down before the held
+// batch's retry time. Close writes them all (it used to discard every
+// full batch and return nil: 1 event of 101 stored).
+func TestPostgresCloseAfterOutage(t *testing.T) {
+	t.Parallel()
+	pg := testPG.Get(t)
+	schema := pg.NewSchema(t)
+	proxy, url := pg.Proxy(t, schema)
+	l, err := Open(Config{Postgres: pgHandle(t, url), QueueSize: 200, BatchSize: 10, FlushInterval: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordAll(t, l, Event{Time: at(0), Source: SourceS3, Op: "PutObject", Key: "before"})
+	proxy.Down()
+	for i := range 100 {
+		if !l.Record(Event{Time: at(1 + i), Source: SourceS3, Op: "PutObject", Key: fmt.Sprint("during/", i)}) {
+			t.Fatalf("Record %d refused", i)
+		}
+		if i == 5 {
+			time.Sleep(100 * time.Millisecond) // let the writer find the outage and hold a batch
+		}
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("Close = %v, want every event written", err)
+	}
+	if st := l.Stats(); st.Written != 101 || st.WriteErrors != 0 {
+		t.Errorf("Stats after Close = %+v, want 101 written, no write errors", st)
+	}
+	l2 := openPGOn(t, schema)
+	if got := len(queryAll(t, l2, Filter{})); got != 101 {
+		t.Errorf("%d events stored, want 101", got)
+	}
+}

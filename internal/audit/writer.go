@@ -68,6 +68,14 @@ func (l *Log) run() {
 	closing := l.closing
 
 	for {
+		// Close comes first: from then on no batch is held, and the
+		// back-off of an earlier failure no longer discards.
+		select {
+		case <-closing:
+			closing = nil
+			w.startClosing()
+		default:
+		}
 		var pruneStep, evictStep <-chan struct{}
 		queue := l.queue
 		if w.holding() {
@@ -85,15 +93,15 @@ func (l *Log) run() {
 		select {
 		case <-closing:
 			closing = nil
-			w.closing = true // no more holding: a failed batch is lost
+			w.startClosing()
 		case <-w.retryC:
 			w.retryC = nil
 			w.write() // the error is counted and logged; no one waits for it
 		case e, ok := <-queue:
 			if !ok {
-				w.retryAt = time.Time{} // one last try, whatever failed before
 				w.addSummaries(l.limit.rotate(l.clock(), true))
-				l.closeErr = w.write()
+				_ = w.write() // counted in closeLost
+				l.closeErr = w.closeResult()
 				w.reportDrops(true)
 				w.reportEvictions(true)
 				return
@@ -152,6 +160,11 @@ type writer struct {
 	retryC     <-chan time.Time
 	closing    bool // Close has been called
 
+	// Since Close: events lost (failed or discarded) and the error of the
+	// first failed write, which Close returns.
+	closeLost int
+	closeErr  error
+
 	passStart bool      // a retention pass is due
 	passing   bool      // a retention pass is under way
 	cutoff    time.Time // of the pass under way
@@ -170,6 +183,31 @@ type writer struct {
 	lastErr  error     // of the last failed write
 
 	capState
+}
+
+// startClosing begins the end: the back-off of a failure before Close is
+// forgotten, so that every batch queued is tried (until one fails afresh:
+// then the rest is discarded, so that a failing disk or database does not
+// hold up the shutdown), and a held batch is tried at once rather than at
+// its retry time.
+func (w *writer) startClosing() {
+	w.closing = true
+	w.retryAt = time.Time{}
+	if w.retryC != nil {
+		w.retryTimer.Stop()
+		w.retryC = nil
+		_ = w.write() // counted in closeLost
+	}
+}
+
+// closeResult returns the error Close reports for the writes since it
+// was called: nil if every event was stored, else how many were lost and
+// the first write error.
+func (w *writer) closeResult() error {
+	if w.closeLost == 0 {
+		return nil
+	}
+	return fmt.Errorf("audit: %d events not written at close: %w", w.closeLost, w.closeErr)
 }
 
 // holding reports whether the writer holds a failed batch to try again
@@ -250,6 +288,9 @@ func (w *writer) write() error {
 	if now := w.l.clock(); now.Before(w.retryAt) && (!w.l.pg || w.closing) {
 		w.reset()
 		w.l.writeErrors.Add(uint64(n))
+		if w.closing {
+			w.closeLost += n
+		}
 		return fmt.Errorf("audit: %d events discarded: writes are failing, next try after %s: %w",
 			n, w.retryAt.UTC().Format(time.RFC3339), w.lastErr)
 	}
@@ -290,6 +331,12 @@ func (w *writer) write() error {
 		w.retryC = w.retryTimer.C
 	} else {
 		w.l.writeErrors.Add(uint64(n))
+		if w.closing {
+			w.closeLost += n
+			if w.closeErr == nil {
+				w.closeErr = err
+			}
+		}
 	}
 	if now := time.Now(); w.lastErrLog.IsZero() || now.Sub(w.lastErrLog) >= dropLogInterval {
 		if hold {
