@@ -40,13 +40,13 @@
 //   - per minute, the first Config.PerSource events of each source (IP,
 //     access key, status, error code) are kept in full, up to
 //     Config.PerMinute over all sources, and the rest are counted: per
-//     source for the first Config.PerMinute sources, in one count for the
-//     others;
+//     source for the first Config.PerMinute sources, in one count per
+//     kind of source and outcome for the others;
 //   - when the minute ends, and at Close, each count becomes one summary
 //     event: Count holds the number of requests, Target reads "… and
 //     4,213 more AccessDenied from 203.0.113.9 in this minute".
 //
-// So they add at most 2*PerMinute+1 events a minute, and every one is
+// So they add at most 2*PerMinute+12 events a minute, and every one is
 // accounted for (an event, a summary's Count, or Stats.Dropped). Events
 // of authenticated principals, which only key holders can send, are
 // recorded in full, one each.

@@ -62,6 +62,57 @@ func (k sourceKey) clone() sourceKey {
 		strings.Clone(k.code), k.status}
 }
 
+// An outcome is a class of HTTP statuses. A summary stands for events of
+// one outcome, so that a filter on the status (Filter.Failed,
+// Filter.Succeeded) counts it with the events it stands for.
+type outcome uint8
+
+// The outcomes.
+const (
+	outcomeOK          outcome = iota // below 400: anonymous requests that were served
+	outcomeRefused                    // 401, 403: refused
+	outcomeClientError                // other 4xx (and 499, the client went away)
+	outcomeServerError                // 5xx
+	numOutcomes
+)
+
+// outcomeOf returns the outcome of HTTP status status.
+func outcomeOf(status int) outcome {
+	switch {
+	case status < 400:
+		return outcomeOK
+	case status == 401 || status == 403:
+		return outcomeRefused
+	case status < 500:
+		return outcomeClientError
+	}
+	return outcomeServerError
+}
+
+// status returns the status a summary of events of outcome o with
+// different statuses gets: one of the class, the most common.
+func (o outcome) status() int {
+	return [numOutcomes]int{200, 403, 400, 500}[o]
+}
+
+// what names the requests of outcome o in a summary's Target.
+func (o outcome) what() string {
+	return [numOutcomes]string{"unauthenticated requests", "refused requests", "failed requests", "requests that failed with a server error"}[o]
+}
+
+// otherKey is what the sources past the limit are counted by: every
+// summary keeps its source and the class of its status.
+type otherKey struct {
+	source  string
+	outcome outcome
+}
+
+// maxOthers bounds the tallies of the sources past the limit: one per
+// Event.Source and outcome, of which there are 3×4 (s3, admin and
+// console record bounded events). Past it (another Source) an event is
+// counted with one of its outcome, so the bound holds whatever comes.
+const maxOthers = 12
+
 // tally counts the events of one source, or of the sources past the
 // limit, that were not recorded in full in a window.
 type tally struct {
@@ -72,6 +123,8 @@ type tally struct {
 	// in it. Its strings are its own.
 	like              Event
 	bytesIn, bytesOut int64
+	first, last       time.Time // of the counted events
+	mixed             bool      // the counted events have different statuses
 }
 
 // count adds e to t.
@@ -79,6 +132,12 @@ func (t *tally) count(e *Event) {
 	t.bytesIn += e.BytesIn
 	t.bytesOut += e.BytesOut
 	t.n++
+	if t.n == 1 || e.Time.Before(t.first) {
+		t.first = e.Time
+	}
+	if t.n == 1 || e.Time.After(t.last) {
+		t.last = e.Time
+	}
 	if t.n == 1 {
 		t.like = Event{
 			Source: strings.Clone(e.Source), Op: strings.Clone(e.Op), Status: e.Status,
@@ -98,8 +157,10 @@ func (t *tally) count(e *Event) {
 			*f.p = ""
 		}
 	}
-	if t.like.Status != e.Status {
-		t.like.Status = 0
+	if t.like.Status != e.Status && !t.mixed {
+		// A status of the same outcome, which every event of a tally
+		// has: --failed must find the summary of failures.
+		t.like.Status, t.mixed = outcomeOf(e.Status).status(), true
 	}
 }
 
@@ -107,7 +168,7 @@ func (t *tally) count(e *Event) {
 type counts struct {
 	start, end time.Time
 	sources    map[sourceKey]*tally
-	other      tally // sources past the limit
+	other      map[otherKey]*tally // sources past the limit
 }
 
 // limiter holds RecordBounded's state: the current window's tallies.
@@ -118,7 +179,7 @@ type limiter struct {
 	start   time.Time  // of the current window
 	full    int        // events recorded in full in the window, over all sources
 	sources map[sourceKey]*tally
-	other   tally // events of the sources past perMinute
+	other   map[otherKey]*tally // events of the sources past perMinute
 }
 
 // init sets the limits (0 means the default) and starts the first window
@@ -133,6 +194,7 @@ func (lm *limiter) init(perSource, perMinute int, now time.Time) {
 	lm.perSource, lm.perMinute = perSource, perMinute
 	lm.start = now.Truncate(window)
 	lm.sources = make(map[sourceKey]*tally)
+	lm.other = make(map[otherKey]*tally)
 }
 
 // admit reports whether e is to be recorded in full, and counts it if
@@ -144,7 +206,7 @@ func (lm *limiter) admit(e *Event) bool {
 	t := lm.sources[k]
 	if t == nil {
 		if len(lm.sources) >= lm.perMinute {
-			lm.other.count(e)
+			lm.countOther(e)
 			return false
 		}
 		t = &tally{}
@@ -157,6 +219,25 @@ func (lm *limiter) admit(e *Event) bool {
 	}
 	t.count(e)
 	return false
+}
+
+// countOther counts e, of a source past the limit, in the tally of its
+// Source and outcome. The caller holds mu.
+func (lm *limiter) countOther(e *Event) {
+	k := otherKey{e.Source, outcomeOf(e.Status)}
+	t := lm.other[k]
+	if t == nil && len(lm.other) >= maxOthers {
+		for ok, ot := range lm.other {
+			if t == nil || ok.outcome == k.outcome {
+				t = ot
+			}
+		}
+	}
+	if t == nil {
+		t = &tally{}
+		lm.other[otherKey{strings.Clone(k.source), k.outcome}] = t
+	}
+	t.count(e)
 }
 
 // rotate ends the current window if it is a window old, or if force is
@@ -175,8 +256,8 @@ func (lm *limiter) rotate(now time.Time, force bool) *counts {
 	}
 	lm.full = 0
 	lm.sources = make(map[sourceKey]*tally, min(len(c.sources), lm.perMinute))
-	lm.other = tally{}
-	if c.other.n == 0 {
+	lm.other = make(map[otherKey]*tally)
+	if len(c.other) == 0 {
 		counted := false
 		for _, t := range c.sources {
 			if t.n > 0 {
@@ -192,35 +273,37 @@ func (lm *limiter) rotate(now time.Time, force bool) *counts {
 }
 
 // summaries appends the summary events of c to events: one per source
-// with events counted, and one for the sources past the limit, in no
-// particular order.
+// with events counted, and one per source kind and outcome for the
+// sources past the limit, in no particular order.
 func (c *counts) summaries(events []Event) []Event {
 	for _, t := range c.sources {
 		if t.n > 0 {
 			events = append(events, c.summary(t, false))
 		}
 	}
-	if c.other.n > 0 {
-		events = append(events, c.summary(&c.other, true))
+	for _, t := range c.other {
+		events = append(events, c.summary(t, true))
 	}
 	return events
 }
 
 // summary returns the summary event of t; other says t counts the sources
-// past the limit.
+// past the limit. Its Time is that of the last event it counts, and its
+// Duration the time from the first to the last, so that a time range
+// (--since) that holds the last of the requests finds it.
 func (c *counts) summary(t *tally, other bool) Event {
 	e := t.like
-	e.Time = c.start
-	e.Duration = max(c.end.Sub(c.start), 0)
+	e.Time = t.last
+	e.Duration = t.last.Sub(t.first)
 	e.Count = t.n
 	e.BytesIn, e.BytesOut = t.bytesIn, t.bytesOut
 	what := e.Code
 	switch {
 	case what != "":
-	case e.Status != 0:
+	case !t.mixed:
 		what = "requests answered " + strconv.Itoa(e.Status)
 	default:
-		what = "refused or unauthenticated requests"
+		what = outcomeOf(e.Status).what()
 	}
 	// The access key is not repeated: it has its field, and the Target
 	// must stay within MaxFieldBytes like every field.

@@ -112,12 +112,14 @@ func TestRecordBounded(t *testing.T) {
 	if len(got) != 8 {
 		t.Fatalf("after the minute: %d events, want 6 in full and 2 summaries: %+v", len(got), got)
 	}
+	// A summary's time is its last request's, its duration the time from
+	// its first to its last (events 3 to 9 of the first source).
 	wantSummaries := []Event{
-		{Time: t0.Truncate(time.Minute), Source: SourceS3, Op: "GetObject", Status: 403, Code: "AccessDenied",
-			Bucket: "photos", SourceIP: "203.0.113.9", BytesOut: 70, Duration: time.Minute, Count: 7,
+		{Time: t0.Add(9), Source: SourceS3, Op: "GetObject", Status: 403, Code: "AccessDenied",
+			Bucket: "photos", SourceIP: "203.0.113.9", BytesOut: 70, Duration: 6, Count: 7,
 			Target: "… and 7 more AccessDenied from 203.0.113.9 in this minute"},
-		{Time: t0.Truncate(time.Minute), Source: SourceS3, Op: "PutObject", Status: 403, Code: "SignatureDoesNotMatch",
-			Bucket: "photos", SourceIP: "203.0.113.9", AccessKey: "AKCLAIMED", BytesOut: 10, Duration: time.Minute, Count: 1,
+		{Time: t0.Add(100), Source: SourceS3, Op: "PutObject", Status: 403, Code: "SignatureDoesNotMatch",
+			Bucket: "photos", SourceIP: "203.0.113.9", AccessKey: "AKCLAIMED", BytesOut: 10, Count: 1,
 			Target: "… and 1 more SignatureDoesNotMatch from 203.0.113.9 in this minute"},
 	}
 	var summaries []Event
@@ -276,8 +278,10 @@ func TestRecordBoundedMixedSummary(t *testing.T) {
 		t.Fatalf("events %+v, want the one in full and a summary of 2", page)
 	}
 	s := page[0]
-	want := Event{ID: s.ID, Time: t0.Truncate(time.Minute), Source: SourceS3, BytesOut: 20, Duration: time.Minute, Count: 2,
-		Target: "… and 2 more refused or unauthenticated requests from sources past the 1 counted one by one, in this minute"}
+	// The two differ in status (401, 403): the summary has 403, a status
+	// of the class both are in, so that --failed finds it.
+	want := Event{ID: s.ID, Time: t0.Add(2), Source: SourceS3, Status: 403, BytesOut: 20, Duration: 1, Count: 2,
+		Target: "… and 2 more refused requests from sources past the 1 counted one by one, in this minute"}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("catch-all summary mismatch (-want +got):\n%s", diff)
 	}
@@ -355,5 +359,65 @@ func TestRecordBoundedAllocations(t *testing.T) {
 	}
 	if st := l.Stats(); st.Aggregated < runs {
 		t.Errorf("Stats = %+v: want the last %d counted", st, runs)
+	}
+}
+
+// TestSummaryFilters: the filters an operator uses (coffer admin audit ls
+// --failed, --source, --since) find the summaries with the requests they
+// stand for. A shared tally used to blank what differed (status 0 for a
+// mix of 401 and 403, source "" for a mix of S3 and admin) and date a
+// summary at its minute's start, before a --since within the minute.
+func TestSummaryFilters(t *testing.T) {
+	t.Parallel()
+	l, clock, nextMinute := boundedLog(t, 1, 1)
+	start := clock.Now()
+	l.RecordBounded(denied("192.0.2.1", 0)) // the one source counted by itself
+	// Sources past the limit: refused S3 requests (401 and 403),
+	// refused admin requests, and anonymous S3 reads that were served.
+	var sent []Event
+	for i := range 4 {
+		e := denied(fmt.Sprint("192.0.2.", 10+i), i)
+		e.Time = start.Add(time.Duration(40+i) * time.Second)
+		if i%2 == 1 {
+			e.Status, e.Code = 401, ""
+		}
+		sent = append(sent, e)
+		a := e
+		a.Source, a.Op = SourceAdmin, "admin:CreateUser"
+		sent = append(sent, a)
+		ok := e
+		ok.Status, ok.Code = 200, ""
+		sent = append(sent, ok)
+	}
+	for _, e := range sent {
+		l.RecordBounded(e)
+	}
+	nextMinute()
+	requests := func(f Filter) int64 {
+		t.Helper()
+		var n int64
+		for _, e := range queryAll(t, l, f) {
+			n += max(e.Count, 1)
+		}
+		return n
+	}
+	since := start.Add(30 * time.Second) // within the minute, before its last requests
+	for _, tc := range []struct {
+		name string
+		f    Filter
+		want int64
+	}{
+		{"all", Filter{}, 13},
+		{"failed", Filter{Failed: true}, 9},
+		{"succeeded", Filter{Succeeded: true}, 4},
+		{"source s3", Filter{Source: SourceS3}, 9},
+		{"source admin", Filter{Source: SourceAdmin}, 4},
+		{"failed admin", Filter{Source: SourceAdmin, Failed: true}, 4},
+		{"since the middle of the minute", Filter{Since: since}, 12},
+		{"until the middle of the minute", Filter{Until: since}, 1},
+	} {
+		if got := requests(tc.f); got != tc.want {
+			t.Errorf("%s: the events found stand for %d requests, want %d", tc.name, got, tc.want)
+		}
 	}
 }

@@ -82,8 +82,10 @@ type Config struct {
 	// PerMinute bounds RecordBounded twice per minute: at most PerMinute
 	// events recorded in full over all sources, and at most PerMinute
 	// sources counted separately; events of further sources go to one
-	// count shared by all. So refused and unauthenticated requests add
-	// at most 2*PerMinute+1 events a minute, however many there are.
+	// count per kind of source (S3, admin, console) and outcome (served,
+	// refused, other client error, server error). So refused and
+	// unauthenticated requests add at most 2*PerMinute+12 events a
+	// minute, however many there are.
 	// 0 means DefaultPerMinute.
 	PerMinute int
 	// Room, if not nil, is asked before each batch is written; an error
@@ -361,12 +363,17 @@ func (l *Log) Record(e Event) bool {
 //     source IP, access key, status and error code) are recorded in
 //     full, up to Config.PerMinute full events over all sources. The
 //     others are counted, per source for the first Config.PerMinute
-//     sources and then in one count for all further ones. When the
-//     minute ends (and at Close) each count is written as one summary
-//     event with Count set, whose Target reads, for instance, "… and
-//     4,213 more AccessDenied from 203.0.113.9 in this minute".
+//     sources and then in one count per Source and outcome (served,
+//     refused, other client error, server error) for all further ones.
+//     When the minute ends (and at Close) each count is written as one
+//     summary event with Count set, whose Target reads, for instance,
+//     "… and 4,213 more AccessDenied from 203.0.113.9 in this minute".
+//     A summary's Time is that of the last request it counts, its
+//     Duration the time from the first to the last, and its Status one
+//     of the outcome: the requests' own if they share it, else 200, 403,
+//     400 or 500.
 //
-// So such requests add at most 2*PerMinute+1 events a minute to the log,
+// So such requests add at most 2*PerMinute+12 events a minute to the log,
 // and every one of them is still accounted for: in an event of its own,
 // in a summary's Count, or in Stats.Dropped. Memory is bounded too: at
 // most PerMinute sources are tracked.

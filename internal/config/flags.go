@@ -152,7 +152,7 @@ func settings(c *Config) []setting {
 		{name: "audit.refused.per-source", value: &intValue{&c.Audit.PerSource},
 			usage: "refused (401, 403) or unauthenticated requests recorded one by one per source (client IP, access key, outcome) and minute; the source's others are counted in one summary event (1 to 100000)"},
 		{name: "audit.refused.per-minute", value: &intValue{&c.Audit.PerMinute},
-			usage: "refused or unauthenticated requests recorded one by one per minute over all sources, and sources counted separately (further ones share one count); such requests add at most 2×this+1 events a minute (1 to 100000)"},
+			usage: "refused or unauthenticated requests recorded one by one per minute over all sources, and sources counted separately (further ones share one count per kind of source and outcome); such requests add at most 2×this+12 events a minute (1 to 100000)"},
 		{name: "pprof", value: &boolValue{&c.Pprof.Enabled},
 			usage: "serve net/http/pprof on its own listener (pprof-host:pprof-port)"},
 		{name: "pprof-host", value: &stringValue{&c.Pprof.Host},
