@@ -37,8 +37,8 @@
 //
 //   - long strings (keys, claimed access keys, ...) are cut to
 //     MaxFieldBytes;
-//   - per minute, the first Config.PerSource events of each source (IP,
-//     access key, status, error code) are kept in full, up to
+//   - per minute, the first Config.PerSource events of each source (kind,
+//     IPv4 address or IPv6 /64, outcome) are kept in full, up to
 //     Config.PerMinute over all sources, and the rest are counted: per
 //     source for the first Config.PerMinute sources, in one count per
 //     kind of source and outcome for the others;

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,19 +48,61 @@ func truncateEvent(e *Event) {
 	}
 }
 
-// sourceKey is what RecordBounded counts events by: one client (its IP and
-// the access key it used or claimed) getting one outcome.
+// sourceKey is what RecordBounded counts events by: one client network
+// getting one outcome from one kind of source (S3, admin, console), as
+// one user. The network is the client's IPv4 address, or the /64 of its
+// IPv6 address (what one subscriber gets). Nothing a stranger chooses
+// freely is part of it: one address cycling through made-up access key
+// IDs used to be a new source with every key. The user is: a request
+// carries one only once its signature or session verified (a failed
+// console sign-in names an existing user, of which there are few), so a
+// signed-in user refused behind a busy NAT keeps events of its own.
 type sourceKey struct {
-	source, ip, accessKey, code string
-	status                      int
+	source  string
+	net     netip.Addr // the IPv4 address or the IPv6 /64's first address; invalid if SourceIP is no IP
+	raw     string     // SourceIP when it is no IP (a test's, or a Unix socket's), else ""
+	user    string
+	outcome outcome
 }
 
+// sourceKeyOf returns the source of e. It allocates nothing.
+func sourceKeyOf(e *Event) sourceKey {
+	k := sourceKey{source: e.Source, user: e.User, outcome: outcomeOf(e.Status)}
+	a, err := netip.ParseAddr(e.SourceIP)
+	if err != nil {
+		k.raw = e.SourceIP
+		return k
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(ipv6Prefix)
+		a = p.Addr()
+	}
+	k.net = a
+	return k
+}
+
+// ipv6Prefix is the length of the IPv6 prefix counted as one client: a
+// subscriber's /64 holds more addresses than anyone could cycle through.
+const ipv6Prefix = 64
+
 // clone returns k with strings of its own, so that a key kept for a
-// minute holds no request's memory alive (a claimed access key may be a
-// slice of a large header).
+// minute holds no request's memory alive.
 func (k sourceKey) clone() sourceKey {
-	return sourceKey{strings.Clone(k.source), strings.Clone(k.ip), strings.Clone(k.accessKey),
-		strings.Clone(k.code), k.status}
+	k.source, k.raw, k.user = strings.Clone(k.source), strings.Clone(k.raw), strings.Clone(k.user)
+	return k
+}
+
+// sourceIP returns what a summary of k's events that differ in their
+// address says in SourceIP: the IPv6 network, as "2001:db8:1:2::/64".
+func (k sourceKey) sourceIP() string {
+	switch {
+	case !k.net.IsValid():
+		return ""
+	case k.net.Is6():
+		return netip.PrefixFrom(k.net, ipv6Prefix).String()
+	}
+	return k.net.String()
 }
 
 // An outcome is a class of HTTP statuses. A summary stands for events of
@@ -200,7 +243,7 @@ func (lm *limiter) init(perSource, perMinute int, now time.Time) {
 // admit reports whether e is to be recorded in full, and counts it if
 // not. e's strings are already cut to MaxFieldBytes.
 func (lm *limiter) admit(e *Event) bool {
-	k := sourceKey{e.Source, e.SourceIP, e.AccessKey, e.Code, e.Status}
+	k := sourceKeyOf(e)
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
 	t := lm.sources[k]
@@ -276,27 +319,32 @@ func (lm *limiter) rotate(now time.Time, force bool) *counts {
 // with events counted, and one per source kind and outcome for the
 // sources past the limit, in no particular order.
 func (c *counts) summaries(events []Event) []Event {
-	for _, t := range c.sources {
+	for k, t := range c.sources {
 		if t.n > 0 {
-			events = append(events, c.summary(t, false))
+			events = append(events, c.summary(t, &k))
 		}
 	}
 	for _, t := range c.other {
-		events = append(events, c.summary(t, true))
+		events = append(events, c.summary(t, nil))
 	}
 	return events
 }
 
-// summary returns the summary event of t; other says t counts the sources
-// past the limit. Its Time is that of the last event it counts, and its
-// Duration the time from the first to the last, so that a time range
-// (--since) that holds the last of the requests finds it.
-func (c *counts) summary(t *tally, other bool) Event {
+// summary returns the summary event of t, the tally of source k, or of
+// sources past the limit if k is nil. Its Time is that of the last event
+// it counts, and its Duration the time from the first to the last, so
+// that a time range (--since) that holds the last of the requests finds
+// it.
+func (c *counts) summary(t *tally, k *sourceKey) Event {
 	e := t.like
 	e.Time = t.last
 	e.Duration = t.last.Sub(t.first)
 	e.Count = t.n
 	e.BytesIn, e.BytesOut = t.bytesIn, t.bytesOut
+	if e.SourceIP == "" && k != nil {
+		// Several addresses of one IPv6 network: name the network.
+		e.SourceIP = k.sourceIP()
+	}
 	what := e.Code
 	switch {
 	case what != "":
@@ -311,7 +359,7 @@ func (c *counts) summary(t *tally, other bool) Event {
 	if from == "" {
 		from = "various addresses"
 	}
-	if other {
+	if k == nil {
 		e.Target = fmt.Sprintf("… and %s more %s from sources past the %s counted one by one, in this minute",
 			groupDigits(t.n), what, groupDigits(int64(len(c.sources))))
 	} else {

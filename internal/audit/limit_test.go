@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -88,9 +89,8 @@ func TestRecordBounded(t *testing.T) {
 			t.Fatalf("RecordBounded %d refused", i)
 		}
 	}
-	// A bad signature from the same address is another source: another
-	// claimed key and code.
-	sig := denied("203.0.113.9", 100)
+	// A bad signature from another address is another source.
+	sig := denied("198.51.100.7", 100)
 	sig.AccessKey, sig.Code, sig.Op = "AKCLAIMED", "SignatureDoesNotMatch", "PutObject"
 	for range 4 {
 		l.RecordBounded(sig)
@@ -119,8 +119,8 @@ func TestRecordBounded(t *testing.T) {
 			Bucket: "photos", SourceIP: "203.0.113.9", BytesOut: 70, Duration: 6, Count: 7,
 			Target: "… and 7 more AccessDenied from 203.0.113.9 in this minute"},
 		{Time: t0.Add(100), Source: SourceS3, Op: "PutObject", Status: 403, Code: "SignatureDoesNotMatch",
-			Bucket: "photos", SourceIP: "203.0.113.9", AccessKey: "AKCLAIMED", BytesOut: 10, Count: 1,
-			Target: "… and 1 more SignatureDoesNotMatch from 203.0.113.9 in this minute"},
+			Bucket: "photos", SourceIP: "198.51.100.7", AccessKey: "AKCLAIMED", BytesOut: 10, Count: 1,
+			Target: "… and 1 more SignatureDoesNotMatch from 198.51.100.7 in this minute"},
 	}
 	var summaries []Event
 	var requests int64
@@ -217,7 +217,7 @@ func TestRecordBoundedLimits(t *testing.T) {
 }
 
 // TestRecordBoundedFlood sends random refused and unauthenticated events
-// over several minutes: each minute adds at most 2×PerMinute+1 events,
+// over several minutes: each minute adds at most 2×PerMinute+2 events,
 // all of at most MaxFieldBytes per field, and every event is accounted
 // for.
 func TestRecordBoundedFlood(t *testing.T) {
@@ -243,8 +243,10 @@ func TestRecordBoundedFlood(t *testing.T) {
 		}
 		before := l.Stats().Written
 		nextMinute()
-		if added := l.Stats().Written - before; added > 2*perMinute+1 {
-			t.Errorf("minute %d added %d events, more than 2×%d+1", m, added, perMinute)
+		// The sources past the limit are counted per outcome, of which
+		// this flood has two (refused, served).
+		if added := l.Stats().Written - before; added > 2*perMinute+2 {
+			t.Errorf("minute %d added %d events, more than 2×%d+2", m, added, perMinute)
 		}
 	}
 	var requests int64
@@ -419,5 +421,90 @@ func TestSummaryFilters(t *testing.T) {
 		if got := requests(tc.f); got != tc.want {
 			t.Errorf("%s: the events found stand for %d requests, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRecordBoundedByNetwork: a source is a client's address (an IPv6
+// address's /64), not what the client claims. One address cycling
+// through made-up access key IDs used to be a new source with each key:
+// 1,000 keys a minute made 2,001 events a minute from one address.
+func TestRecordBoundedByNetwork(t *testing.T) {
+	t.Parallel()
+	const perSource, perMinute = 5, 1000
+	l, _, nextMinute := boundedLog(t, perSource, perMinute)
+	send := func(ip string, n int) {
+		for i := range n {
+			e := denied(ip, i)
+			e.AccessKey, e.Code = fmt.Sprintf("AKFAKE%06d", i), "InvalidAccessKeyId"
+			l.RecordBounded(e)
+		}
+	}
+	send("203.0.113.9", 1000)
+	for i := range 100 { // 100 addresses of one /64
+		send(fmt.Sprintf("2001:db8:1:2::%x", i+1), 10)
+	}
+	send("2001:db8:1:3::1", 10)    // another /64
+	send("::ffff:203.0.113.9", 10) // the first address, IPv4-mapped
+	nextMinute()
+	got := queryAll(t, l, Filter{})
+	type source struct {
+		ip          string
+		full, count int64
+	}
+	bySource := map[string]*source{}
+	for _, e := range got {
+		ip := e.SourceIP // an address, or a summary's /64
+		if a, err := netip.ParseAddr(ip); err == nil {
+			switch {
+			case a.Is4In6():
+				ip = a.Unmap().String()
+			case a.Is6():
+				p, _ := a.Prefix(64)
+				ip = p.String()
+			}
+		}
+		s := bySource[ip]
+		if s == nil {
+			s = &source{ip: ip}
+			bySource[ip] = s
+		}
+		if e.Count == 0 {
+			s.full++
+		} else {
+			s.count += e.Count
+			if e.AccessKey != "" || e.Code != "InvalidAccessKeyId" || e.Status != 403 {
+				t.Errorf("summary %+v: want the code and status, and no access key (they differ)", e)
+			}
+		}
+	}
+	want := map[string]source{
+		"203.0.113.9":       {"203.0.113.9", perSource, 1010 - perSource},
+		"2001:db8:1:2::/64": {"2001:db8:1:2::/64", perSource, 1000 - perSource},
+		"2001:db8:1:3::/64": {"2001:db8:1:3::1", perSource, 10 - perSource},
+	}
+	if len(bySource) != len(want) {
+		t.Errorf("%d sources, want %d: %d events", len(bySource), len(want), len(got))
+	}
+	for k, w := range want {
+		g := bySource[k]
+		if g == nil {
+			t.Errorf("no events of source %s", k)
+			continue
+		}
+		if g.full != w.full || g.count != w.count {
+			t.Errorf("source %s: %d in full and %d counted, want %d and %d", k, g.full, g.count, w.full, w.count)
+		}
+	}
+	// The summary of one address names it; that of several addresses of
+	// a /64 names the network, as does its Target.
+	for _, e := range got {
+		if e.Count > 0 && strings.HasPrefix(e.SourceIP, "2001:db8:1:2:") {
+			if e.SourceIP != "2001:db8:1:2::/64" || !strings.Contains(e.Target, "from 2001:db8:1:2::/64 in this minute") {
+				t.Errorf("summary of a /64: source IP %q, target %q", e.SourceIP, e.Target)
+			}
+		}
+	}
+	if n := len(got); n > 3*(perSource+1) {
+		t.Errorf("%d events for 3 sources, more than %d", n, 3*(perSource+1))
 	}
 }

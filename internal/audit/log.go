@@ -74,8 +74,12 @@ type Config struct {
 	// checked as MaxBytes is. 0 means no cap.
 	MaxEvents int64
 	// PerSource is how many events of one source RecordBounded records
-	// in full per minute; a source is a source IP, access key, status
-	// and error code. The source's further events that minute are
+	// in full per minute; a source is a kind of source (Event.Source),
+	// a client's IPv4 address or IPv6 /64, an outcome (served, refused,
+	// other client error, server error) and Event.User (set only for a
+	// verified user): not the access key a client claims, which it
+	// chooses at will. The source's further
+	// events that minute are
 	// counted, and written as one summary event when the minute ends.
 	// 0 means DefaultPerSource.
 	PerSource int
@@ -360,7 +364,9 @@ func (l *Log) Record(e Event) bool {
 //   - Every string field of e is cut to MaxFieldBytes (a cut string ends
 //     in "…"), so no request makes an event large.
 //   - Per minute, the first Config.PerSource events of each source (its
-//     source IP, access key, status and error code) are recorded in
+//     Source, the client's IPv4 address or IPv6 /64, its outcome:
+//     served, refused, other client error, server error, and its User,
+//     which only a verified request has) are recorded in
 //     full, up to Config.PerMinute full events over all sources. The
 //     others are counted, per source for the first Config.PerMinute
 //     sources and then in one count per Source and outcome (served,

@@ -254,7 +254,7 @@ type Audit struct {
 	// MaxEvents caps the number of events kept, likewise. 0 means no cap.
 	MaxEvents int
 	// PerSource is how many refused or unauthenticated requests of one
-	// source (IP, access key, outcome) are recorded in full per minute;
+	// source (client IP or IPv6 /64, and outcome) are recorded in full per minute;
 	// the rest are counted in one summary event.
 	PerSource int
 	// PerMinute bounds the refused or unauthenticated requests recorded

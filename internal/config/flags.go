@@ -150,7 +150,7 @@ func settings(c *Config) []setting {
 		{name: "audit.max-events", value: &intValue{&c.Audit.MaxEvents},
 			usage: "most events the audit log keeps; past it the oldest are deleted; 0 for no cap"},
 		{name: "audit.refused.per-source", value: &intValue{&c.Audit.PerSource},
-			usage: "refused (401, 403) or unauthenticated requests recorded one by one per source (client IP, access key, outcome) and minute; the source's others are counted in one summary event (1 to 100000)"},
+			usage: "refused (401, 403) or unauthenticated requests recorded one by one per source (client IP, or IPv6 /64, and outcome) and minute; the source's others are counted in one summary event (1 to 100000)"},
 		{name: "audit.refused.per-minute", value: &intValue{&c.Audit.PerMinute},
 			usage: "refused or unauthenticated requests recorded one by one per minute over all sources, and sources counted separately (further ones share one count per kind of source and outcome); such requests add at most 2×this+12 events a minute (1 to 100000)"},
 		{name: "pprof", value: &boolValue{&c.Pprof.Enabled},
