@@ -42,10 +42,12 @@ type Record struct {
 	Code string
 	// AccessKeyID, User and Root say who signed the request, once its
 	// signature verified. ClaimedAccessKeyID is the key a request that
-	// failed authentication named.
+	// failed authentication named; AuthFailed says authentication
+	// failed, whatever the status (400 for a malformed signature).
 	AccessKeyID, User  string
 	Root               bool
 	ClaimedAccessKeyID string
+	AuthFailed         bool
 	RemoteAddr         string
 	RequestID          string
 	Start              time.Time
@@ -77,6 +79,7 @@ func (h *Handler) observe(w *httprec.Writer, rq *request, start time.Time) {
 		User:               rq.principal.User,
 		Root:               rq.principal.Root,
 		ClaimedAccessKeyID: rq.claimedKey,
+		AuthFailed:         rq.authFailed,
 		RemoteAddr:         rq.r.RemoteAddr,
 		RequestID:          rq.id,
 		Start:              start,

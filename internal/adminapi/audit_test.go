@@ -90,7 +90,16 @@ func TestAuditObserver(t *testing.T) {
 			name: "a bad signature",
 			r:    func(t *testing.T) *http.Request { return signed(t, badSig, "DELETE", BasePath+"/users/bob", "") },
 			want: Record{Op: "DeleteUser", Method: "DELETE", Target: "users/bob", Status: 403, Code: "SignatureDoesNotMatch",
-				ClaimedAccessKeyID: "USERKEY"},
+				ClaimedAccessKeyID: "USERKEY", AuthFailed: true},
+		},
+		{
+			name: "a malformed signature",
+			r: func(t *testing.T) *http.Request {
+				r := signed(t, rootCred, "GET", BasePath+"/users", "")
+				r.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=ROOTKEY/garbage")
+				return r
+			},
+			want: Record{Op: "ListUsers", Method: "GET", Target: "users", Status: 400, Code: "AuthorizationHeaderMalformed", AuthFailed: true},
 		},
 		{
 			name: "no such endpoint",

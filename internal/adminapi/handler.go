@@ -184,6 +184,7 @@ type request struct {
 
 	code       string // the error code answered, for the Observer
 	claimedKey string // the access key of a request that failed authentication
+	authFailed bool   // authentication failed, whatever the status
 }
 
 // apiError is an error response the handler decides itself.
@@ -244,7 +245,7 @@ func (h *Handler) serve(rq *request) (any, error) {
 	}
 	res, err := h.verifier.Verify(r)
 	if err != nil {
-		rq.claimedKey = claimedAccessKey(err)
+		rq.claimedKey, rq.authFailed = claimedAccessKey(err), true
 		return nil, err
 	}
 	rq.auth = res

@@ -9,7 +9,8 @@
 //   - every S3 request that may change something: any method but GET, HEAD
 //     and OPTIONS, whatever its outcome;
 //   - every S3 request that failed authentication or authorization (401,
-//     403), whatever its method, with the access key it claimed;
+//     403, or a 400 for a malformed signature: RequestRecord.AuthFailed),
+//     whatever its method, with the access key it claimed;
 //   - every S3 request answered with a server error (5xx);
 //   - a sample of the other reads, at the rate given to NewS3Observer
 //     (0 by default: none);

@@ -14,8 +14,10 @@ import (
 //
 // It keeps every request that may change something (any method but GET,
 // HEAD and OPTIONS), every authentication or authorization failure (401,
-// 403, any method) and every server error (5xx); other reads are kept
-// with the probability given to NewS3Observer.
+// 403, and any request whose authentication failed, such as a 400
+// AuthorizationHeaderMalformed; any method) and every server error
+// (5xx); other reads are kept with the probability given to
+// NewS3Observer.
 //
 // Requests of a verified access key are recorded in full, one event each
 // (Log.Record), unless they were refused. Refused requests and requests
@@ -90,7 +92,7 @@ func Untrusted(status int, verifiedKey string) bool {
 // keep reports whether rec is to be recorded.
 func (o *S3Observer) keep(rec *s3api.RequestRecord) bool {
 	switch {
-	case rec.Status == http.StatusUnauthorized || rec.Status == http.StatusForbidden:
+	case rec.Status == http.StatusUnauthorized || rec.Status == http.StatusForbidden || rec.AuthFailed:
 		return true
 	case rec.Status >= 500:
 		return true

@@ -63,6 +63,19 @@ func TestS3Observer(t *testing.T) {
 		}), want: event(func(e *Event) {
 			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 403, "SignatureDoesNotMatch", "", "AKCLAIMED", 0, 100
 		})},
+		// A malformed signature is a 400, and an authentication failure
+		// all the same (it used to go unrecorded).
+		{name: "get with a malformed signature", rec: with(get, func(r *s3api.RequestRecord) {
+			r.Status, r.Code, r.AccessKeyID, r.User, r.AuthFailed = 400, "AuthorizationHeaderMalformed", "", "", true
+		}), want: event(func(e *Event) {
+			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 400, "AuthorizationHeaderMalformed", "", "", 0, 100
+		})},
+		{name: "get with a bad query signature", rec: with(get, func(r *s3api.RequestRecord) {
+			r.Method, r.Status, r.Code, r.AccessKeyID, r.User, r.AuthFailed, r.ClaimedAccessKeyID = "HEAD", 400, "AuthorizationQueryParametersError", "", "", true, "AKCLAIMED"
+		}), want: event(func(e *Event) {
+			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 400, "AuthorizationQueryParametersError", "", "AKCLAIMED", 0, 100
+		})},
+		{name: "get with a bad request of a verified key", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.Code = 400, "InvalidArgument" })},
 		{name: "get unauthorized", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.AccessKeyID, r.User = 401, "", "" }),
 			want: event(func(e *Event) {
 				e.Op, e.Status, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 401, "", "", 0, 100

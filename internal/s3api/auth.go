@@ -19,7 +19,7 @@ import (
 func (h *Handler) authenticate(r *http.Request, rq *request) error {
 	res, err := h.verifier.Verify(r)
 	if err != nil {
-		rq.claimedKey = claimedAccessKey(err)
+		rq.claimedKey, rq.authFailed = claimedAccessKey(err), true
 		return err
 	}
 	rq.auth = res
@@ -28,6 +28,7 @@ func (h *Handler) authenticate(r *http.Request, rq *request) error {
 		return nil
 	}
 	if res.V2 && !v2Selects(rq.op) {
+		rq.authFailed = true // a signature of a kind not taken for this op: no principal
 		return s3err.Newf(s3err.InvalidRequest, "", "The authorization mechanism you have provided is not supported. Please use AWS4-HMAC-SHA256.")
 	}
 	rq.principal = h.iam.Principal(res.AccessKeyID)

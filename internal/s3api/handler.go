@@ -233,8 +233,10 @@ type request struct {
 	aborted bool
 	obs     *observation
 	// claimedKey is the access key named by a request that failed
-	// authentication, when the verifier reported it.
+	// authentication, when the verifier reported it; authFailed says
+	// that authentication failed, whatever the status answered.
 	claimedKey string
+	authFailed bool
 	// idle is the request body with its progress deadline, under rawBody
 	// (idle.rc is nil without a body).
 	idle idleBody

@@ -64,6 +64,12 @@ type RequestRecord struct {
 	// authentication named (an unknown key, or a known one whose
 	// signature did not match), for the audit log; "" otherwise.
 	ClaimedAccessKeyID string
+	// AuthFailed says the request failed authentication: its signature,
+	// credentials or authentication headers were refused, whatever the
+	// status (403 SignatureDoesNotMatch, and also 400
+	// AuthorizationHeaderMalformed or AuthorizationQueryParametersError,
+	// which the audit log would otherwise take for a reader's mistake).
+	AuthFailed bool
 	// RemoteAddr is the client's address as net/http reports it
 	// (host:port, no proxy headers interpreted).
 	RemoteAddr string
@@ -162,6 +168,7 @@ func (h *Handler) finish(rw *httprec.Writer, r *http.Request, rq *request, start
 			RequestID:   rq.id,
 
 			ClaimedAccessKeyID: rq.claimedKey,
+			AuthFailed:         rq.authFailed,
 		}
 		h.observer.ObserveRequest(rec)
 		// Nothing uses the request's state after finish: the body

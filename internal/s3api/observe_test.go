@@ -147,12 +147,19 @@ func TestObserver(t *testing.T) {
 		{
 			name: "bad signature",
 			c:    call{method: "GET", path: "/bkt/obj", cred: &wrong},
-			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.SignatureDoesNotMatch, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: rootAccessKey},
+			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.SignatureDoesNotMatch, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: rootAccessKey, AuthFailed: true},
 		},
 		{
 			name: "unknown access key",
 			c:    call{method: "GET", path: "/bkt/obj", cred: &unknown},
-			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.InvalidAccessKeyID, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: "AKNOSUCHKEY"},
+			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.InvalidAccessKeyID, Bucket: "bkt", Key: "obj", ClaimedAccessKeyID: "AKNOSUCHKEY", AuthFailed: true},
+		},
+		{
+			// A 400, but a failed authentication: the audit log keeps it.
+			name: "malformed authorization",
+			c: call{method: "GET", path: "/bkt/obj", anon: true,
+				header: header("Authorization", "AWS4-HMAC-SHA256 Credential=AKNOSUCHKEY/garbage")},
+			want: RequestRecord{Op: "GetObject", Status: 400, Code: s3err.AuthorizationHeaderMalformed, Bucket: "bkt", Key: "obj", AuthFailed: true},
 		},
 		{
 			name: "anonymous",

@@ -88,7 +88,7 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	res, err := h.verifier.VerifyPost(r.Context(), pf)
 	if err != nil {
-		rq.claimedKey = claimedAccessKey(err)
+		rq.claimedKey, rq.authFailed = claimedAccessKey(err), true
 		return err
 	}
 	rq.auth = res

@@ -100,16 +100,17 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 }
 
 // adminAuditor records admin requests in the audit log: every change
-// (anything but GET) and every refused or failed request. Refused
-// requests and those without a verified key go through the bounds of
-// RecordBounded, as on the S3 API.
+// (anything but GET) and every refused or failed request, and every
+// request that failed authentication (a malformed signature is a 400).
+// Refused requests and those without a verified key go through the
+// bounds of RecordBounded, as on the S3 API.
 type adminAuditor struct{ log *audit.Log }
 
 var _ adminapi.Observer = adminAuditor{}
 
 // ObserveAdmin implements adminapi.Observer.
 func (a adminAuditor) ObserveAdmin(rec *adminapi.Record) {
-	if rec.Method == "GET" && rec.Status != 401 && rec.Status != 403 && rec.Status < 500 {
+	if rec.Method == "GET" && rec.Status != 401 && rec.Status != 403 && rec.Status < 500 && !rec.AuthFailed {
 		return
 	}
 	e := audit.Event{
