@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"math"
@@ -22,9 +23,9 @@ type capState struct {
 	lastCapCheck time.Time // when checkCap last ran
 	evictLeft    int64     // events still to evict in the eviction under way
 	evictBatch   int64     // events to evict per statement (see checkCap)
-	// On PostgreSQL: evict the IDs below evictBelow; evictedAtSize is the
-	// table's size when MaxBytes last made it evict.
-	evictBelow, evictedAtSize int64
+	// On PostgreSQL: the connection that holds the cleanup lock while a
+	// retention pass or an eviction runs, else nil (see postgres.go).
+	leader *sql.Conn
 
 	evictUnlogged  int64 // evicted since the last log line
 	lastEvictLog   time.Time
@@ -86,10 +87,7 @@ func (w *writer) checkCap() {
 	defer w.capSettled()
 	u, err := w.measure()
 	if err != nil {
-		if now := time.Now(); now.Sub(w.lastMeasureErr) >= dropLogInterval {
-			w.l.log.Error("audit log size not measured", "path", w.l.path, "err", err)
-			w.lastMeasureErr = now
-		}
+		w.measureFailed(err)
 		return
 	}
 	w.l.diskBytes.Store(u.disk)

@@ -310,26 +310,20 @@ func (l *Log) openSQLite(cfg Config) (err error) {
 	return nil
 }
 
-// openPG checks that the PostgreSQL table exists, reads its ID range and
-// prepares the writer's statements on the pool.
+// openPG checks that the PostgreSQL table exists, reads its size and
+// prepares the writer's insert on the pool. Its deletes run on the
+// connection that holds the cleanup lock (see postgres.go).
 func (l *Log) openPG() (err error) {
+	c, err := readCap(l.db)
+	if err != nil {
+		return fmt.Errorf("audit: read %s (created by the metadata schema, version %d): %w", pgTable, pgSchemaVersion, err)
+	}
+	l.stored.Store(c.events)
+	l.diskBytes.Store(c.size)
 	ctx, cancel := pgCtx()
 	defer cancel()
-	var lo, hi, size int64
-	if err := l.db.QueryRowContext(ctx, pgCapSQL).Scan(&lo, &hi, &size); err != nil {
-		return fmt.Errorf("audit: read %s (created by the metadata schema, version 3): %w", pgTable, err)
-	}
-	if hi > 0 {
-		l.stored.Store(hi - lo + 1)
-	}
-	l.diskBytes.Store(size)
-	for _, p := range []struct {
-		st  **sql.Stmt
-		sql string
-	}{{&l.wInsert, pgInsertSQL}, {&l.wPrune, pgPruneSQL}, {&l.wEvict, pgEvictSQL}, {&l.prune, pgPruneSQL}} {
-		if *p.st, err = l.db.PrepareContext(ctx, p.sql); err != nil {
-			return fmt.Errorf("audit: prepare: %w", err)
-		}
+	if l.wInsert, err = l.db.PrepareContext(ctx, pgInsertSQL); err != nil {
+		return fmt.Errorf("audit: prepare: %w", err)
 	}
 	return nil
 }
@@ -508,7 +502,8 @@ type Stats struct {
 	Evicted     uint64 // events deleted to keep within MaxBytes and MaxEvents
 	Queued      int    // queued events and summaries not yet stored or lost
 	// Stored is the number of events in the database, as counted at
-	// Open and kept since.
+	// Open and kept since; on PostgreSQL, the cluster's, read every
+	// second.
 	Stored int64
 	// DiskBytes is the size of the database file and its WAL, as last
 	// measured: at most a second ago while the log is open.

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"strconv"
 	"strings"
 	"time"
@@ -24,18 +26,28 @@ import (
 //     (Stats.Dropped, logged once a minute). Record never waits either
 //     way. At Close a held batch is tried at once; if it fails it is
 //     lost, as with SQLite, and Close says so.
-//   - Retention and the caps are the cluster's, not the node's: every
-//     node checks them, and each DELETE step takes a transaction-scoped
-//     advisory lock, so that one node at a time deletes and the others
-//     skip the step.
-//   - MaxEvents is kept by ID: events below max(id) − MaxEvents are
-//     evicted. IDs come from one sequence, so max(id) − min(id) + 1
-//     bounds the events stored (gaps are failed inserts), cheaply.
-//   - MaxBytes is compared with pg_total_relation_size (table, indexes
-//     and TOAST). PostgreSQL does not give a table's space back on
-//     DELETE; vacuum makes it reusable. So past the cap the oldest tenth
-//     of the events is evicted, and again only once the table has grown
-//     past the size it had then: the table settles at about the cap.
+//   - Retention and the caps are the cluster's, not the node's, and one
+//     node at a time keeps them: a pass (a retention pass, or an
+//     eviction) runs on a connection of its own that holds a session
+//     advisory lock of the schema's cleanup (pgLeadSQL) from its first
+//     DELETE to its last; a node that finds the lock taken leaves the
+//     work to its holder, and tries its own retention pass again a
+//     second later rather than at the next interval.
+//   - The cap is decided from what the table holds now, read from
+//     coffer_audit_state (internal/meta/pgschema/0004_audit_state.sql):
+//     events, the exact number of rows (triggers keep it, whoever
+//     inserts or deletes), and evicted_at_size. MaxEvents evicts the
+//     rows past it. MaxBytes is compared with pg_total_relation_size
+//     (table, indexes and TOAST); PostgreSQL does not give a table's
+//     space back on DELETE, vacuum makes it reusable. So past the cap
+//     the oldest tenth of the events is evicted and the size recorded
+//     in evicted_at_size, in the database, and again only once the
+//     table has grown past it: the table settles at about the cap, and
+//     neither a node's restart nor a second node evicts again (each
+//     node kept the size in memory, from 0 at start: every restart
+//     evicted a tenth of the log, and N nodes up to N tenths). A node
+//     decides under the lock, after reading the state again, so two
+//     nodes never evict for the same growth.
 
 // pgWriteTimeout bounds each statement of the writer on PostgreSQL.
 const pgWriteTimeout = 10 * time.Second
@@ -43,24 +55,31 @@ const pgWriteTimeout = 10 * time.Second
 // pgTable is the PostgreSQL table of the cluster's audit log.
 const pgTable = "coffer_audit"
 
-// pgLockSQL is the condition under which a deleting statement deletes: a
-// transaction-scoped advisory lock of the cleanup of this schema's log,
-// taken without waiting, so that nodes do not delete the same rows at
-// once (they would wait for each other's row locks, and could deadlock).
-const pgLockSQL = `(SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '/coffer_audit cleanup')))`
+// pgLockKey names the advisory lock of the cleanup of this schema's log.
+// Older Coffers took it per DELETE, transaction-scoped
+// (pg_try_advisory_xact_lock), and skip their step while a node of this
+// version holds it for its pass.
+const pgLockKey = `hashtext(current_schema() || '/coffer_audit cleanup')`
 
 const (
 	pgInsertSQL = `INSERT INTO coffer_audit (time_ns, source, op, status, code, bucket, object_key, target,
 	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
 	SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[])`
-	pgPruneSQL = `DELETE FROM coffer_audit WHERE ` + pgLockSQL + ` AND id IN
+	// pgLeadSQL takes the cleanup lock if no one holds it; pgWaitSQL
+	// waits for it (Prune); pgUnleadSQL releases it.
+	pgLeadSQL   = `SELECT pg_try_advisory_lock(` + pgLockKey + `)`
+	pgWaitSQL   = `SELECT pg_advisory_lock(` + pgLockKey + `)`
+	pgUnleadSQL = `SELECT pg_advisory_unlock(` + pgLockKey + `)`
+	// The DELETEs run on the connection that holds the lock.
+	pgPruneSQL = `DELETE FROM coffer_audit WHERE id IN
 	(SELECT id FROM coffer_audit WHERE time_ns < $1 ORDER BY time_ns LIMIT $2)`
-	pgEvictSQL = `DELETE FROM coffer_audit WHERE ` + pgLockSQL + ` AND id IN
-	(SELECT id FROM coffer_audit WHERE id < $1 ORDER BY id LIMIT $2)`
-	// pgCapSQL reads the ID range (two descents of the primary key) and
-	// the table's size on disk.
-	pgCapSQL = `SELECT coalesce(min(id), 0), coalesce(max(id), 0), pg_total_relation_size('coffer_audit') FROM coffer_audit`
+	pgEvictSQL = `DELETE FROM coffer_audit WHERE id IN (SELECT id FROM coffer_audit ORDER BY id LIMIT $1)`
+	// pgCapSQL reads what the cap is decided by: the events stored, the
+	// table's size when the cap last evicted, and its size now.
+	pgCapSQL        = `SELECT events, evicted_at_size, pg_total_relation_size('coffer_audit') FROM coffer_audit_state`
+	pgEvictedAtSQL  = `UPDATE coffer_audit_state SET evicted_at_size = $1`
+	pgSchemaVersion = 4 // the metadata schema version that made coffer_audit_state
 )
 
 // pgColumns holds a batch as the arrays of pgInsertSQL, reused from batch
@@ -144,49 +163,149 @@ func pgCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), pgWriteTimeout)
 }
 
-// checkCapPG reads the table's ID range and size and sets what to evict:
-// the IDs below max(id) − MaxEvents + 1, and past MaxBytes the oldest
-// tenth of the events, if the table has grown since that was last done
-// (see the comment at the top of this file).
+// pgCap is what the cap of the PostgreSQL log is decided by.
+type pgCap struct {
+	events    int64 // rows in coffer_audit
+	evictedAt int64 // the table's size when the cap last evicted
+	size      int64 // the table's size now
+}
+
+// querier is a *sql.DB or a *sql.Conn.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readCap reads pgCap through q.
+func readCap(q querier) (pgCap, error) {
+	ctx, cancel := pgCtx()
+	defer cancel()
+	var c pgCap
+	err := q.QueryRowContext(ctx, pgCapSQL).Scan(&c.events, &c.evictedAt, &c.size)
+	return c, err
+}
+
+// excess returns how many of the oldest events to evict for c, and
+// whether MaxBytes asks for it (and so the size is to be recorded).
+func (w *writer) excess(c pgCap) (n int64, bytes bool) {
+	if m := w.l.maxEvents; m > 0 && c.events > m {
+		n = c.events - m
+	}
+	// A table smaller than when the cap last evicted was shrunk since
+	// (VACUUM FULL): the size recorded then says nothing any more.
+	grown := c.size > c.evictedAt || c.evictedAt > c.size
+	if m := w.l.maxBytes; m > 0 && c.events > 0 && c.size > m && grown {
+		n, bytes = max(n, max(c.events/10, 1)), true
+	}
+	return n, bytes
+}
+
+// checkCapPG reads coffer_audit_state and, if the table is past a cap,
+// takes the cleanup lock, reads the state again (another node may have
+// just evicted) and sets what to evict, recording the table's size when
+// MaxBytes asked (see the comment at the top of this file).
 func (w *writer) checkCapPG() {
 	w.lastCapCheck = time.Now()
 	defer w.capSettled()
-	ctx, cancel := pgCtx()
-	defer cancel()
-	var lo, hi, size int64
-	if err := w.l.db.QueryRowContext(ctx, pgCapSQL).Scan(&lo, &hi, &size); err != nil {
-		if now := time.Now(); now.Sub(w.lastMeasureErr) >= dropLogInterval {
-			w.l.log.Error("audit log size not measured", "path", w.l.path, "err", err)
-			w.lastMeasureErr = now
-		}
+	if w.evictLeft > 0 {
+		return // an eviction of ours is under way, decided under the lock
+	}
+	c, err := readCap(w.l.db)
+	if err != nil {
+		w.measureFailed(err)
 		return
 	}
-	var stored int64
-	if hi > 0 {
-		stored = hi - lo + 1
+	w.l.stored.Store(c.events)
+	w.l.diskBytes.Store(c.size)
+	if n, _ := w.excess(c); n == 0 || !w.lead() {
+		return // within the caps, or another node is cleaning up and decides
 	}
-	w.l.stored.Store(stored)
-	w.l.diskBytes.Store(size)
-	below := lo
-	if m := w.l.maxEvents; m > 0 && stored > m {
-		below = max(below, hi-m+1)
+	defer w.release() // unless there is something to evict
+	if c, err = readCap(w.leader); err != nil {
+		w.measureFailed(err)
+		return
 	}
-	if m := w.l.maxBytes; m > 0 && stored > 0 && size > m && size > w.evictedAtSize {
-		below = max(below, lo+max(stored/10, 1))
-		w.evictedAtSize = size
+	w.l.stored.Store(c.events)
+	n, bytes := w.excess(c)
+	if bytes {
+		ctx, cancel := pgCtx()
+		_, err := w.leader.ExecContext(ctx, pgEvictedAtSQL, c.size)
+		cancel()
+		if err != nil {
+			w.l.log.Error("audit events not evicted", "path", w.l.path, "err", err)
+			return
+		}
 	}
-	if below > lo {
-		w.evictBelow = max(w.evictBelow, below)
-		w.evictLeft = max(w.evictLeft, w.evictBelow-lo)
+	w.evictLeft = n
+}
+
+// measureFailed logs a failed measurement of the log, at most once a
+// dropLogInterval.
+func (w *writer) measureFailed(err error) {
+	if now := time.Now(); now.Sub(w.lastMeasureErr) >= dropLogInterval {
+		w.l.log.Error("audit log size not measured", "path", w.l.path, "err", err)
+		w.lastMeasureErr = now
 	}
 }
 
-// evictStepPG deletes at most pruneBatch of the oldest events below
-// evictBelow.
+// lead takes the cleanup lock on a connection of the writer's own, unless
+// it holds it already, and reports whether it holds it: false when
+// another node (or Prune) does.
+func (w *writer) lead() bool {
+	if w.leader != nil {
+		return true
+	}
+	ctx, cancel := pgCtx()
+	defer cancel()
+	conn, err := w.l.db.Conn(ctx)
+	if err != nil {
+		w.l.log.Error("audit log cleanup not started", "path", w.l.path, "err", err)
+		return false
+	}
+	var ok bool
+	if err := conn.QueryRowContext(ctx, pgLeadSQL).Scan(&ok); err != nil || !ok {
+		if err != nil {
+			w.l.log.Error("audit log cleanup not started", "path", w.l.path, "err", err)
+		}
+		dropConn(conn)
+		return false
+	}
+	w.leader = conn
+	return true
+}
+
+// release gives up the cleanup lock once neither a retention pass nor an
+// eviction is under way.
+func (w *writer) release() {
+	if w.leader == nil || w.passing || w.evictLeft > 0 {
+		return
+	}
+	ctx, cancel := pgCtx()
+	defer cancel()
+	var ok bool
+	if err := w.leader.QueryRowContext(ctx, pgUnleadSQL).Scan(&ok); err != nil || !ok {
+		// The session may still hold the lock: end it, and the lock
+		// goes with it.
+		dropConn(w.leader)
+	} else {
+		_ = w.leader.Close() // back to the pool
+	}
+	w.leader = nil
+}
+
+// dropConn closes conn's session rather than returning it to the pool:
+// a session lock it may hold goes with it.
+func dropConn(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
+}
+
+// evictStepPG deletes at most pruneBatch of the oldest events of the
+// eviction under way, on the connection that holds the cleanup lock.
 func (w *writer) evictStepPG() {
 	ctx, cancel := pgCtx()
 	defer cancel()
-	res, err := w.l.wEvict.ExecContext(ctx, w.evictBelow, pruneBatch)
+	n := min(w.evictLeft, pruneBatch)
+	res, err := w.leader.ExecContext(ctx, pgEvictSQL, n)
 	var k int64
 	if err == nil {
 		k, err = res.RowsAffected()
@@ -194,15 +313,15 @@ func (w *writer) evictStepPG() {
 	w.l.evicted.Add(uint64(k))
 	w.l.stored.Add(-k)
 	w.evictUnlogged += k
-	w.evictLeft -= k
-	if err != nil || k < pruneBatch { // failed, done, or another node holds the cleanup lock
+	w.evictLeft -= n
+	if err != nil || k < n { // failed, or the table is empty
 		if err != nil {
 			w.l.log.Error("audit events not evicted", "path", w.l.path, "err", err)
 		}
 		w.evictLeft = 0
 	}
-	if w.evictLeft <= 0 {
-		w.evictLeft = 0
+	if w.evictLeft == 0 {
+		w.release()
 		w.reportEvictions(false)
 		w.capSettled()
 	}

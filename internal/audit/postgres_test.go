@@ -266,3 +266,241 @@ func TestPostgresCloseAfterOutage(t *testing.T) {
 		t.Errorf("%d events stored, want 101", got)
 	}
 }
+
+// pgNode is a Log on a PostgreSQL schema, as one node of a cluster, whose
+// cap checks and retention passes run when the test says.
+type pgNode struct {
+	*Log
+	tick, pruneTick chan time.Time
+	capDone         chan struct{}
+	passDone        chan int64
+}
+
+// openPGNode opens a pgNode with cfg (Postgres set by it) on schema url.
+func openPGNode(t *testing.T, url string, cfg Config) *pgNode {
+	t.Helper()
+	n := &pgNode{tick: make(chan time.Time), pruneTick: make(chan time.Time),
+		capDone: make(chan struct{}, 1000), passDone: make(chan int64, 100)}
+	cfg.Postgres = pgHandle(t, url)
+	n.Log = openPGWith(t, cfg, hooks{tick: n.tick, pruneTick: n.pruneTick,
+		capDone: func() {
+			select {
+			case n.capDone <- struct{}{}:
+			default:
+			}
+		},
+		passDone: func(k int64) { n.passDone <- k },
+	})
+	return n
+}
+
+// settle ticks the node until a cap check evicts nothing more.
+func (n *pgNode) settle(t *testing.T) {
+	t.Helper()
+	for range 100 {
+		for len(n.capDone) > 0 {
+			<-n.capDone
+		}
+		before := n.Stats().Evicted
+		n.tick <- time.Now()
+		select {
+		case <-n.capDone:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no cap check in 30s")
+		}
+		if n.Stats().Evicted == before {
+			return
+		}
+	}
+	t.Fatal("the cap checks did not settle")
+}
+
+// pgCount returns the rows of coffer_audit in schema url.
+func pgCount(t *testing.T, url string) int64 {
+	t.Helper()
+	db := pgHandle(t, url)
+	defer db.Close()
+	var n int64
+	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM coffer_audit").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestPostgresMaxBytesOncePerCluster: a table past MaxBytes, no writes.
+// The cap evicts the oldest tenth once for the cluster: not once per
+// node, and not again when a node restarts. (The size the table had when
+// it last evicted lived in each node's memory from 0: four restarts took
+// 5,591 events down to 3,670, and each node evicted its own tenth.)
+func TestPostgresMaxBytesOncePerCluster(t *testing.T) {
+	t.Parallel()
+	url := testPG.Get(t).NewSchema(t)
+	fill := openPGOn(t, url)
+	pad := strings.Repeat("x", 300)
+	const n = 5000
+	for i := range n {
+		if !fill.Record(Event{Time: at(i), Source: SourceS3, Op: "PutObject", User: "alice", Bucket: "b", Key: fmt.Sprint(pad, "/", i)}) {
+			t.Fatalf("Record %d refused", i)
+		}
+	}
+	if err := fill.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := fill.Stats(); st.DiskBytes <= MinMaxBytes {
+		t.Fatalf("the table has %d bytes, not past the cap of %d", st.DiskBytes, MinMaxBytes)
+	}
+
+	capped := Config{MaxBytes: MinMaxBytes}
+	a, b := openPGNode(t, url, capped), openPGNode(t, url, capped)
+	a.settle(t)
+	b.settle(t)
+	a.settle(t)
+	if got, want := pgCount(t, url), int64(n-n/10); got != want {
+		t.Errorf("two nodes past the cap: %d events left, want %d (the oldest tenth evicted once)", got, want)
+	}
+	for range 3 { // restarts
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		a = openPGNode(t, url, capped)
+		a.settle(t)
+	}
+	if got, want := pgCount(t, url), int64(n-n/10); got != want {
+		t.Errorf("after 3 restarts: %d events left, want %d", got, want)
+	}
+	if st := a.Stats(); st.Stored != n-n/10 || st.Evicted != 0 {
+		t.Errorf("restarted node's Stats = %+v, want %d stored, none evicted", st, n-n/10)
+	}
+}
+
+// TestPostgresMaxEventsCountsRows: MaxEvents is kept against the rows
+// stored, not the ID range, which counts the rows deleted in between.
+func TestPostgresMaxEventsCountsRows(t *testing.T) {
+	t.Parallel()
+	url := testPG.Get(t).NewSchema(t)
+	fill := openPGOn(t, url)
+	for i := range 100 {
+		fill.Record(Event{Time: at(i), Source: SourceS3, Op: "PutObject", Key: fmt.Sprint("k/", i)})
+	}
+	if err := fill.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	db := pgHandle(t, url)
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), "DELETE FROM coffer_audit WHERE object_key NOT IN ('k/0', 'k/99') AND id % 2 = 0"); err != nil {
+		t.Fatal(err)
+	}
+	left := pgCount(t, url)
+	a := openPGNode(t, url, Config{MaxEvents: 60})
+	a.settle(t)
+	if got := pgCount(t, url); got != left {
+		t.Errorf("%d events under a cap of 60: %d left, want all", left, got)
+	}
+	if st := a.Stats(); st.Stored != left || st.Evicted != 0 {
+		t.Errorf("Stats = %+v, want %d stored, none evicted", st, left)
+	}
+}
+
+// TestPostgresRetentionWaitsForLock: a retention pass that finds another
+// node holding the cleanup lock runs once the lock is free, at the next
+// tick; it used to delete nothing and end, leaving retention to the next
+// interval (an hour).
+func TestPostgresRetentionWaitsForLock(t *testing.T) {
+	t.Parallel()
+	url := testPG.Get(t).NewSchema(t)
+	a := openPGNode(t, url, Config{Retention: time.Hour})
+	if k := <-a.passDone; k != 0 { // the pass at Open
+		t.Fatalf("the first pass deleted %d events", k)
+	}
+	for i := range 30 {
+		a.Record(Event{Time: at(i), Source: SourceS3, Op: "PutObject"}) // long past the retention
+	}
+	if err := a.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another node holds the lock.
+	other := pgHandle(t, url)
+	defer other.Close()
+	conn, err := other.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	lock := "hashtext(current_schema() || '/coffer_audit cleanup')" // as an older node or another Coffer names it
+	if _, err := conn.ExecContext(t.Context(), "SELECT pg_advisory_lock("+lock+")"); err != nil {
+		t.Fatal(err)
+	}
+	a.pruneTick <- time.Now()
+	for range 2 {
+		a.tick <- time.Now()
+		select {
+		case k := <-a.passDone:
+			t.Fatalf("a retention pass ended (%d deleted) while another node held the lock", k)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if _, err := conn.ExecContext(t.Context(), "SELECT pg_advisory_unlock("+lock+")"); err != nil {
+		t.Fatal(err)
+	}
+	a.tick <- time.Now()
+	select {
+	case k := <-a.passDone:
+		if k != 30 {
+			t.Errorf("the pass deleted %d events, want 30", k)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no retention pass in 30s after the lock was released")
+	}
+}
+
+// pgBackToVersion3 undoes the metadata schema's migrations after 3
+// (0003_audit, the first with coffer_audit), as a database written by an
+// older Coffer has it.
+var pgBackToVersion3 = []string{
+	"DROP TRIGGER coffer_audit_inserted ON coffer_audit",
+	"DROP TRIGGER coffer_audit_deleted ON coffer_audit",
+	"DROP TRIGGER coffer_audit_truncated ON coffer_audit",
+	"DROP FUNCTION coffer_audit_count()",
+	"DROP TABLE coffer_audit_state",
+	"DELETE FROM coffer_schema WHERE version > 3",
+}
+
+// TestPostgresUpgrade: a cluster's log written by an older Coffer
+// (schema version 3) keeps working after the upgrade: its events are
+// counted, kept within the caps and queried.
+func TestPostgresUpgrade(t *testing.T) {
+	t.Parallel()
+	url := testPG.Get(t).NewSchema(t)
+	db := pgHandle(t, url)
+	for _, q := range pgBackToVersion3 {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// 100 events as an older Coffer stored them; 10 of its deletions.
+	if _, err := db.ExecContext(t.Context(), `INSERT INTO coffer_audit (time_ns, source, op, status, code, bucket,
+		object_key, target, user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
+		SELECT $1::int8 + i, 's3', 'PutObject', 200, '', 'b', 'k/' || i, '', 'alice', 'AKALICE', '192.0.2.1', 'R' || i, 0, 0, 0, 0
+		FROM generate_series(0, 99) AS i`, at(0).UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), "DELETE FROM coffer_audit WHERE object_key IN ('k/10', 'k/11', 'k/12', 'k/13', 'k/14', 'k/15', 'k/16', 'k/17', 'k/18', 'k/19')"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	a := openPGNode(t, url, Config{MaxEvents: 80}) // pgHandle migrates
+	if st := a.Stats(); st.Stored != 90 {
+		t.Errorf("after the upgrade: Stats.Stored %d, want the 90 events", st.Stored)
+	}
+	recordAll(t, a.Log, Event{Time: at(1000), Source: SourceS3, Op: "DeleteObject", Key: "new"})
+	a.settle(t)
+	got := queryAll(t, a.Log, Filter{})
+	if len(got) != 80 || got[0].Key != "new" || got[len(got)-1].Key != "k/21" {
+		t.Errorf("after the upgrade and a cap of 80: %d events, newest %q, oldest %q; want 80, new to k/21", len(got), got[0].Key, got[len(got)-1].Key)
+	}
+	if st := a.Stats(); st.Stored != 80 || st.Evicted != 11 {
+		t.Errorf("Stats = %+v, want 80 stored, 11 evicted", st)
+	}
+}

@@ -142,12 +142,28 @@ func (l *Log) Prune(ctx context.Context, before time.Time) (int64, error) {
 	if l.isClosed() {
 		return 0, ErrClosed
 	}
+	exec := l.prune.ExecContext
+	if l.pg {
+		// One node at a time cleans up: wait for the cleanup lock, on a
+		// connection of its own.
+		conn, err := l.db.Conn(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("audit: prune: %w", err)
+		}
+		defer dropConn(conn) // the lock goes with the session
+		if _, err := conn.ExecContext(ctx, pgWaitSQL); err != nil {
+			return 0, fmt.Errorf("audit: prune: %w", err)
+		}
+		exec = func(ctx context.Context, args ...any) (sql.Result, error) {
+			return conn.ExecContext(ctx, pgPruneSQL, args...)
+		}
+	}
 	var total int64
 	for {
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("audit: prune: %w", err)
 		}
-		res, err := l.prune.ExecContext(ctx, before.UnixNano(), pruneBatch)
+		res, err := exec(ctx, before.UnixNano(), pruneBatch)
 		var n int64
 		if err == nil {
 			n, err = res.RowsAffected()

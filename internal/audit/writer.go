@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -102,6 +103,10 @@ func (l *Log) run() {
 				w.addSummaries(l.limit.rotate(l.clock(), true))
 				_ = w.write() // counted in closeLost
 				l.closeErr = w.closeResult()
+				if l.pg {
+					w.passing, w.evictLeft = false, 0
+					w.release()
+				}
 				w.reportDrops(true)
 				w.reportEvictions(true)
 				return
@@ -133,6 +138,9 @@ func (l *Log) run() {
 			}
 			w.addSummaries(l.limit.rotate(l.clock(), false))
 			w.checkCap()
+			if w.passDeferred {
+				w.passStart, w.passDeferred = true, false
+			}
 		case <-report.C:
 			w.reportDrops(false)
 			w.reportEvictions(false)
@@ -165,10 +173,13 @@ type writer struct {
 	closeLost int
 	closeErr  error
 
-	passStart bool      // a retention pass is due
-	passing   bool      // a retention pass is under way
-	cutoff    time.Time // of the pass under way
-	passN     int64     // events the pass under way deleted
+	passStart bool // a retention pass is due
+	passing   bool // a retention pass is under way
+	// passDeferred: a retention pass was due but another node held the
+	// cleanup lock; it is due again at the next tick.
+	passDeferred bool
+	cutoff       time.Time // of the pass under way
+	passN        int64     // events the pass under way deleted
 
 	lastDropLog   time.Time
 	reportedDrops uint64
@@ -424,16 +435,26 @@ func (w *writer) insert() (err error) {
 // if one is due.
 func (w *writer) pruneStep() {
 	if !w.passing {
+		if w.l.pg && !w.lead() {
+			// Another node holds the cleanup lock: try again at the next
+			// tick, not at the next interval (that node's pass may be an
+			// eviction, or stop before this one's cutoff).
+			w.passStart, w.passDeferred = false, true
+			return
+		}
 		w.passStart, w.passing = false, true
 		w.cutoff = w.l.clock().Add(-w.l.retention)
 		w.passN = 0
 	}
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	var res sql.Result
+	var err error
 	if w.l.pg {
-		ctx, cancel = pgCtx()
+		ctx, cancel := pgCtx()
+		res, err = w.leader.ExecContext(ctx, pgPruneSQL, w.cutoff.UnixNano(), pruneBatch)
+		cancel()
+	} else {
+		res, err = w.l.wPrune.ExecContext(context.Background(), w.cutoff.UnixNano(), pruneBatch)
 	}
-	res, err := w.l.wPrune.ExecContext(ctx, w.cutoff.UnixNano(), pruneBatch)
-	cancel()
 	var n int64
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -445,6 +466,9 @@ func (w *writer) pruneStep() {
 		return // more to delete: next step when nothing else is ready
 	}
 	w.passing = false
+	if w.l.pg {
+		w.release()
+	}
 	if err != nil {
 		w.l.log.Error("audit retention pass failed", "path", w.l.path, "cutoff", w.cutoff,
 			"pruned", w.passN, "err", err)

@@ -88,7 +88,7 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 		v          func(audit.Stats) float64
 	}{
 		{"coffer_audit_events_queued", "Audit events recorded and not yet stored.", func(s audit.Stats) float64 { return float64(s.Queued) }},
-		{"coffer_audit_events_stored", "Audit events in the audit log: in the file; in PostgreSQL, every node's, estimated from the ID range.", func(s audit.Stats) float64 { return float64(s.Stored) }},
+		{"coffer_audit_events_stored", "Audit events in the audit log: in the file; in PostgreSQL, every node's.", func(s audit.Stats) float64 { return float64(s.Stored) }},
 		{"coffer_audit_disk_bytes", "Size of the audit file and its WAL on disk, or of the PostgreSQL table with its indexes, measured every second.", func(s audit.Stats) float64 { return float64(s.DiskBytes) }},
 	}
 	for _, g := range gauges {
