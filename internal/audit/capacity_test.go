@@ -203,3 +203,122 @@ func TestWALSize(t *testing.T) {
 		}
 	}
 }
+
+// stranger is the event of a refused request from the i-th address.
+func stranger(i int) Event {
+	return Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "GetObject", Status: 403, Code: "AccessDenied",
+		Bucket: "b", Key: fmt.Sprint("u/", i), SourceIP: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)}
+}
+
+// classes returns the keys of the trusted and the untrusted events in
+// the log, oldest first.
+func classes(t *testing.T, l *Log) (trusted, untrusted []string) {
+	t.Helper()
+	got := queryAll(t, l, Filter{})
+	for i := len(got) - 1; i >= 0; i-- {
+		if got[i].Untrusted {
+			untrusted = append(untrusted, got[i].Key)
+		} else {
+			trusted = append(trusted, got[i].Key)
+		}
+	}
+	return trusted, untrusted
+}
+
+func TestUntrustedEvictedFirst(t *testing.T) { forEachBackend(t, testUntrustedEvictedFirst) }
+
+// testUntrustedEvictedFirst: strangers' events (RecordBounded) take at
+// most a quarter of MaxEvents and go first, so that they never evict the
+// history of authenticated principals while there are strangers' events
+// to evict. (Eviction took the oldest events whoever wrote them: one
+// address cycling through made-up access keys evicted 90 days of
+// history in about 10 hours.)
+func testUntrustedEvictedFirst(t *testing.T, b backend) {
+	l, settle := capLogOn(t, b, Config{MaxEvents: 100, PerSource: 1, PerMinute: 1000})
+	for i := range 60 {
+		l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject", User: "alice", Key: fmt.Sprint("t/", i)})
+	}
+	settle()
+	for i := range 200 {
+		if !l.RecordBounded(stranger(i)) {
+			t.Fatalf("RecordBounded %d refused", i)
+		}
+		if i%50 == 49 {
+			settle()
+		}
+	}
+	settle()
+	trusted, untrusted := classes(t, l)
+	if len(trusted) != 60 || trusted[0] != "t/0" {
+		t.Errorf("after the strangers' events: trusted events %v, want all 60", trusted)
+	}
+	if len(untrusted) != 25 || untrusted[0] != "u/175" {
+		t.Errorf("after the strangers' events: %d untrusted events, want the newest 25 (a quarter of the cap): %v", len(untrusted), untrusted)
+	}
+	if st := l.Stats(); st.Stored != 85 || st.Untrusted != 25 || st.Evicted != 175 || st.EvictedUntrusted != 175 {
+		t.Errorf("Stats = %+v, want 85 stored, 25 untrusted, 175 evicted, all untrusted", st)
+	}
+
+	// Trusted events past the cap: the strangers' events go first, then
+	// the oldest of the rest.
+	for i := 60; i < 120; i++ {
+		l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject", User: "alice", Key: fmt.Sprint("t/", i)})
+	}
+	settle()
+	trusted, untrusted = classes(t, l)
+	if len(trusted) != 100 || trusted[0] != "t/20" || len(untrusted) != 0 {
+		t.Errorf("past the cap: trusted %v, untrusted %v; want the newest 100 trusted (t/20 on), none untrusted", trusted, untrusted)
+	}
+	if st := l.Stats(); st.Stored != 100 || st.Untrusted != 0 || st.Evicted != 220 || st.EvictedUntrusted != 200 {
+		t.Errorf("Stats = %+v, want 100 stored, 220 evicted of which 200 untrusted", st)
+	}
+}
+
+// TestUntrustedShareOfBytes: a flood of strangers' events under
+// MaxBytes keeps their share to about a quarter of the cap and leaves
+// every authenticated event.
+func TestUntrustedShareOfBytes(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "audit.db")
+	l, settle := capLog(t, Config{Path: path, MaxBytes: MinMaxBytes, PerSource: 1, PerMinute: 100000})
+	pad := strings.Repeat("x", 400)
+	const trusted = 400 // about 0.4MiB
+	for i := range trusted {
+		l.Record(Event{Time: t0.Add(time.Duration(i)), Source: SourceS3, Op: "PutObject", User: "alice", Bucket: "b", Key: fmt.Sprint(pad, "/t/", i)})
+	}
+	settle()
+	for i := range 5000 {
+		e := stranger(i)
+		e.Key = pad // cut to 128 bytes
+		l.RecordBounded(e)
+		if i%100 == 99 {
+			settle()
+		}
+	}
+	settle()
+	got, untrusted := classes(t, l)
+	st := l.Stats()
+	if len(got) != trusted || st.Evicted != st.EvictedUntrusted {
+		t.Errorf("%d trusted events left of %d, Stats %+v: strangers' events evicted authenticated ones", len(got), trusted, st)
+	}
+	used := pagesInUse(t, l)
+	if share := int64(len(untrusted)) * used / st.Stored; len(untrusted) == 0 || share > MinMaxBytes/4 {
+		t.Errorf("%d untrusted events, about %d bytes: want some, within a quarter of the cap (%d)", len(untrusted), share, MinMaxBytes/4)
+	}
+	t.Logf("%d trusted and %d untrusted events, %d bytes in use", len(got), len(untrusted), used)
+}
+
+// pagesInUse returns the bytes of the SQLite log's pages in use.
+func pagesInUse(t *testing.T, l *Log) int64 {
+	t.Helper()
+	var pageSize, pages, free int64
+	for _, q := range []struct {
+		pragma string
+		v      *int64
+	}{{"page_size", &pageSize}, {"page_count", &pages}, {"freelist_count", &free}} {
+		if err := l.db.QueryRowContext(t.Context(), "PRAGMA "+q.pragma).Scan(q.v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return (pages - free) * pageSize
+}

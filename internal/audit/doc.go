@@ -57,7 +57,12 @@
 // Config.MaxBytes caps the database's pages in use plus its WAL, and
 // Config.MaxEvents the events kept. The writer checks after writes (at
 // most every 100ms) and every second; past a cap it deletes the oldest
-// events (Stats.Evicted), by MaxBytes until 10% under it. Deleted rows
+// events (Stats.Evicted), by MaxBytes until 10% under it: the untrusted
+// ones (Event.Untrusted: RecordBounded's and summaries) first, so that
+// strangers' requests never evict the history of authenticated
+// principals while there are strangers' events to evict. Untrusted
+// events may besides take at most a quarter of each cap; past it their
+// own oldest go. Deleted rows
 // leave free pages that new events reuse, so the file stops growing. The
 // WAL is checkpointed and cut back to a sixteenth of the cap (64KiB to
 // 4MiB), and may exceed that by one write transaction.

@@ -42,6 +42,14 @@ type Event struct {
 	// number of those requests here; so a range of the log stands for
 	// the sum over its events of max(Count, 1) requests.
 	Count int64 `json:"count,omitempty"`
+	// Untrusted is true for an event a stranger could cause: one
+	// recorded with Log.RecordBounded (a refused request, or one
+	// without a verified identity) and every summary. Untrusted events
+	// may take at most a quarter of the size cap and are evicted first,
+	// so that strangers' requests never evict the history of
+	// authenticated principals while there are strangers' events to
+	// evict. (Events stored before this field existed are not.)
+	Untrusted bool `json:"untrusted,omitempty"`
 }
 
 // eventJSON is Event's JSON form. Embedding a type without Event's

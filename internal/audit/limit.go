@@ -337,6 +337,7 @@ func (c *counts) summaries(events []Event) []Event {
 // it.
 func (c *counts) summary(t *tally, k *sourceKey) Event {
 	e := t.like
+	e.Untrusted = true
 	e.Time = t.last
 	e.Duration = t.last.Sub(t.first)
 	e.Count = t.n

@@ -102,7 +102,7 @@ func TestRecordBounded(t *testing.T) {
 	if got := len(queryAll(t, l, Filter{})); got != 6 {
 		t.Errorf("before the minute ends: %d events, want 3 + 3 in full", got)
 	}
-	want := Stats{Recorded: 6, Aggregated: 8, Written: 6, Stored: 6}
+	want := Stats{Recorded: 6, Aggregated: 8, Written: 6, Stored: 6, Untrusted: 6}
 	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}
@@ -116,10 +116,10 @@ func TestRecordBounded(t *testing.T) {
 	// its first to its last (events 3 to 9 of the first source).
 	wantSummaries := []Event{
 		{Time: t0.Add(9), Source: SourceS3, Op: "GetObject", Status: 403, Code: "AccessDenied",
-			Bucket: "photos", SourceIP: "203.0.113.9", BytesOut: 70, Duration: 6, Count: 7,
+			Bucket: "photos", SourceIP: "203.0.113.9", BytesOut: 70, Duration: 6, Count: 7, Untrusted: true,
 			Target: "… and 7 more AccessDenied from 203.0.113.9 in this minute"},
 		{Time: t0.Add(100), Source: SourceS3, Op: "PutObject", Status: 403, Code: "SignatureDoesNotMatch",
-			Bucket: "photos", SourceIP: "198.51.100.7", AccessKey: "AKCLAIMED", BytesOut: 10, Count: 1,
+			Bucket: "photos", SourceIP: "198.51.100.7", AccessKey: "AKCLAIMED", BytesOut: 10, Count: 1, Untrusted: true,
 			Target: "… and 1 more SignatureDoesNotMatch from 198.51.100.7 in this minute"},
 	}
 	var summaries []Event
@@ -139,7 +139,7 @@ func TestRecordBounded(t *testing.T) {
 	if requests != 14 {
 		t.Errorf("the events stand for %d requests, want the 14 recorded", requests)
 	}
-	want = Stats{Recorded: 6, Aggregated: 8, Summaries: 2, Written: 8, Stored: 8}
+	want = Stats{Recorded: 6, Aggregated: 8, Summaries: 2, Written: 8, Stored: 8, Untrusted: 8}
 	if diff := cmp.Diff(want, l.Stats(), ignoreDisk); diff != "" {
 		t.Errorf("Stats mismatch (-want +got):\n%s", diff)
 	}
@@ -282,7 +282,7 @@ func TestRecordBoundedMixedSummary(t *testing.T) {
 	s := page[0]
 	// The two differ in status (401, 403): the summary has 403, a status
 	// of the class both are in, so that --failed finds it.
-	want := Event{ID: s.ID, Time: t0.Add(2), Source: SourceS3, Status: 403, BytesOut: 20, Duration: 1, Count: 2,
+	want := Event{ID: s.ID, Time: t0.Add(2), Source: SourceS3, Status: 403, BytesOut: 20, Duration: 1, Count: 2, Untrusted: true,
 		Target: "… and 2 more refused requests from sources past the 1 counted one by one, in this minute"}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("catch-all summary mismatch (-want +got):\n%s", diff)

@@ -66,12 +66,14 @@ type Config struct {
 	FlushInterval time.Duration
 	// MaxBytes caps the disk space of the log: the database's pages in
 	// use plus its WAL. Past it the oldest events are deleted (evicted)
-	// until it is 10% under. It is checked after writes, at most a few
+	// until it is 10% under, untrusted ones (Event.Untrusted) first; and
+	// untrusted events may take at most a quarter of it. It is checked after writes, at most a few
 	// times a second, and every second. 0 means no cap; otherwise at
 	// least MinMaxBytes.
 	MaxBytes int64
 	// MaxEvents caps the events kept: past it the oldest are evicted,
-	// checked as MaxBytes is. 0 means no cap.
+	// untrusted ones first, checked as MaxBytes is; untrusted events
+	// may take at most a quarter of it. 0 means no cap.
 	MaxEvents int64
 	// PerSource is how many events of one source RecordBounded records
 	// in full per minute; a source is a kind of source (Event.Source),
@@ -183,8 +185,10 @@ type Log struct {
 	wconn       *sql.Conn
 	wInsert     *sql.Stmt
 	wInsertMany *sql.Stmt // insertRows events at once; SQLite only
-	wPrune      *sql.Stmt
-	wEvict      *sql.Stmt
+	wPrune      *sql.Stmt // SQLite only, as the evictions
+	// wEvictUntrusted and wEvictTrusted evict the oldest untrusted
+	// events, and the oldest of the others.
+	wEvictUntrusted, wEvictTrusted *sql.Stmt
 	// closeErr is the error of the writer's last writes, set before done
 	// is closed.
 	closeErr error
@@ -192,12 +196,13 @@ type Log struct {
 	prune *sql.Stmt // for Prune, over the pool
 	stmts stmtCache // for Query and Export
 
-	recorded, dropped, written, writeErrors, pruned atomic.Uint64
-	aggregated, summaries, evicted                  atomic.Uint64
-	batched                                         atomic.Int64 // events the writer holds in its batch
-	// stored is the number of events in the database: counted at Open,
-	// then kept by the writes and deletions of this Log.
-	stored atomic.Int64
+	recorded, dropped, written, writeErrors, pruned  atomic.Uint64
+	aggregated, summaries, evicted, evictedUntrusted atomic.Uint64
+	batched                                          atomic.Int64 // events the writer holds in its batch
+	// stored is the number of events in the database, storedUntrusted of
+	// the untrusted ones: counted at Open, then kept by the writes and
+	// deletions of this Log (on PostgreSQL, read every second).
+	stored, storedUntrusted atomic.Int64
 	// diskBytes is the size of the database and its WAL files, as the
 	// writer last measured it.
 	diskBytes atomic.Int64
@@ -296,17 +301,24 @@ func (l *Log) openSQLite(cfg Config) (err error) {
 	if l.wPrune, err = l.wconn.PrepareContext(ctx, pruneSQL); err != nil {
 		return fmt.Errorf("audit: prepare prune: %w", err)
 	}
-	if l.wEvict, err = l.wconn.PrepareContext(ctx, evictSQL); err != nil {
+	if l.wEvictUntrusted, err = l.wconn.PrepareContext(ctx, evictUntrustedSQL); err != nil {
+		return fmt.Errorf("audit: prepare evict: %w", err)
+	}
+	if l.wEvictTrusted, err = l.wconn.PrepareContext(ctx, evictTrustedSQL); err != nil {
 		return fmt.Errorf("audit: prepare evict: %w", err)
 	}
 	if l.prune, err = l.db.PrepareContext(ctx, pruneSQL); err != nil {
 		return fmt.Errorf("audit: prepare prune: %w", err)
 	}
-	var stored int64
+	var stored, untrusted int64
 	if err := l.wconn.QueryRowContext(ctx, "SELECT count(*) FROM events").Scan(&stored); err != nil {
 		return fmt.Errorf("audit: count events in %s: %w", cfg.Path, err)
 	}
+	if err := l.wconn.QueryRowContext(ctx, "SELECT count(*) FROM events WHERE untrusted").Scan(&untrusted); err != nil {
+		return fmt.Errorf("audit: count events in %s: %w", cfg.Path, err)
+	}
 	l.stored.Store(stored)
+	l.storedUntrusted.Store(untrusted)
 	return nil
 }
 
@@ -319,6 +331,7 @@ func (l *Log) openPG() (err error) {
 		return fmt.Errorf("audit: read %s (created by the metadata schema, version %d): %w", pgTable, pgSchemaVersion, err)
 	}
 	l.stored.Store(c.events)
+	l.storedUntrusted.Store(c.untrusted)
 	l.diskBytes.Store(c.size)
 	ctx, cancel := pgCtx()
 	defer cancel()
@@ -341,7 +354,7 @@ func (l *Log) Record(e Event) bool {
 	if e.Time.IsZero() {
 		e.Time = l.clock()
 	}
-	e.Count = 0
+	e.Count, e.Untrusted = 0, false
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -386,7 +399,7 @@ func (l *Log) RecordBounded(e Event) bool {
 	if e.Time.IsZero() {
 		e.Time = l.clock()
 	}
-	e.Count = 0
+	e.Count, e.Untrusted = 0, true
 	truncateEvent(&e)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -462,7 +475,7 @@ func (l *Log) Close() error {
 // closeDB closes the statements, connections and database that are open.
 func (l *Log) closeDB() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{l.wInsert, l.wInsertMany, l.wPrune, l.wEvict, l.prune} {
+	for _, st := range []*sql.Stmt{l.wInsert, l.wInsertMany, l.wPrune, l.wEvictUntrusted, l.wEvictTrusted, l.prune} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -500,11 +513,17 @@ type Stats struct {
 	WriteErrors uint64
 	Pruned      uint64 // events deleted by retention and Prune
 	Evicted     uint64 // events deleted to keep within MaxBytes and MaxEvents
-	Queued      int    // queued events and summaries not yet stored or lost
+	// EvictedUntrusted counts the untrusted events of Evicted: Evicted −
+	// EvictedUntrusted is the history of authenticated principals the
+	// caps took.
+	EvictedUntrusted uint64
+	Queued           int // queued events and summaries not yet stored or lost
 	// Stored is the number of events in the database, as counted at
 	// Open and kept since; on PostgreSQL, the cluster's, read every
 	// second.
 	Stored int64
+	// Untrusted is how many of Stored are untrusted (Event.Untrusted).
+	Untrusted int64
 	// DiskBytes is the size of the database file and its WAL, as last
 	// measured: at most a second ago while the log is open.
 	DiskBytes int64
@@ -515,17 +534,19 @@ type Stats struct {
 // Summaries = Written + WriteErrors + Queued.
 func (l *Log) Stats() Stats {
 	return Stats{
-		Recorded:    l.recorded.Load(),
-		Dropped:     l.dropped.Load(),
-		Aggregated:  l.aggregated.Load(),
-		Summaries:   l.summaries.Load(),
-		Written:     l.written.Load(),
-		WriteErrors: l.writeErrors.Load(),
-		Pruned:      l.pruned.Load(),
-		Evicted:     l.evicted.Load(),
-		Queued:      len(l.queue) + int(l.batched.Load()),
-		Stored:      l.stored.Load(),
-		DiskBytes:   l.diskBytes.Load(),
+		Recorded:         l.recorded.Load(),
+		Dropped:          l.dropped.Load(),
+		Aggregated:       l.aggregated.Load(),
+		Summaries:        l.summaries.Load(),
+		Written:          l.written.Load(),
+		WriteErrors:      l.writeErrors.Load(),
+		Pruned:           l.pruned.Load(),
+		Evicted:          l.evicted.Load(),
+		EvictedUntrusted: l.evictedUntrusted.Load(),
+		Untrusted:        l.storedUntrusted.Load(),
+		Queued:           len(l.queue) + int(l.batched.Load()),
+		Stored:           l.stored.Load(),
+		DiskBytes:        l.diskBytes.Load(),
 	}
 }
 

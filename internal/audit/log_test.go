@@ -467,7 +467,19 @@ func TestSchemaVersion(t *testing.T) {
 			PRAGMA user_version = 1`,
 			want: []Event{{Source: SourceS3, Op: "PutObject", Status: 200, Bucket: "b", Key: "k", User: "alice",
 				AccessKey: "AK", SourceIP: "10.0.0.1", RequestID: "R", BytesIn: 5, Duration: 7}}},
-		{name: "newer version", setup: "PRAGMA user_version = 3", wantIs: ErrNewerSchema, wantErr: "schema version 3, this Coffer knows up to 2"},
+		// Version 2, before untrusted: its rows, a summary of refused
+		// requests among them, count as trusted.
+		{name: "version 2", setup: migrations[0] + ";" + migrations[1] + `;
+			INSERT INTO events (time_ns, source, op, status, code, bucket, object_key, target, user_name,
+				access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
+				VALUES (1, 's3', 'GetObject', 403, 'AccessDenied', 'b', '', '… and 3 more', '', '', '10.0.0.9', '', 0, 30, 7, 3),
+				(2, 's3', 'PutObject', 200, '', 'b', 'k', '', 'alice', 'AK', '10.0.0.1', 'R', 5, 0, 7, 0);
+			PRAGMA user_version = 2`,
+			want: []Event{{Source: SourceS3, Op: "PutObject", Status: 200, Bucket: "b", Key: "k", User: "alice",
+				AccessKey: "AK", SourceIP: "10.0.0.1", RequestID: "R", BytesIn: 5, Duration: 7},
+				{Source: SourceS3, Op: "GetObject", Status: 403, Code: "AccessDenied", Bucket: "b", Target: "… and 3 more",
+					SourceIP: "10.0.0.9", BytesOut: 30, Duration: 7, Count: 3}}},
+		{name: "newer version", setup: "PRAGMA user_version = 4", wantIs: ErrNewerSchema, wantErr: "schema version 4, this Coffer knows up to 3"},
 		{name: "another program's database", setup: "CREATE TABLE accounts (id INTEGER)", wantErr: "is not an audit log"},
 		{name: "not a database", garbage: true, wantErr: "not a database"},
 	} {

@@ -47,7 +47,9 @@ import (
 //     node kept the size in memory, from 0 at start: every restart
 //     evicted a tenth of the log, and N nodes up to N tenths). A node
 //     decides under the lock, after reading the state again, so two
-//     nodes never evict for the same growth.
+//     nodes never evict for the same growth. Untrusted events go first
+//     and keep to their share, as in capacity.go; the state counts them
+//     too (migration 5).
 
 // pgWriteTimeout bounds each statement of the writer on PostgreSQL.
 const pgWriteTimeout = 10 * time.Second
@@ -63,23 +65,30 @@ const pgLockKey = `hashtext(current_schema() || '/coffer_audit cleanup')`
 
 const (
 	pgInsertSQL = `INSERT INTO coffer_audit (time_ns, source, op, status, code, bucket, object_key, target,
-	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
+	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count, untrusted)
 	SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[],
-		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[])`
+		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
+		$17::bool[])`
 	// pgLeadSQL takes the cleanup lock if no one holds it; pgWaitSQL
 	// waits for it (Prune); pgUnleadSQL releases it.
 	pgLeadSQL   = `SELECT pg_try_advisory_lock(` + pgLockKey + `)`
 	pgWaitSQL   = `SELECT pg_advisory_lock(` + pgLockKey + `)`
 	pgUnleadSQL = `SELECT pg_advisory_unlock(` + pgLockKey + `)`
 	// The DELETEs run on the connection that holds the lock.
+	// See pruneSQL, evictUntrustedSQL and evictTrustedSQL.
 	pgPruneSQL = `DELETE FROM coffer_audit WHERE id IN
-	(SELECT id FROM coffer_audit WHERE time_ns < $1 ORDER BY time_ns LIMIT $2)`
-	pgEvictSQL = `DELETE FROM coffer_audit WHERE id IN (SELECT id FROM coffer_audit ORDER BY id LIMIT $1)`
-	// pgCapSQL reads what the cap is decided by: the events stored, the
-	// table's size when the cap last evicted, and its size now.
-	pgCapSQL        = `SELECT events, evicted_at_size, pg_total_relation_size('coffer_audit') FROM coffer_audit_state`
+	(SELECT id FROM coffer_audit WHERE time_ns < $1 ORDER BY time_ns LIMIT $2) RETURNING untrusted`
+	pgEvictUntrustedSQL = `DELETE FROM coffer_audit WHERE id IN
+	(SELECT id FROM coffer_audit WHERE untrusted ORDER BY id LIMIT $1)`
+	pgEvictTrustedSQL = `DELETE FROM coffer_audit WHERE id IN
+	(SELECT id FROM coffer_audit WHERE NOT untrusted ORDER BY id LIMIT $1)`
+	// pgCapSQL reads what the cap is decided by: the events stored (and
+	// how many are untrusted), the table's size when the cap last
+	// evicted, and its size now.
+	pgCapSQL = `SELECT events, untrusted, evicted_at_size, pg_total_relation_size('coffer_audit')
+	FROM coffer_audit_state`
 	pgEvictedAtSQL  = `UPDATE coffer_audit_state SET evicted_at_size = $1`
-	pgSchemaVersion = 4 // the metadata schema version that made coffer_audit_state
+	pgSchemaVersion = 5 // the metadata schema version that made coffer_audit_state as this reads it
 )
 
 // pgColumns holds a batch as the arrays of pgInsertSQL, reused from batch
@@ -88,6 +97,7 @@ type pgColumns struct {
 	timeNS, bytesIn, bytesOut, durationNS, count                              []int64
 	status                                                                    []int32
 	source, op, code, bucket, key, target, user, accessKey, sourceIP, request []string
+	untrusted                                                                 []bool
 }
 
 // args fills the columns from batch and returns the arguments of
@@ -112,9 +122,10 @@ func (c *pgColumns) args(batch []Event) []any {
 		c.bytesOut = append(c.bytesOut, e.BytesOut)
 		c.durationNS = append(c.durationNS, int64(e.Duration))
 		c.count = append(c.count, e.Count)
+		c.untrusted = append(c.untrusted, e.Untrusted)
 	}
 	return []any{c.timeNS, c.source, c.op, c.status, c.code, c.bucket, c.key, c.target,
-		c.user, c.accessKey, c.sourceIP, c.request, c.bytesIn, c.bytesOut, c.durationNS, c.count}
+		c.user, c.accessKey, c.sourceIP, c.request, c.bytesIn, c.bytesOut, c.durationNS, c.count, c.untrusted}
 }
 
 // reset empties the columns, dropping the references to the events'
@@ -124,6 +135,7 @@ func (c *pgColumns) reset() {
 		*s = (*s)[:0]
 	}
 	c.status = c.status[:0]
+	c.untrusted = c.untrusted[:0]
 	for _, s := range []*[]string{&c.source, &c.op, &c.code, &c.bucket, &c.key, &c.target,
 		&c.user, &c.accessKey, &c.sourceIP, &c.request} {
 		clear(*s)
@@ -166,6 +178,7 @@ func pgCtx() (context.Context, context.CancelFunc) {
 // pgCap is what the cap of the PostgreSQL log is decided by.
 type pgCap struct {
 	events    int64 // rows in coffer_audit
+	untrusted int64 // of which untrusted
 	evictedAt int64 // the table's size when the cap last evicted
 	size      int64 // the table's size now
 }
@@ -180,13 +193,18 @@ func readCap(q querier) (pgCap, error) {
 	ctx, cancel := pgCtx()
 	defer cancel()
 	var c pgCap
-	err := q.QueryRowContext(ctx, pgCapSQL).Scan(&c.events, &c.evictedAt, &c.size)
+	err := q.QueryRowContext(ctx, pgCapSQL).Scan(&c.events, &c.untrusted, &c.evictedAt, &c.size)
 	return c, err
 }
 
 // excess returns how many of the oldest events to evict for c, and
-// whether MaxBytes asks for it (and so the size is to be recorded).
-func (w *writer) excess(c pgCap) (n int64, bytes bool) {
+// whether MaxBytes asks for it (and so the size is to be recorded); and
+// how many untrusted events are past their share, at the table's
+// average size per event.
+func (w *writer) excess(c pgCap) (n, untrusted int64, bytes bool) {
+	if c.events > 0 {
+		untrusted = w.l.untrustedExcess(c.untrusted, float64(c.size)/float64(c.events))
+	}
 	if m := w.l.maxEvents; m > 0 && c.events > m {
 		n = c.events - m
 	}
@@ -196,7 +214,7 @@ func (w *writer) excess(c pgCap) (n int64, bytes bool) {
 	if m := w.l.maxBytes; m > 0 && c.events > 0 && c.size > m && grown {
 		n, bytes = max(n, max(c.events/10, 1)), true
 	}
-	return n, bytes
+	return n, untrusted, bytes
 }
 
 // checkCapPG reads coffer_audit_state and, if the table is past a cap,
@@ -215,8 +233,9 @@ func (w *writer) checkCapPG() {
 		return
 	}
 	w.l.stored.Store(c.events)
+	w.l.storedUntrusted.Store(c.untrusted)
 	w.l.diskBytes.Store(c.size)
-	if n, _ := w.excess(c); n == 0 || !w.lead() {
+	if n, u, _ := w.excess(c); n == 0 && u == 0 || !w.lead() {
 		return // within the caps, or another node is cleaning up and decides
 	}
 	defer w.release() // unless there is something to evict
@@ -225,7 +244,8 @@ func (w *writer) checkCapPG() {
 		return
 	}
 	w.l.stored.Store(c.events)
-	n, bytes := w.excess(c)
+	w.l.storedUntrusted.Store(c.untrusted)
+	n, u, bytes := w.excess(c)
 	if bytes {
 		ctx, cancel := pgCtx()
 		_, err := w.leader.ExecContext(ctx, pgEvictedAtSQL, c.size)
@@ -235,7 +255,7 @@ func (w *writer) checkCapPG() {
 			return
 		}
 	}
-	w.evictLeft = n
+	w.plan(n, u, c.untrusted)
 }
 
 // measureFailed logs a failed measurement of the log, at most once a
@@ -299,30 +319,18 @@ func dropConn(conn *sql.Conn) {
 	_ = conn.Close()
 }
 
-// evictStepPG deletes at most pruneBatch of the oldest events of the
-// eviction under way, on the connection that holds the cleanup lock.
-func (w *writer) evictStepPG() {
+// evictRowsPG deletes at most n of the oldest untrusted events, or of
+// the others, on the connection that holds the cleanup lock.
+func (w *writer) evictRowsPG(n int64, untrusted bool) (int64, error) {
 	ctx, cancel := pgCtx()
 	defer cancel()
-	n := min(w.evictLeft, pruneBatch)
-	res, err := w.leader.ExecContext(ctx, pgEvictSQL, n)
-	var k int64
-	if err == nil {
-		k, err = res.RowsAffected()
+	q := pgEvictTrustedSQL
+	if untrusted {
+		q = pgEvictUntrustedSQL
 	}
-	w.l.evicted.Add(uint64(k))
-	w.l.stored.Add(-k)
-	w.evictUnlogged += k
-	w.evictLeft -= n
-	if err != nil || k < n { // failed, or the table is empty
-		if err != nil {
-			w.l.log.Error("audit events not evicted", "path", w.l.path, "err", err)
-		}
-		w.evictLeft = 0
+	res, err := w.leader.ExecContext(ctx, q, n)
+	if err != nil {
+		return 0, err
 	}
-	if w.evictLeft == 0 {
-		w.release()
-		w.reportEvictions(false)
-		w.capSettled()
-	}
+	return res.RowsAffected()
 }

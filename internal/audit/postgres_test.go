@@ -463,6 +463,8 @@ var pgBackToVersion3 = []string{
 	"DROP TRIGGER coffer_audit_truncated ON coffer_audit",
 	"DROP FUNCTION coffer_audit_count()",
 	"DROP TABLE coffer_audit_state",
+	"DROP INDEX coffer_audit_untrusted",
+	"ALTER TABLE coffer_audit DROP COLUMN untrusted",
 	"DELETE FROM coffer_schema WHERE version > 3",
 }
 

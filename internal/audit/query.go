@@ -142,7 +142,7 @@ func (l *Log) Prune(ctx context.Context, before time.Time) (int64, error) {
 	if l.isClosed() {
 		return 0, ErrClosed
 	}
-	exec := l.prune.ExecContext
+	exec := l.prune.QueryContext
 	if l.pg {
 		// One node at a time cleans up: wait for the cleanup lock, on a
 		// connection of its own.
@@ -154,8 +154,8 @@ func (l *Log) Prune(ctx context.Context, before time.Time) (int64, error) {
 		if _, err := conn.ExecContext(ctx, pgWaitSQL); err != nil {
 			return 0, fmt.Errorf("audit: prune: %w", err)
 		}
-		exec = func(ctx context.Context, args ...any) (sql.Result, error) {
-			return conn.ExecContext(ctx, pgPruneSQL, args...)
+		exec = func(ctx context.Context, args ...any) (*sql.Rows, error) {
+			return conn.QueryContext(ctx, pgPruneSQL, args...)
 		}
 	}
 	var total int64
@@ -163,14 +163,11 @@ func (l *Log) Prune(ctx context.Context, before time.Time) (int64, error) {
 		if err := ctx.Err(); err != nil {
 			return total, fmt.Errorf("audit: prune: %w", err)
 		}
-		res, err := exec(ctx, before.UnixNano(), pruneBatch)
-		var n int64
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
+		n, untrusted, err := countDeleted(exec(ctx, before.UnixNano(), pruneBatch))
 		total += n
 		l.pruned.Add(uint64(n))
 		l.stored.Add(-n)
+		l.storedUntrusted.Add(-untrusted)
 		if err != nil {
 			return total, fmt.Errorf("audit: prune: %w", err)
 		}

@@ -62,6 +62,7 @@ func TestS3Observer(t *testing.T) {
 			r.Status, r.Code, r.AccessKeyID, r.User, r.ClaimedAccessKeyID = 403, "SignatureDoesNotMatch", "", "", "AKCLAIMED"
 		}), want: event(func(e *Event) {
 			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 403, "SignatureDoesNotMatch", "", "AKCLAIMED", 0, 100
+			e.Untrusted = true
 		})},
 		// A malformed signature is a 400, and an authentication failure
 		// all the same (it used to go unrecorded).
@@ -69,16 +70,19 @@ func TestS3Observer(t *testing.T) {
 			r.Status, r.Code, r.AccessKeyID, r.User, r.AuthFailed = 400, "AuthorizationHeaderMalformed", "", "", true
 		}), want: event(func(e *Event) {
 			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 400, "AuthorizationHeaderMalformed", "", "", 0, 100
+			e.Untrusted = true
 		})},
 		{name: "get with a bad query signature", rec: with(get, func(r *s3api.RequestRecord) {
 			r.Method, r.Status, r.Code, r.AccessKeyID, r.User, r.AuthFailed, r.ClaimedAccessKeyID = "HEAD", 400, "AuthorizationQueryParametersError", "", "", true, "AKCLAIMED"
 		}), want: event(func(e *Event) {
 			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 400, "AuthorizationQueryParametersError", "", "AKCLAIMED", 0, 100
+			e.Untrusted = true
 		})},
 		{name: "get with a bad request of a verified key", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.Code = 400, "InvalidArgument" })},
 		{name: "get unauthorized", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.AccessKeyID, r.User = 401, "", "" }),
 			want: event(func(e *Event) {
 				e.Op, e.Status, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 401, "", "", 0, 100
+				e.Untrusted = true
 			})},
 		{name: "get failing", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.Code = 500, "InternalError" }),
 			want: event(func(e *Event) {
@@ -89,7 +93,7 @@ func TestS3Observer(t *testing.T) {
 		{name: "root", rec: with(put, func(r *s3api.RequestRecord) { r.User, r.Root, r.AccessKeyID = "", true, "AKROOT" }),
 			want: event(func(e *Event) { e.User, e.AccessKey = "root", "AKROOT" })},
 		{name: "anonymous", rec: with(put, func(r *s3api.RequestRecord) { r.User, r.AccessKeyID = "", "" }),
-			want: event(func(e *Event) { e.User, e.AccessKey = "", "" })},
+			want: event(func(e *Event) { e.User, e.AccessKey, e.Untrusted = "", "", true })},
 		{name: "IPv6", rec: with(put, func(r *s3api.RequestRecord) { r.RemoteAddr = "[2001:db8::1]:443" }),
 			want: event(func(e *Event) { e.SourceIP = "2001:db8::1" })},
 		{name: "address without port", rec: with(put, func(r *s3api.RequestRecord) { r.RemoteAddr = "192.0.2.1" }),
@@ -99,13 +103,14 @@ func TestS3Observer(t *testing.T) {
 		// Anyone can send these: they go through RecordBounded, which
 		// cuts long fields.
 		{name: "long key of an anonymous put cut", rec: with(put, func(r *s3api.RequestRecord) { r.Key, r.User, r.AccessKeyID = long, "", "" }),
-			want: event(func(e *Event) { e.Key, e.User, e.AccessKey = cut, "", "" })},
+			want: event(func(e *Event) { e.Key, e.User, e.AccessKey, e.Untrusted = cut, "", "", true })},
 		{name: "long key of a refused put cut", rec: with(put, func(r *s3api.RequestRecord) { r.Key, r.Status, r.Code = long, 403, "AccessDenied" }),
-			want: event(func(e *Event) { e.Key, e.Status, e.Code = cut, 403, "AccessDenied" })},
+			want: event(func(e *Event) { e.Key, e.Status, e.Code, e.Untrusted = cut, 403, "AccessDenied", true })},
 		{name: "long claimed key of a bad signature cut", rec: with(get, func(r *s3api.RequestRecord) {
 			r.Status, r.Code, r.AccessKeyID, r.User, r.ClaimedAccessKeyID = 403, "SignatureDoesNotMatch", "", "", long
 		}), want: event(func(e *Event) {
 			e.Op, e.Status, e.Code, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 403, "SignatureDoesNotMatch", "", cut, 0, 100
+			e.Untrusted = true
 		})},
 		{name: "unroutable", rec: with(put, func(r *s3api.RequestRecord) {
 			r.Op, r.Status, r.Code, r.Bucket, r.Key = s3api.OpUnknown, 400, "InvalidBucketName", "", ""

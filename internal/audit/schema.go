@@ -76,6 +76,11 @@ const maxConns = 5
 // Version 2 adds count, Event.Count: 0 for an event of one request, the
 // number of requests a summary of refused or unauthenticated requests
 // stands for. Existing rows are ordinary events, hence the default.
+//
+// Version 3 adds untrusted, Event.Untrusted, and a partial index of the
+// untrusted events' IDs, which the size cap evicts first (oldest first)
+// and counts at Open. Existing rows count as trusted: nothing told them
+// apart.
 var migrations = []string{
 	`CREATE TABLE events (
 		id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -100,23 +105,25 @@ var migrations = []string{
 	CREATE INDEX events_user ON events (user_name);
 	CREATE INDEX events_op ON events (op);`,
 	`ALTER TABLE events ADD COLUMN count INTEGER NOT NULL DEFAULT 0;`,
+	`ALTER TABLE events ADD COLUMN untrusted INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX events_untrusted ON events (id) WHERE untrusted;`,
 }
 
 // columns are the events columns in Event's field order, for INSERT and
 // SELECT.
 const columns = `id, time_ns, source, op, status, code, bucket, object_key, target,
-	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count`
+	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count, untrusted`
 
 const insertSQL = `INSERT INTO events (time_ns, source, op, status, code, bucket, object_key, target,
-	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count)
+	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count, untrusted)
 	VALUES ` + insertRow
 
 // insertRow is the placeholders of one row of insertSQL.
-const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+const insertRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // insertRows is how many events one execution of insertManySQL stores: a
 // statement per event cost the SQLite writer more than the rows' B-tree
-// inserts. 32 rows are 512 parameters, far below SQLite's limit (32,766).
+// inserts. 32 rows are 544 parameters, far below SQLite's limit (32,766).
 const insertRows = 32
 
 // insertManySQL is insertSQL with insertRows rows.
@@ -124,30 +131,57 @@ var insertManySQL = insertSQL + strings.Repeat(", "+insertRow, insertRows-1)
 
 // pruneSQL deletes at most pruneBatch of the oldest events before a time:
 // a bounded transaction, so that the writer (or a concurrent Prune) waits
-// for a few milliseconds at most.
+// for a few milliseconds at most. It returns the untrusted column of each
+// row it deleted, so that the count of untrusted events stays right.
 const pruneSQL = `DELETE FROM events WHERE id IN
-	(SELECT id FROM events WHERE time_ns < ? ORDER BY time_ns LIMIT ?)`
+	(SELECT id FROM events WHERE time_ns < ? ORDER BY time_ns LIMIT ?) RETURNING untrusted`
 
-// evictSQL deletes the oldest events, at most the given number: by ID,
-// the order they were stored in, which the table's own B-tree walks with
-// no index.
-const evictSQL = `DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?)`
+// evictUntrustedSQL deletes the oldest untrusted events, at most the
+// given number, through events_untrusted; evictTrustedSQL the oldest of
+// the others, by ID, the order they were stored in, which the table's
+// own B-tree walks (the cap evicts them only once no untrusted event is
+// left to skip).
+const (
+	evictUntrustedSQL = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE untrusted ORDER BY id LIMIT ?)`
+	evictTrustedSQL   = `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE NOT untrusted ORDER BY id LIMIT ?)`
+)
 
 // pruneBatch is the most events one pruning or evicting statement
 // deletes.
 const pruneBatch = 1000
 
+// countDeleted reads the rows of a DELETE … RETURNING untrusted and
+// returns how many it deleted, and how many of those were untrusted.
+func countDeleted(rows *sql.Rows, err error) (n, untrusted int64, _ error) {
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u bool
+		if err := rows.Scan(&u); err != nil {
+			return n, untrusted, err
+		}
+		n++
+		if u {
+			untrusted++
+		}
+	}
+	return n, untrusted, rows.Err()
+}
+
 // appendInsertArgs appends e's row of insertSQL's arguments to args.
 func appendInsertArgs(args []any, e *Event) []any {
 	return append(args, e.Time.UnixNano(), e.Source, e.Op, e.Status, e.Code, e.Bucket, e.Key,
-		e.Target, e.User, e.AccessKey, e.SourceIP, e.RequestID, e.BytesIn, e.BytesOut, int64(e.Duration), e.Count)
+		e.Target, e.User, e.AccessKey, e.SourceIP, e.RequestID, e.BytesIn, e.BytesOut, int64(e.Duration), e.Count,
+		e.Untrusted)
 }
 
 // scanEvent reads a row of columns into e.
 func scanEvent(rows *sql.Rows, e *Event) error {
 	var tns, dns int64
 	err := rows.Scan(&e.ID, &tns, &e.Source, &e.Op, &e.Status, &e.Code, &e.Bucket, &e.Key, &e.Target,
-		&e.User, &e.AccessKey, &e.SourceIP, &e.RequestID, &e.BytesIn, &e.BytesOut, &dns, &e.Count)
+		&e.User, &e.AccessKey, &e.SourceIP, &e.RequestID, &e.BytesIn, &e.BytesOut, &dns, &e.Count, &e.Untrusted)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -308,6 +307,12 @@ func (w *writer) write() error {
 	if w.l.hooks.beforeWrite != nil {
 		w.l.hooks.beforeWrite()
 	}
+	var untrusted int64
+	for i := range w.batch {
+		if w.batch[i].Untrusted {
+			untrusted++
+		}
+	}
 	var err error
 	if w.l.room != nil {
 		err = w.l.room()
@@ -322,6 +327,7 @@ func (w *writer) write() error {
 	if err == nil {
 		w.l.written.Add(uint64(n))
 		w.l.stored.Add(int64(n))
+		w.l.storedUntrusted.Add(untrusted)
 		w.failures, w.retryAt, w.lastErr = 0, time.Time{}, nil
 		w.reportDrops(false)
 		if time.Since(w.lastCapCheck) >= capCheckInterval {
@@ -446,22 +452,19 @@ func (w *writer) pruneStep() {
 		w.cutoff = w.l.clock().Add(-w.l.retention)
 		w.passN = 0
 	}
-	var res sql.Result
+	var n, untrusted int64
 	var err error
 	if w.l.pg {
 		ctx, cancel := pgCtx()
-		res, err = w.leader.ExecContext(ctx, pgPruneSQL, w.cutoff.UnixNano(), pruneBatch)
+		n, untrusted, err = countDeleted(w.leader.QueryContext(ctx, pgPruneSQL, w.cutoff.UnixNano(), pruneBatch))
 		cancel()
 	} else {
-		res, err = w.l.wPrune.ExecContext(context.Background(), w.cutoff.UnixNano(), pruneBatch)
-	}
-	var n int64
-	if err == nil {
-		n, err = res.RowsAffected()
+		n, untrusted, err = countDeleted(w.l.wPrune.QueryContext(context.Background(), w.cutoff.UnixNano(), pruneBatch))
 	}
 	w.passN += n
 	w.l.pruned.Add(uint64(n))
 	w.l.stored.Add(-n)
+	w.l.storedUntrusted.Add(-untrusted)
 	if err == nil && n == pruneBatch {
 		return // more to delete: next step when nothing else is ready
 	}

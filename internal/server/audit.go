@@ -77,6 +77,7 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 		{"coffer_audit_events_aggregated_total", "Refused or unauthenticated requests counted in an audit summary event instead of recorded one by one.", func(s audit.Stats) uint64 { return s.Aggregated }},
 		{"coffer_audit_summaries_written_total", "Audit summary events made of those counts (one per source and minute).", func(s audit.Stats) uint64 { return s.Summaries }},
 		{"coffer_audit_events_evicted_total", "Audit events deleted, oldest first, to keep the log within audit.max-bytes and audit.max-events.", func(s audit.Stats) uint64 { return s.Evicted }},
+		{"coffer_audit_untrusted_events_evicted_total", "Audit events of refused or unauthenticated requests (and summaries) among those evicted: they go first.", func(s audit.Stats) uint64 { return s.EvictedUntrusted }},
 	}
 	for _, c := range counters {
 		if err := m.CounterFunc(c.name, c.help, func() float64 { return float64(c.v(l.Stats())) }); err != nil {
@@ -89,6 +90,7 @@ func registerAuditMetrics(m *metrics.Registry, l *audit.Log) error {
 	}{
 		{"coffer_audit_events_queued", "Audit events recorded and not yet stored.", func(s audit.Stats) float64 { return float64(s.Queued) }},
 		{"coffer_audit_events_stored", "Audit events in the audit log: in the file; in PostgreSQL, every node's.", func(s audit.Stats) float64 { return float64(s.Stored) }},
+		{"coffer_audit_untrusted_events_stored", "Audit events of refused or unauthenticated requests (and summaries) among those stored: at most a quarter of the caps.", func(s audit.Stats) float64 { return float64(s.Untrusted) }},
 		{"coffer_audit_disk_bytes", "Size of the audit file and its WAL on disk, or of the PostgreSQL table with its indexes, measured every second.", func(s audit.Stats) float64 { return float64(s.DiskBytes) }},
 	}
 	for _, g := range gauges {

@@ -30,14 +30,14 @@ func TestAdminAuditor(t *testing.T) {
 			r.Status, r.Code, r.AccessKeyID, r.Root, r.User = 403, "AccessDenied", "USERKEY", false, "bob"
 		}),
 			want: &audit.Event{Time: start, Source: audit.SourceAdmin, Op: "ListUsers", Status: 403, Code: "AccessDenied", Target: "users",
-				User: "bob", AccessKey: "USERKEY", SourceIP: "192.0.2.9", RequestID: "R1"}},
+				User: "bob", AccessKey: "USERKEY", SourceIP: "192.0.2.9", RequestID: "R1", Untrusted: true}},
 		{name: "a read with a bad parameter", rec: with(func(r *adminapi.Record) { r.Status, r.Code = 400, "InvalidInput" })},
 		// A malformed signature is a 400, and an authentication failure
 		// all the same (it used to go unrecorded).
 		{name: "a read with a malformed signature", rec: with(func(r *adminapi.Record) {
 			r.Status, r.Code, r.AccessKeyID, r.Root, r.AuthFailed, r.ClaimedAccessKeyID = 400, "AuthorizationHeaderMalformed", "", false, true, "AKCLAIMED"
 		}), want: &audit.Event{Time: start, Source: audit.SourceAdmin, Op: "ListUsers", Status: 400, Code: "AuthorizationHeaderMalformed",
-			Target: "users", AccessKey: "AKCLAIMED", SourceIP: "192.0.2.9", RequestID: "R1"}},
+			Target: "users", AccessKey: "AKCLAIMED", SourceIP: "192.0.2.9", RequestID: "R1", Untrusted: true}},
 		{name: "a change", rec: with(func(r *adminapi.Record) { r.Op, r.Method = "CreateUser", "POST" }),
 			want: &audit.Event{Time: start, Source: audit.SourceAdmin, Op: "CreateUser", Status: 200, Target: "users",
 				User: "root", AccessKey: "ROOTKEY", SourceIP: "192.0.2.9", RequestID: "R1"}},
