@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,10 @@ const (
 	maxRetentionInterval = time.Hour
 	minRetentionInterval = time.Second
 )
+
+// markerAge is how long the marker of a PostgreSQL writer's last batch
+// is kept after it stopped.
+const markerAge = 7 * 24 * time.Hour
 
 // dropLogInterval is the least time between two log lines about dropped
 // events, or about failed writes.
@@ -145,6 +150,7 @@ type hooks struct {
 	passDone    func(n int64)    // called after each retention pass with the events it deleted
 	tick        <-chan time.Time // replaces the one-second ticker (minute windows, the cap)
 	writeErr    func() error     // when set and returning an error, a batch fails with it unwritten
+	lostAnswer  func() error     // PostgreSQL: when set and returning an error, a batch written fails with it, as if its answer was lost
 	capDone     func()           // called when the writer has checked the cap and evicted what it asked
 }
 
@@ -154,6 +160,7 @@ type hooks struct {
 type Log struct {
 	path          string // the SQLite file, or a description of the PostgreSQL table, for log lines
 	pg            bool   // the log is in PostgreSQL (Config.Postgres)
+	writerID      int64  // on PostgreSQL, this Log's in the markers of its batches: random
 	table         string // events (SQLite) or coffer_audit (PostgreSQL)
 	db            *sql.DB
 	log           *slog.Logger
@@ -337,6 +344,12 @@ func (l *Log) openPG() (err error) {
 	defer cancel()
 	if l.wInsert, err = l.db.PrepareContext(ctx, pgInsertSQL); err != nil {
 		return fmt.Errorf("audit: prepare: %w", err)
+	}
+	l.writerID = rand.Int64()
+	// The markers of writers gone a week: best effort, another node may
+	// be deleting them too.
+	if _, err := l.db.ExecContext(ctx, pgStaleMarkersSQL, time.Now().Add(-markerAge).UnixNano()); err != nil {
+		l.log.Warn("old audit batch markers not deleted", "path", l.path, "err", err)
 	}
 	return nil
 }

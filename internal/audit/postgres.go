@@ -16,7 +16,12 @@ import (
 // any node's queries read every node's events. The writer, the queue and
 // the bounds are the SQLite log's; what differs is here:
 //
-//   - A batch is one INSERT of arrays (unnest), one round trip.
+//   - A batch is one INSERT of arrays (unnest), one round trip, with a
+//     marker (this Log's random writer ID and the batch's sequence
+//     number) in coffer_audit_batches: a batch is stored only with a new
+//     marker, so a retry of a batch whose commit succeeded but whose
+//     answer was lost (a broken connection, tried again at once; a
+//     timeout, held and tried again) stores nothing twice.
 //   - Writes are bounded by pgWriteTimeout, so that a database that
 //     accepts connections but does not answer cannot hold the writer.
 //   - A failed batch is kept and tried again after the backoff, and
@@ -64,11 +69,22 @@ const pgTable = "coffer_audit"
 const pgLockKey = `hashtext(current_schema() || '/coffer_audit cleanup')`
 
 const (
-	pgInsertSQL = `INSERT INTO coffer_audit (time_ns, source, op, status, code, bucket, object_key, target,
+	// pgInsertSQL stores a batch with its marker (writer $18, sequence
+	// $19, time $20), unless the marker is there: a try of the batch
+	// whose answer was lost committed it (see 0006_audit_batches.sql).
+	pgInsertSQL = `WITH marker AS (
+		INSERT INTO coffer_audit_batches (writer, seq, time_ns) VALUES ($18, $19, $20)
+		ON CONFLICT DO NOTHING RETURNING 1
+	), older AS (
+		DELETE FROM coffer_audit_batches WHERE writer = $18 AND seq < $19
+	)
+	INSERT INTO coffer_audit (time_ns, source, op, status, code, bucket, object_key, target,
 	user_name, access_key, source_ip, request_id, bytes_in, bytes_out, duration_ns, count, untrusted)
 	SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::int4[], $5::text[], $6::text[], $7::text[],
 		$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::int8[], $14::int8[], $15::int8[], $16::int8[],
-		$17::bool[])`
+		$17::bool[]) WHERE EXISTS (SELECT 1 FROM marker)`
+	// pgStaleMarkersSQL deletes the markers of writers gone a week.
+	pgStaleMarkersSQL = `DELETE FROM coffer_audit_batches WHERE time_ns < $1`
 	// pgLeadSQL takes the cleanup lock if no one holds it; pgWaitSQL
 	// waits for it (Prune); pgUnleadSQL releases it.
 	pgLeadSQL   = `SELECT pg_try_advisory_lock(` + pgLockKey + `)`
@@ -88,8 +104,14 @@ const (
 	pgCapSQL = `SELECT events, untrusted, evicted_at_size, pg_total_relation_size('coffer_audit')
 	FROM coffer_audit_state`
 	pgEvictedAtSQL  = `UPDATE coffer_audit_state SET evicted_at_size = $1`
-	pgSchemaVersion = 5 // the metadata schema version that made coffer_audit_state as this reads it
+	pgSchemaVersion = 6 // the metadata schema version that made the tables as this uses them
 )
+
+// A marker names one batch of one writer: the same on every try of it.
+type marker struct {
+	writer, seq int64
+	time        time.Time // of the first try
+}
 
 // pgColumns holds a batch as the arrays of pgInsertSQL, reused from batch
 // to batch.
@@ -101,8 +123,8 @@ type pgColumns struct {
 }
 
 // args fills the columns from batch and returns the arguments of
-// pgInsertSQL.
-func (c *pgColumns) args(batch []Event) []any {
+// pgInsertSQL, with the batch's marker m.
+func (c *pgColumns) args(batch []Event, m marker) []any {
 	c.reset()
 	for i := range batch {
 		e := &batch[i]
@@ -125,7 +147,8 @@ func (c *pgColumns) args(batch []Event) []any {
 		c.untrusted = append(c.untrusted, e.Untrusted)
 	}
 	return []any{c.timeNS, c.source, c.op, c.status, c.code, c.bucket, c.key, c.target,
-		c.user, c.accessKey, c.sourceIP, c.request, c.bytesIn, c.bytesOut, c.durationNS, c.count, c.untrusted}
+		c.user, c.accessKey, c.sourceIP, c.request, c.bytesIn, c.bytesOut, c.durationNS, c.count, c.untrusted,
+		m.writer, m.seq, m.time.UnixNano()}
 }
 
 // reset empties the columns, dropping the references to the events'

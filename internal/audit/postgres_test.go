@@ -3,7 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -465,6 +467,7 @@ var pgBackToVersion3 = []string{
 	"DROP TABLE coffer_audit_state",
 	"DROP INDEX coffer_audit_untrusted",
 	"ALTER TABLE coffer_audit DROP COLUMN untrusted",
+	"DROP TABLE coffer_audit_batches",
 	"DELETE FROM coffer_schema WHERE version > 3",
 }
 
@@ -504,5 +507,48 @@ func TestPostgresUpgrade(t *testing.T) {
 	}
 	if st := a.Stats(); st.Stored != 80 || st.Evicted != 11 {
 		t.Errorf("Stats = %+v, want 80 stored, 11 evicted", st)
+	}
+}
+
+// TestPostgresNoDuplicates: a batch whose commit succeeded but whose
+// answer was lost is tried again, at once (a broken connection) or after
+// the back-off (a timeout); the retry stores nothing twice.
+func TestPostgresNoDuplicates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"connection broken", io.ErrUnexpectedEOF},
+		{"timeout", context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var lost atomic.Int32
+			l := openPGTest(t, Config{}, hooks{lostAnswer: func() error {
+				if lost.Add(1) == 2 { // the second batch
+					return tc.err
+				}
+				return nil
+			}})
+			recordAll(t, l, Event{Time: at(0), Source: SourceS3, Op: "PutObject", Key: "first"})
+			for i := range 10 {
+				l.Record(Event{Time: at(1 + i), Source: SourceS3, Op: "PutObject", Key: fmt.Sprint("k/", i)})
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for l.Flush(t.Context()) != nil { // held until the retry
+				if time.Now().After(deadline) {
+					t.Fatal("the batch was not written again within 30s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			got := queryAll(t, l, Filter{})
+			if len(got) != 11 {
+				t.Errorf("%d events stored, want the 11 recorded, each once", len(got))
+			}
+			if st := l.Stats(); st.WriteErrors != 0 || st.Stored != 11 {
+				t.Errorf("Stats = %+v, want no write errors, 11 stored", st)
+			}
+		})
 	}
 }

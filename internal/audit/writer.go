@@ -160,6 +160,10 @@ type writer struct {
 	timer  *time.Timer
 	timerC <-chan time.Time // timer.C while the batch waits to fill, else nil
 	cols   pgColumns        // the batch as arrays, on PostgreSQL
+	// On PostgreSQL, the marker of the batch once tried (see pgInsertSQL),
+	// and the sequence number of the last.
+	marker  marker
+	lastSeq int64
 
 	// On PostgreSQL a failed batch is held and tried again at retryAt
 	// (retryC fires then), unless the log is closing.
@@ -373,6 +377,7 @@ func (w *writer) write() error {
 func (w *writer) reset() {
 	clear(w.batch) // drop the references to the events' strings
 	w.batch = w.batch[:0]
+	w.marker = marker{} // the next batch is another
 	w.l.batched.Store(0)
 }
 
@@ -386,15 +391,22 @@ func (w *writer) insert() (err error) {
 	if w.l.pg {
 		ctx, cancel := pgCtx()
 		defer cancel()
-		_, err := w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch)...)
+		if w.marker.seq == 0 { // the batch's first try: a new marker
+			w.lastSeq++
+			w.marker = marker{writer: w.l.writerID, seq: w.lastSeq, time: time.Now()}
+		}
+		_, err := w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch, w.marker)...)
 		w.cols.reset()
+		if err == nil && w.l.hooks.lostAnswer != nil {
+			err = w.l.hooks.lostAnswer()
+		}
 		if err != nil && brokenConn(err) {
 			// A pooled connection that an outage cut is found broken
 			// only when used (unexpected EOF, reset): the pool drops it
 			// and dials afresh for a second try. (Seen at the first
 			// write after PostgreSQL came back, which at Close made the
 			// last batch fail.)
-			_, err = w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch)...)
+			_, err = w.l.wInsert.ExecContext(ctx, w.cols.args(w.batch, w.marker)...)
 			w.cols.reset()
 		}
 		return err

@@ -174,7 +174,7 @@ func TestStatus(t *testing.T) {
 		}
 		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1}
 		if e.name == EnginePostgres {
-			want.SchemaVersion, want.KnownVersion = 5, 5 // 0005_audit_untrusted
+			want.SchemaVersion, want.KnownVersion = 6, 6 // 0006_audit_batches
 		}
 		if got != want {
 			t.Errorf("Status = %+v, want %+v", got, want)
