@@ -1,11 +1,16 @@
 package certs
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,5 +116,153 @@ func TestNewFails(t *testing.T) {
 	}
 	if _, err := New(filepath.Join(dir, "no.crt"), filepath.Join(dir, "no.key"), nil); err == nil {
 		t.Error("New with missing files succeeded")
+	}
+}
+
+// logBuffer collects a logger's text output; Watch logs from its own
+// goroutine.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func current(t *testing.T, r *Reloader) int64 {
+	t.Helper()
+	c, err := r.GetCertificate(nil)
+	if err != nil || c == nil || c.Leaf == nil {
+		t.Fatalf("GetCertificate = %v, %v", c, err)
+	}
+	return c.Leaf.SerialNumber.Int64()
+}
+
+// TestValidity: New serves any certificate that loads, saying at Error
+// when clients will refuse it and at Warn when it expires within
+// ExpiryWarning; a reload refuses a certificate outside its validity
+// window and keeps the one in use.
+func TestValidity(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		name                string
+		notBefore, notAfter time.Time
+		wantLog             string // at New
+		wantReloadErr       string // "" if a reload installs it
+	}{
+		{name: "valid", notBefore: now.Add(-day), notAfter: now.Add(90 * day), wantLog: `level=INFO msg="TLS certificate loaded"`},
+		{name: "expires soon", notBefore: now.Add(-day), notAfter: now.Add(3 * day), wantLog: `level=WARN msg="TLS certificate expires soon`},
+		{name: "expired", notBefore: now.Add(-90 * day), notAfter: now.Add(-day), wantLog: `level=ERROR msg="TLS certificate in use has expired`, wantReloadErr: "expired at"},
+		{name: "not yet valid", notBefore: now.Add(day), notAfter: now.Add(90 * day), wantLog: `level=ERROR msg="TLS certificate in use is not valid yet`, wantReloadErr: "is not valid until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+			ca := certstest.NewCA(t)
+
+			// At the start: served, and said.
+			ca.IssueValid(t, certFile, keyFile, 10, tc.notBefore, tc.notAfter)
+			var log logBuffer
+			r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(&log, nil)))
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			if n := current(t, r); n != 10 {
+				t.Errorf("serial %d after New, want 10", n)
+			}
+			if !strings.Contains(log.String(), tc.wantLog) || !strings.Contains(log.String(), "not_after=") {
+				t.Errorf("log of New does not say %q with not_after:\n%s", tc.wantLog, log.String())
+			}
+
+			// On a reload over a valid certificate: installed or refused.
+			ca.Issue(t, certFile, keyFile, 20)
+			if err := r.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			ca.IssueValid(t, certFile, keyFile, 30, tc.notBefore, tc.notAfter)
+			err = r.Reload()
+			want := int64(30)
+			if tc.wantReloadErr != "" {
+				want = 20
+				if err == nil || !strings.Contains(err.Error(), tc.wantReloadErr) {
+					t.Errorf("Reload = %v, want an error saying %q", err, tc.wantReloadErr)
+				}
+			} else if err != nil {
+				t.Errorf("Reload: %v", err)
+			}
+			if n := current(t, r); n != want {
+				t.Errorf("serial %d after the reload, want %d", n, want)
+			}
+		})
+	}
+}
+
+// TestWatchValidity: Watch loads a pair refused as not yet valid once it
+// is, and says when the certificate in use enters its last
+// ExpiryWarning and when it expires.
+func TestWatchValidity(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca := certstest.NewCA(t)
+	start := time.Now().Truncate(time.Second)
+	ca.IssueValid(t, certFile, keyFile, 1, start.Add(-time.Hour), start.Add(30*24*time.Hour))
+	var log logBuffer
+	r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(&log, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64 // seconds after start
+	r.mu.Lock()
+	r.now = func() time.Time { return start.Add(time.Duration(clock.Load()) * time.Second) }
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go r.Watch(ctx, 5*time.Millisecond)
+	waitLog := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), want); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the log does not say %q:\n%s", want, log.String())
+			}
+		}
+	}
+
+	// A renewal valid in an hour: refused now, loaded once the clock
+	// gets there, without the files changing again.
+	ca.IssueValid(t, certFile, keyFile, 2, start.Add(time.Hour), start.Add(60*24*time.Hour))
+	waitLog("is not valid until")
+	if n := current(t, r); n != 1 {
+		t.Fatalf("serial %d before the new certificate is valid, want 1", n)
+	}
+	clock.Store(int64(time.Hour/time.Second) + 1)
+	waitLog(`msg="TLS certificate reloaded"`)
+	if n := current(t, r); n != 2 {
+		t.Errorf("serial %d once the new certificate is valid, want 2", n)
+	}
+
+	// Time passes: a warning when 14 days are left, once; an error at the
+	// expiry.
+	if strings.Contains(log.String(), "expires soon") {
+		t.Fatalf("warned of a certificate 60 days from expiry:\n%s", log.String())
+	}
+	clock.Store(int64(50 * 24 * time.Hour / time.Second))
+	waitLog(`level=WARN msg="TLS certificate expires soon`)
+	clock.Store(int64(61 * 24 * time.Hour / time.Second))
+	waitLog(`level=ERROR msg="TLS certificate in use has expired`)
+	if n := strings.Count(log.String(), "expires soon"); n != 1 {
+		t.Errorf("warned %d times of the expiry, want once:\n%s", n, log.String())
 	}
 }

@@ -34,7 +34,7 @@ func settings(c *Config) []setting {
 		{name: "console-address", value: &stringValue{&c.ConsoleAddress},
 			usage: "host:port of the ops listener (the web console under /, /metrics, /healthz, /readyz); \"\" disables it; metrics are served nowhere else, so keep it on loopback or a private network"},
 		{name: "tls-cert-file", value: &stringValue{&c.TLS.CertFile},
-			usage: "PEM certificate (and chain) to serve HTTPS with on the S3 and ops listeners; reloaded on SIGHUP and when it changes; \"\" serves plain HTTP"},
+			usage: "PEM certificate (and chain) to serve HTTPS with on the S3 and ops listeners; reloaded on SIGHUP and when it changes (a reload that fails, or whose certificate is expired or not yet valid, keeps the one in use); \"\" serves plain HTTP"},
 		{name: "tls-key-file", value: &stringValue{&c.TLS.KeyFile},
 			usage: "PEM private key of tls-cert-file"},
 		{name: "console.session-idle", value: &durationValue{p: &c.Console.SessionIdle},

@@ -69,8 +69,15 @@ func (ca *CA) WriteCA(t testing.TB, dir string) string {
 }
 
 // Issue writes a server certificate for 127.0.0.1 and localhost, with the
-// given serial number, to certFile and keyFile.
+// given serial number, valid from an hour ago for a day, to certFile and
+// keyFile.
 func (ca *CA) Issue(t testing.TB, certFile, keyFile string, serial int64) {
+	t.Helper()
+	ca.IssueValid(t, certFile, keyFile, serial, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// IssueValid is Issue with the certificate's validity window.
+func (ca *CA) IssueValid(t testing.TB, certFile, keyFile string, serial int64, notBefore, notAfter time.Time) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -79,8 +86,8 @@ func (ca *CA) Issue(t testing.TB, certFile, keyFile string, serial int64) {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(serial),
 		Subject:      pkix.Name{CommonName: "coffer test server"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
