@@ -18,7 +18,7 @@
 // Every load logs the certificate's expiry (not_after); a certificate
 // that expires within ExpiryWarning is logged at Warn, at the load and
 // when it enters that window while in use, and one that has expired at
-// Error.
+// Error. A key file open to group or others is logged at Warn.
 package certs
 
 import (
@@ -158,6 +158,7 @@ func (r *Reloader) load(initial bool) error {
 	}
 	r.seen = st
 	r.retryAt = time.Time{}
+	r.checkKeyMode()
 	cert, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
 	if err != nil {
 		return fmt.Errorf("certs: load %s and %s: %w", r.certFile, r.keyFile, err)
@@ -221,6 +222,19 @@ func (r *Reloader) tell() {
 		r.log.Error("TLS certificate in use has expired: clients refuse it; install a renewed pair (it is loaded without a restart)", attrs...)
 	case validitySoon:
 		r.log.Warn("TLS certificate expires soon: install a renewed pair", append(attrs, "expires_in", leaf.NotAfter.Sub(now).Round(time.Minute).String())...)
+	}
+}
+
+// checkKeyMode warns if the key file is open to group or others, as the
+// server does of its other secret files (which it refuses); a key file
+// may be shared with other TLS servers through a group, so it is not.
+func (r *Reloader) checkKeyMode() {
+	fi, err := os.Stat(r.keyFile)
+	if err != nil {
+		return // LoadX509KeyPair says
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		r.log.Warn("TLS key file is open to group or others: run chmod 600 on it (and consider a new key)", "key_file", r.keyFile, "mode", fmt.Sprintf("%#o", perm))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -264,5 +265,60 @@ func TestWatchValidity(t *testing.T) {
 	waitLog(`level=ERROR msg="TLS certificate in use has expired`)
 	if n := strings.Count(log.String(), "expires soon"); n != 1 {
 		t.Errorf("warned %d times of the expiry, want once:\n%s", n, log.String())
+	}
+}
+
+// TestKeyFileMode: a key file open to group or others is loaded with a
+// warning, at the start and on a reload.
+func TestKeyFileMode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode os.FileMode
+		warn bool
+	}{
+		{mode: 0o600},
+		{mode: 0o400},
+		{mode: 0o640, warn: true},
+		{mode: 0o604, warn: true},
+		{mode: 0o644, warn: true},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+			ca := certstest.NewCA(t)
+			want := `level=WARN msg="TLS key file is open to group or others`
+			check := func(step string, log *logBuffer) {
+				t.Helper()
+				if got := strings.Contains(log.String(), want) && strings.Contains(log.String(), fmt.Sprintf("mode=%#o", tc.mode)); got != tc.warn {
+					t.Errorf("%s with a key file of mode %v: warned %v, want %v; log:\n%s", step, tc.mode, got, tc.warn, log.String())
+				}
+			}
+
+			ca.Issue(t, certFile, keyFile, 1)
+			if err := os.Chmod(keyFile, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var log logBuffer
+			r, err := New(certFile, keyFile, slog.New(slog.NewTextHandler(&log, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("New", &log)
+
+			ca.Issue(t, certFile, keyFile, 2) // mode 0600 again
+			if err := r.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(keyFile, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var relog logBuffer
+			r.log = slog.New(slog.NewTextHandler(&relog, nil))
+			if err := r.Reload(); err != nil {
+				t.Fatal(err)
+			}
+			check("Reload", &relog)
+		})
 	}
 }
