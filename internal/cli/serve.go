@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/memlimit"
@@ -17,6 +20,7 @@ import (
 const serveUsage = `Usage: coffer serve [flags]
 
 Runs the S3 server until SIGINT or SIGTERM, then shuts down gracefully.
+SIGHUP reloads the TLS certificate (without TLS it is logged and ignored).
 Every flag can also be set by an environment variable or in the file named
 by --config; flags win over the environment, which wins over the file.
 Reference: docs/config.md.
@@ -25,6 +29,13 @@ Flags:
 `
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	// SIGHUP asks for a reload (systemctl reload, kill -HUP). The signal
+	// is ours from here to the end, with TLS or without: its default
+	// action ends the process. One that comes while the server starts
+	// waits for it; while it shuts down, it still reloads.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := config.Load(args, getenv)
 	if errors.Is(err, config.ErrHelp) {
 		fmt.Fprint(stdout, serveUsage)
@@ -58,7 +69,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 		log.Error("cannot start", "err", err)
 		return exitError
 	}
-	if err := s.Run(ctx); err != nil {
+	stopReloads := make(chan struct{})
+	reloadsDone := make(chan struct{})
+	go func() {
+		defer close(reloadsDone)
+		for {
+			select {
+			case <-hup:
+				s.Reload()
+			case <-stopReloads:
+				return
+			}
+		}
+	}()
+	err = s.Run(ctx)
+	close(stopReloads)
+	<-reloadsDone
+	if err != nil {
 		log.Error("server failed", "err", err)
 		return exitError
 	}

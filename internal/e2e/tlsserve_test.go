@@ -127,3 +127,33 @@ func TestServeTLS(t *testing.T) {
 	}
 	srv.stop()
 }
+
+// TestServeSIGHUP: SIGHUP (systemctl reload, kill -HUP) to a server
+// without TLS is logged as nothing to reload, and the server goes on
+// serving; it used to end the process (the signal's default action), as
+// SIGHUP was handled only with TLS.
+func TestServeSIGHUP(t *testing.T) {
+	t.Parallel()
+	srv := startChild(t, t.TempDir())
+	c := newClient(t, srv.endpoint)
+	bucket := mkBucket(t, c, "hup")
+	for range 2 {
+		if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(10 * time.Second); strings.Count(srv.out.String(), "nothing to reload without TLS") < 2; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-srv.done:
+			t.Fatalf("coffer serve exited after SIGHUP: %v; output:\n%s", srv.waitErr, tail(srv.out.String(), 4*kib))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP not logged within 10s; output:\n%s", tail(srv.out.String(), 4*kib))
+		}
+	}
+	put(t, c, bucket, "after", []byte("still serving"))
+	checkBody(t, "GET after SIGHUP", get(t, c, bucket, "after"), []byte("still serving"))
+	srv.stop()
+}
