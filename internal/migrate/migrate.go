@@ -169,9 +169,10 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 }
 
 // copyBlocks copies blocks from the source's block store to the target's,
-// under the same keys. A block missing from the source is logged and
-// skipped: the verification then reports the records that need it, with
-// every other damaged record, rather than the first stopping the copy.
+// under the same keys. A block missing from the source, or shorter there
+// than its record says (a truncated file), is logged and skipped: the
+// verification then reports the records that need it, with every other
+// damaged record, rather than the first stopping the copy for good.
 func (r *run) copyBlocks(ctx context.Context, blocks []meta.Block) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(r.workers)
@@ -191,10 +192,32 @@ func (r *run) copyBlock(ctx context.Context, b meta.Block) error {
 		return fmt.Errorf("read block %s from the source: %w", b.Key, err)
 	}
 	defer rc.Close()
-	if err := r.cfg.TargetBlobs.Put(ctx, b.Key, rc, b.Size); err != nil {
+	src := &countingReader{r: rc}
+	err = r.cfg.TargetBlobs.Put(ctx, b.Key, src, b.Size)
+	if errors.Is(err, blob.ErrSize) && src.eof && src.n < b.Size {
+		r.log.Warn("block shorter on the source than its record says: not copied", "block", b.Key, "size", b.Size, "source_bytes", src.n)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("write block %s to the target: %w", b.Key, err)
 	}
 	return nil
+}
+
+// countingReader counts the bytes read through it and notes the end.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	eof bool
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err == io.EOF {
+		c.eof = true
+	}
+	return n, err
 }
 
 // retry prepares a new verification after one that failed: the blocks of

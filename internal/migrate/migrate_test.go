@@ -300,6 +300,39 @@ func TestRunCorrupt(t *testing.T) {
 	}
 }
 
+// TestRunShortBlock: a block shorter in the source than its record says
+// (a truncated file) is not copied, as if missing, and the verification
+// names the record; it stopped every run at the copy of its batch.
+func TestRunShortBlock(t *testing.T) {
+	ctx := t.Context()
+	src := newSource(t)
+	k := "b/03/big0"
+	short := src.data[k][:150]
+	if err := src.blobs.Put(ctx, k, bytes.NewReader(short), int64(len(short))); err != nil {
+		t.Fatal(err)
+	}
+	dst, dstBlobs := openPebble(t), memblob.New()
+	cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: dstBlobs, SourceID: "/data"}
+	for run := 1; run <= 2; run++ {
+		m, err := Run(ctx, cfg)
+		if !errors.Is(err, ErrMismatch) {
+			t.Fatalf("run %d over a short block: %v, want ErrMismatch", run, err)
+		}
+		if want := "1 of 7 records\n  plain/big version null: block " + k + " is missing from the target"; !strings.Contains(err.Error(), want) {
+			t.Errorf("run %d: error does not say %q:\n%v", run, want, err)
+		}
+		if m.Phase != meta.MigrationFailed || m.Verified != 6 {
+			t.Errorf("run %d: migration = %+v, want failed with 6 verified", run, m)
+		}
+	}
+	if err := src.blobs.Put(ctx, k, bytes.NewReader(src.data[k]), int64(len(src.data[k]))); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Run(ctx, cfg); err != nil || m.Phase != meta.MigrationDone || m.Verified != 7 {
+		t.Fatalf("Run after the repair = %+v, %v; want done, 7 verified", m, err)
+	}
+}
+
 func TestVerifier(t *testing.T) {
 	data := []byte("abcdefghij")
 	crc := checksum.Encode(sum(checksum.CRC32, data))
