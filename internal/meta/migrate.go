@@ -36,9 +36,15 @@ const (
 type Migration struct {
 	// Source identifies what is copied (the source's storage path); a
 	// migration from another source into the same store is refused.
-	Source  string    `json:"source"`
-	Phase   string    `json:"phase"`
-	Started time.Time `json:"started"`
+	Source string `json:"source"`
+	// Target is where the blocks go: the upstream bucket and prefix
+	// ("bucket/prefix/"); a run that would send them elsewhere is refused.
+	// TargetEndpoint is the endpoint the bucket was last reached at,
+	// which may change (a proxy, another network path to the bucket).
+	Target         string    `json:"target,omitempty"`
+	TargetEndpoint string    `json:"target_endpoint,omitempty"`
+	Phase          string    `json:"phase"`
+	Started        time.Time `json:"started"`
 	// Cursor is the next key to handle: a source key while copying, a key
 	// of this store while verifying; nil for the start.
 	Cursor []byte `json:"cursor,omitempty"`

@@ -54,6 +54,12 @@ type Config struct {
 	// SourceID identifies the source (its storage path): a target
 	// holding a migration from another source is refused.
 	SourceID string
+	// TargetID identifies TargetBlobs: its bucket and prefix. A migration
+	// begun with another is not resumed, which would split its blocks
+	// between two places. TargetEndpoint is where the bucket is reached;
+	// it may differ from one run to the next.
+	TargetID       string
+	TargetEndpoint string
 	// Workers bounds concurrent block copies and reads; 0 means
 	// DefaultWorkers.
 	Workers int
@@ -153,16 +159,22 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 		if has {
 			return m, errors.New("the target already holds buckets, IAM state or bucket policies that no migration wrote: migrate into an empty database")
 		}
-		m = meta.Migration{Source: r.cfg.SourceID, Phase: meta.MigrationCopying, Started: r.now().UTC()}
+		m = meta.Migration{Source: r.cfg.SourceID, Target: r.cfg.TargetID, TargetEndpoint: r.cfg.TargetEndpoint, Phase: meta.MigrationCopying, Started: r.now().UTC()}
 		if err := r.cfg.Target.SaveMigration(ctx, &m); err != nil {
 			return m, fmt.Errorf("write the target: %w", err)
 		}
-		r.log.Info("migration started", "source", m.Source)
+		r.log.Info("migration started", "source", m.Source, "target", m.Target, "target_endpoint", m.TargetEndpoint)
 	case err != nil:
 		return m, fmt.Errorf("read the target's migration state: %w", err)
 	case m.Source != r.cfg.SourceID:
 		return m, fmt.Errorf("the target holds a migration from %s, not from %s", m.Source, r.cfg.SourceID)
+	case m.Target != r.cfg.TargetID:
+		return m, fmt.Errorf("the target database holds a migration whose blocks go to %s, not to %s: run it again with the same target bucket and prefix", m.Target, r.cfg.TargetID)
 	default:
+		if m.TargetEndpoint != r.cfg.TargetEndpoint && m.Phase != meta.MigrationDone {
+			r.log.Warn("migration resumed at another endpoint of the target bucket: it must be the same bucket", "target", m.Target, "was", m.TargetEndpoint, "target_endpoint", r.cfg.TargetEndpoint)
+			m.TargetEndpoint = r.cfg.TargetEndpoint // saved with the progress
+		}
 		r.log.Info("migration resumed", "source", m.Source, "phase", m.Phase, "keys", m.Keys, "verified", m.Verified)
 	}
 	return m, nil

@@ -184,9 +184,11 @@ func TestRun(t *testing.T) {
 			// Interrupted twice: after a few block copies, then after a
 			// few more. Each run resumes from the stored progress.
 			dst, dstBlobs := tg.open(t), memblob.New()
-			cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, SourceID: "/data",
+			cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, SourceID: "/data", TargetID: "blocks/c1/",
 				Limits: meta.CopyLimits{Keys: 2}, Workers: 2}
 			for _, after := range []int64{1, 2} {
+				// Through a proxy at first: the endpoint may change.
+				cfg.TargetEndpoint = fmt.Sprintf("http://proxy%d:8080", after)
 				cfg.TargetBlobs = &failingStore{Store: dstBlobs, after: after}
 				if _, err := Run(ctx, cfg); !errors.Is(err, errInjected) {
 					t.Fatalf("Run with a failing target after %d puts: %v, want the injected failure", after, err)
@@ -196,10 +198,21 @@ func TestRun(t *testing.T) {
 					t.Fatalf("after the failure: %+v, %v; want phase copying", m, err)
 				}
 			}
-			cfg.TargetBlobs = dstBlobs
+			moved := cfg
+			moved.TargetBlobs, moved.TargetID = memblob.New(), "blocks/c2/"
+			if _, err := Run(ctx, moved); err == nil || !strings.Contains(err.Error(), "not to blocks/c2/") {
+				t.Fatalf("Run resumed into another prefix: %v, want a refusal", err)
+			}
+			if keys := blobKeys(t, moved.TargetBlobs); len(keys) != 0 {
+				t.Errorf("blocks written to another prefix: %q", keys)
+			}
+			cfg.TargetBlobs, cfg.TargetEndpoint = dstBlobs, "https://s3.example.com"
 			m, err := Run(ctx, cfg)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
+			}
+			if m.Target != "blocks/c1/" || m.TargetEndpoint != "https://s3.example.com" {
+				t.Errorf("target recorded as %q at %q, want blocks/c1/ at the last endpoint", m.Target, m.TargetEndpoint)
 			}
 			// Verified: 2 of versioned/doc (the marker is a record too), 3 of
 			// plain, 1 part.
@@ -224,6 +237,12 @@ func TestRun(t *testing.T) {
 			other.SourceID = "/elsewhere"
 			if _, err := Run(ctx, other); err == nil || !strings.Contains(err.Error(), "from /data") {
 				t.Errorf("Run from another source: %v, want a refusal naming /data", err)
+			}
+			// Another target bucket or prefix too, at any phase.
+			other = cfg
+			other.TargetID = "blocks/c2/"
+			if _, err := Run(ctx, other); err == nil || !strings.Contains(err.Error(), "go to blocks/c1/, not to blocks/c2/") {
+				t.Errorf("Run into another prefix after done: %v, want a refusal naming both", err)
 			}
 		})
 	}

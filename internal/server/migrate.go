@@ -105,7 +105,7 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 
 	res.Migration, err = migrate.Run(ctx, migrate.Config{
 		Source: src, SourceBlobs: srcBlobs, Target: dst, TargetBlobs: dstBlobs,
-		SourceID: abs, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, Logger: log.With("component", "migrate"),
+		SourceID: abs, TargetID: u.Bucket + "/" + u.Prefix, TargetEndpoint: u.Endpoint, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, Logger: log.With("component", "migrate"),
 	})
 	if err != nil {
 		return res, err
