@@ -75,8 +75,10 @@ type Config struct {
 // target holds, and returns its final state. A finished migration is not
 // repeated: Run returns its state. A verification that finds mismatches
 // ends in meta.MigrationFailed with an error wrapping ErrMismatch that
-// lists them; a later Run copies the blocks of those records again (the
-// source may have been repaired) and verifies everything again.
+// lists them; a later Run verifies everything again. A record whose data
+// does not match has its blocks copied from the source again and is
+// checked once more before it counts as a mismatch (the source may have
+// been repaired), in every verification.
 func Run(ctx context.Context, cfg Config) (meta.Migration, error) {
 	r, err := newRun(cfg)
 	if err != nil {
@@ -232,22 +234,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// retry prepares a new verification after one that failed: the blocks of
-// the records that did not match are copied again.
+// retry prepares a new verification after one that failed: everything
+// is verified again, and the verification copies the blocks of each
+// record that does not match again before it checks it once more
+// (recheck), so that blocks restored on the source since are picked up,
+// however many records did not match.
 func (r *run) retry(ctx context.Context, m *meta.Migration) error {
-	r.log.Info("migration verification failed before: copying the blocks of mismatched records again", "mismatched", m.Mismatched)
-	for _, mm := range m.Mismatches {
-		rec, err := r.cfg.Target.RecordAt(ctx, mm.Key)
-		if errors.Is(err, meta.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", mm.Record, err)
-		}
-		if err := r.copyBlocks(ctx, recordBlocks(&rec)); err != nil {
-			return fmt.Errorf("copy: %w", err)
-		}
-	}
+	r.log.Info("migration verification failed before: verifying again, with the blocks of records that do not match copied again", "mismatched", m.Mismatched)
 	m.Phase, m.Cursor, m.Verified, m.Mismatches, m.Mismatched = meta.MigrationVerifying, nil, 0, nil, 0
 	if err := r.cfg.Target.SaveMigration(ctx, m); err != nil {
 		return fmt.Errorf("write the target: %w", err)
@@ -274,6 +267,9 @@ func (r *run) verifyPage(ctx context.Context, m *meta.Migration) error {
 	for i := range recs {
 		g.Go(func() error {
 			p, err := r.verify(gctx, &recs[i])
+			if err == nil && p != "" {
+				p, err = r.recheck(gctx, &recs[i])
+			}
 			problems[i] = p
 			return err
 		})
@@ -304,6 +300,19 @@ func (r *run) verifyPage(ctx context.Context, m *meta.Migration) error {
 	}
 	r.log.Info("migration verified a page", "verified", m.Verified, "mismatched", m.Mismatched, "done", next == nil)
 	return nil
+}
+
+// recheck copies the blocks of rec, whose data did not match, from the
+// source again and verifies it once more: the source may have been
+// repaired since the copy (or the copy damaged on its way). It returns
+// what still does not match.
+func (r *run) recheck(ctx context.Context, rec *meta.StoredRecord) (string, error) {
+	for _, b := range recordBlocks(rec) {
+		if err := r.copyBlock(ctx, b); err != nil {
+			return "", fmt.Errorf("copy again: %w", err)
+		}
+	}
+	return r.verify(ctx, rec)
 }
 
 // verify reads rec's data from the target and checks it against the

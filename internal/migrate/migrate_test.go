@@ -352,6 +352,49 @@ func TestRunShortBlock(t *testing.T) {
 	}
 }
 
+// TestRunManyMismatches: more records than meta.MaxMismatches do not
+// match (their blocks missing from the source); once the source is
+// repaired, a new run copies every one of them again, not only those the
+// state lists, and succeeds.
+func TestRunManyMismatches(t *testing.T) {
+	ctx := t.Context()
+	db, err := meta.Open(meta.Config{Dir: t.TempDir()}) // unsynced: many records
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	srcBlobs := memblob.New()
+	if err := db.CreateBucket(ctx, meta.Bucket{Name: "many", Created: testTime}); err != nil {
+		t.Fatal(err)
+	}
+	n := meta.MaxMismatches + 20
+	data := map[string][]byte{}
+	for i := range n {
+		b := []byte(fmt.Sprintf("object %d", i))
+		k := fmt.Sprintf("b/00/many%d", i)
+		data[k] = b
+		o := meta.Object{Size: int64(len(b)), ETag: md5Hex(b), Blocks: []meta.Block{{Key: k, Size: int64(len(b))}}}
+		if err := db.UpdateObject(ctx, "many", fmt.Sprint(i), testTime, func(*meta.Object) (*meta.Object, error) { return &o, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := openPebble(t)
+	cfg := Config{Source: db, SourceBlobs: srcBlobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data", Workers: 8}
+	m, err := Run(ctx, cfg)
+	if !errors.Is(err, ErrMismatch) || m.Mismatched != int64(n) || len(m.Mismatches) != meta.MaxMismatches {
+		t.Fatalf("Run without the blocks = %d mismatched, %d listed, %v; want %d, %d listed, ErrMismatch", m.Mismatched, len(m.Mismatches), err, n, meta.MaxMismatches)
+	}
+	for k, b := range data {
+		if err := srcBlobs.Put(ctx, k, bytes.NewReader(b), int64(len(b))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err = Run(ctx, cfg)
+	if err != nil || m.Phase != meta.MigrationDone || m.Verified != int64(n) {
+		t.Fatalf("Run after the repair = %s, %d verified, %d mismatched, %v; want done, %d verified", m.Phase, m.Verified, m.Mismatched, err, n)
+	}
+}
+
 func TestVerifier(t *testing.T) {
 	data := []byte("abcdefghij")
 	crc := checksum.Encode(sum(checksum.CRC32, data))
