@@ -38,6 +38,10 @@ func adminMigrateCommands() []adminCmd {
 				"interruption and it continues where it stopped. Every object version and\n" +
 				"part is then read back from the target and checked against its ETag and\n" +
 				"checksum; a mismatch fails the command, naming the records.\n\n" +
+				"From its start the storage path is marked as the source of a migration,\n" +
+				"and coffer serve refuses it, also once the migration is done (a node there\n" +
+				"would serve an old copy); --abandon removes the mark. A run that finds the\n" +
+				"source changed since the migration began refuses to go on.\n\n" +
 				"IAM secrets stay sealed with the node's master key (" + config.EnvMasterKey + ", else\n" +
 				"the storage path's master-key file), which every new node must be given.\n\n" +
 				"Secrets never come from flags: the database password from PGPASSWORD,\n" +
@@ -69,10 +73,15 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 	secretFile := fs.String("to-s3-secret-key-file", "", "file whose first line is the bucket's secret key (default $"+envS3SecretKey+")")
 	workers := fs.Int("workers", migrate.DefaultWorkers, "blocks copied or read back at once")
 	batch := fs.Int("batch-keys", migrate.DefaultBatchKeys, "records per transaction of the target: the unit of progress (an interruption repeats at most one batch's block copies)")
+	abandon := fs.Bool("abandon", false, "remove the mark of a migration from --from-storage-path, begun or done, so that a node serves it again; the target is left as it is")
 	return func(ctx context.Context, s *adminSession, _ []string) error {
-		switch {
-		case *from == "":
+		if *from == "" {
 			return usagef("--from-storage-path is required")
+		}
+		if *abandon {
+			return abandonMigration(ctx, s, *from)
+		}
+		switch {
 		case *pg == "":
 			return usagef("--to-postgres is required")
 		case *to == "":
@@ -150,6 +159,39 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 			"COFFER_ROOT_SECRET_KEY, or copy root-credentials from the old storage path.\n")
 		return nil
 	}
+}
+
+// abandonResult is the --json output of admin migrate --abandon.
+type abandonResult struct {
+	Source    string `json:"source"`
+	Abandoned bool   `json:"abandoned"` // false: there was no mark
+	Done      bool   `json:"done"`      // the migration abandoned was done
+	Target    string `json:"target,omitempty"`
+}
+
+// abandonMigration removes the migration mark from the storage path dir.
+func abandonMigration(ctx context.Context, s *adminSession, dir string) error {
+	mk, found, err := server.AbandonMigration(ctx, dir, newLogger(s.stderr, config.Default().Log))
+	if err != nil {
+		fmt.Fprintf(s.stderr, "coffer admin migrate: %v\n", err)
+		return &exitStatus{code: exitError}
+	}
+	res := abandonResult{Source: dir, Abandoned: found, Done: mk.Done, Target: mk.Target}
+	if s.g.json {
+		return s.printJSON(res)
+	}
+	switch {
+	case !res.Abandoned:
+		s.printf("%s is not marked as the source of a migration: nothing to abandon\n", dir)
+	case res.Done:
+		s.printf("%s is no longer marked as migrated (to %s): a node may serve it again.\n"+
+			"The nodes on the target go on serving their copy: writes made here from now on are not there, nor theirs here.\n", dir, res.Target)
+	default:
+		s.printf("%s is no longer marked as being migrated (to %s): a node may serve it again.\n"+
+			"The target database keeps what was copied. Running the migration again continues it only if nothing\n"+
+			"wrote here in between; once a node has, start over into an empty database.\n", dir, res.Target)
+	}
+	return nil
 }
 
 // parseS3Target splits ENDPOINT/BUCKET/PREFIX: an http(s) URL whose path

@@ -54,6 +54,7 @@ func TestAdminMigrateRefuses(t *testing.T) {
 		{name: "password pair", args: append(base, "--to-postgres", "host=db password=hunter2"), env: env, want: "holds a password"},
 		{name: "no bucket credentials", args: append(base, "--to-postgres", "postgres://u@db/coffer"), want: envS3AccessKey},
 		{name: "no target database", args: base, env: env, want: "--to-postgres is required"},
+		{name: "abandon without a source", args: []string{"migrate", "--abandon"}, want: "--from-storage-path is required"},
 		{name: "bad target bucket", args: []string{"migrate", "--from-storage-path", "x", "--to-postgres", "postgres://u@db/c", "--to-s3", "blocks"}, env: env, want: "--to-s3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

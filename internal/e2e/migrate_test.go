@@ -264,6 +264,12 @@ func TestMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
+	// The source of an unfinished migration is refused by coffer serve:
+	// writes it took would not reach the copy.
+	if out, err := runCoffer(t, "serve", "--storage-path", dir, "--address", "127.0.0.1:0", "--console-address", ""); err == nil ||
+		!strings.Contains(out, "is being migrated") || !strings.Contains(out, "coffer admin migrate --abandon") {
+		t.Errorf("serve on the source of an interrupted migration: %v\n%s", err, tail(out, 4*kib))
+	}
 	res, log := mustMigrate(t, dir, tg)
 	if !strings.Contains(log, "migration resumed") || strings.Contains(log, "keys=0 ") {
 		t.Errorf("the second run did not resume a started copy; its log:\n%s", tail(log, 4*kib))
@@ -328,6 +334,20 @@ func TestMigrate(t *testing.T) {
 	if out := admin2.must("usage", "check"); !strings.Contains(out, "usage matches the records") {
 		t.Errorf("usage check after the migration: %s", out)
 	}
+
+	// The old node stays refused once the migration is done, until the
+	// mark is removed on purpose; then it serves what it had.
+	if out, err := runCoffer(t, "serve", "--storage-path", dir, "--address", "127.0.0.1:0", "--console-address", ""); err == nil || !strings.Contains(out, "was migrated") {
+		t.Errorf("serve on a migrated storage path: %v\n%s", err, tail(out, 4*kib))
+	}
+	if out, err := runCoffer(t, "admin", "migrate", "--abandon", "--from-storage-path", dir); err != nil || !strings.Contains(out, "no longer marked as migrated") {
+		t.Fatalf("migrate --abandon: %v\n%s", err, out)
+	}
+	old := startChild(t, dir, "--block-size", "1MiB")
+	if diff := cmp.Diff(want, servedState(t, newClient(t, old.endpoint), data, ver)); diff != "" {
+		t.Errorf("served by the old node after --abandon (-before +after):\n%s", diff)
+	}
+	old.stop()
 }
 
 // asKey makes a client sign with another key.

@@ -3,9 +3,14 @@ package meta
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,12 +22,16 @@ import (
 // the last batch that committed and never leaves half a batch. See
 // docs/design/0011-postgres-metadata.md ("Moving a single node").
 
-// tableMigration holds one key, the progress of a migration into this
-// store. 'w' is outside every range the typed layer scans ([b, v) for
-// usage, [g, q) for GC, single tables otherwise).
+// tableMigration holds the progress of a migration into this store (in
+// a target) and the mark of a migration from it (in a source). 'w' is
+// outside every range the typed layer scans ([b, v) for usage, [g, q)
+// for GC, single tables otherwise), and neither copied nor digested.
 const tableMigration = 'w'
 
 var migrationKey = []byte{tableMigration}
+
+// markKey holds a MigrationMark: in a migration's source, not its target.
+var markKey = []byte{tableMigration, 'm'}
 
 // Phases of a Migration.
 const (
@@ -45,6 +54,11 @@ type Migration struct {
 	TargetEndpoint string    `json:"target_endpoint,omitempty"`
 	Phase          string    `json:"phase"`
 	Started        time.Time `json:"started"`
+	// SourceDigest is the source's Digest when the migration began: a
+	// run refuses to go on if the source's is another now (something
+	// wrote to it in between), and the migration is done only once the
+	// target's equals it.
+	SourceDigest []TableDigest `json:"source_digest"`
 	// Cursor is the next key to handle: a source key while copying, a key
 	// of this store while verifying; nil for the start.
 	Cursor []byte `json:"cursor,omitempty"`
@@ -112,6 +126,165 @@ func setMigration(b kvBatch, m *Migration) error {
 	}
 	b.set(migrationKey, v)
 	return nil
+}
+
+// MigrationMark marks a store that is the source of a migration, begun
+// or done: a server must not open it (its writes would not reach the
+// copy; after the migration, it would serve an old copy). Only removing
+// the mark (DeleteMigrationMark: coffer admin migrate --abandon) lets one
+// open it again.
+type MigrationMark struct {
+	Target  string    `json:"target"` // where to, for people
+	Started time.Time `json:"started"`
+	Done    bool      `json:"done,omitempty"` // the migration is done
+}
+
+// MigrationMark returns db's MigrationMark, or ErrNotFound.
+func (db *DB) MigrationMark(ctx context.Context) (MigrationMark, error) {
+	if err := ctx.Err(); err != nil {
+		return MigrationMark{}, err
+	}
+	v, err := db.kv.get(markKey, nil)
+	if err != nil {
+		return MigrationMark{}, err
+	}
+	var mk MigrationMark
+	if err := json.Unmarshal(v, &mk); err != nil {
+		return MigrationMark{}, fmt.Errorf("meta: migration mark: %w", errCorrupt)
+	}
+	return mk, nil
+}
+
+// SetMigrationMark stores mk, durably. It is outside every table a copy
+// or a Digest reads.
+func (db *DB) SetMigrationMark(ctx context.Context, mk MigrationMark) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v, err := json.Marshal(mk)
+	if err != nil {
+		return fmt.Errorf("meta: encode migration mark: %w", err)
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	b.set(markKey, v)
+	return b.commit(true)
+}
+
+// DeleteMigrationMark removes db's MigrationMark, if any, durably.
+func (db *DB) DeleteMigrationMark(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := db.kv.newBatch()
+	defer b.close()
+	b.delete(markKey)
+	return b.commit(true)
+}
+
+// TableDigest sums up the key-value pairs of one table.
+type TableDigest struct {
+	Table  string `json:"table"` // the table's key prefix: "o" for objects
+	Keys   int64  `json:"keys"`
+	SHA256 string `json:"sha256"` // of the pairs in key order, each as len(k) k len(v) v
+}
+
+// Digest returns a TableDigest of every table that CopyFrom copies and
+// that holds a key, in key order: two stores with equal digests hold the
+// same key-value pairs (a usage value counting as the sum it means,
+// whatever records it is written in). It reads every pair (for a
+// migration: when it begins or continues, and once more of the target
+// before it is done).
+func (db *DB) Digest(ctx context.Context) ([]TableDigest, error) {
+	it, err := db.kv.newIter(nil, pgMaxKey)
+	if err != nil {
+		return nil, fmt.Errorf("meta: digest: %w", err)
+	}
+	var (
+		out   []TableDigest
+		h     = sha256.New()
+		cur   *TableDigest
+		n     [binary.MaxVarintLen64]byte
+		usage []byte
+	)
+	finish := func() {
+		if cur != nil {
+			cur.SHA256 = hex.EncodeToString(h.Sum(nil))
+			out = append(out, *cur)
+			h.Reset()
+		}
+	}
+	ok := it.first()
+	for i := 0; ok; i++ {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, errors.Join(err, it.close())
+			}
+		}
+		k := it.key()
+		if copySkip(k[0]) {
+			ok = it.seekGE([]byte{k[0] + 1})
+			continue
+		}
+		if cur == nil || cur.Table[0] != k[0] {
+			finish()
+			cur = &TableDigest{Table: string(k[:1])}
+		}
+		v, err := it.value()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("meta: digest at %q: %w", k, err), it.close())
+		}
+		if k[0] == tableUsage {
+			// A usage value means the sum of its records, and PostgreSQL
+			// keeps the sum: digested as the one record of the sum.
+			if u, err := decodeUsage(v); err == nil {
+				usage = appendUsage(usage[:0], u)
+				v = usage
+			}
+		}
+		cur.Keys++
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(k)))])
+		h.Write(k)
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+		h.Write(v)
+		ok = it.next()
+	}
+	if err := it.close(); err != nil {
+		return nil, fmt.Errorf("meta: digest: %w", err)
+	}
+	finish()
+	return out, nil
+}
+
+// DigestDiff says, for people, how the digest got differs from want
+// (named as what), table by table; "" if they are equal.
+func DigestDiff(want, got []TableDigest, what string) string {
+	find := func(ds []TableDigest, t string) TableDigest {
+		for _, d := range ds {
+			if d.Table == t {
+				return d
+			}
+		}
+		return TableDigest{Table: t}
+	}
+	var tables []string
+	for _, d := range append(slices.Clone(want), got...) {
+		if !slices.Contains(tables, d.Table) {
+			tables = append(tables, d.Table)
+		}
+	}
+	slices.Sort(tables)
+	var diffs []string
+	for _, t := range tables {
+		w, g := find(want, t), find(got, t)
+		switch {
+		case w.Keys != g.Keys:
+			diffs = append(diffs, fmt.Sprintf("table %s: %d keys, %s %d", t, g.Keys, what, w.Keys))
+		case w.SHA256 != g.SHA256:
+			diffs = append(diffs, fmt.Sprintf("table %s: %d keys, other pairs than %s", t, g.Keys, what))
+		}
+	}
+	return strings.Join(diffs, "; ")
 }
 
 // HasRecords reports whether db holds any bucket, usage, IAM state or

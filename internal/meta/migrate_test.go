@@ -128,6 +128,22 @@ func testCopyFrom(t *testing.T, e engine) {
 	if diff := cmp.Diff(dump(t, src), dump(t, dst)); diff != "" {
 		t.Errorf("target differs from the source (-source +target):\n%s", diff)
 	}
+	// Their digests agree, table by table; the migration's and a
+	// source's mark (in 'w') are in neither.
+	if err := src.SetMigrationMark(ctx, MigrationMark{Target: "elsewhere", Started: testTime}); err != nil {
+		t.Fatal(err)
+	}
+	sd, err := src.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd, err := dst.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sd, dd); diff != "" || len(sd) < 8 {
+		t.Errorf("digests (-source +target):\n%s\nsource: %+v", diff, sd)
+	}
 	if gs := garbageKeys(t, dst); len(gs) != 0 {
 		t.Errorf("garbage copied: %q", gs)
 	}
@@ -215,4 +231,58 @@ func versionOf(t *testing.T, db *DB, bucket, key, etag string) string {
 	}
 	t.Fatalf("no version of %s/%s with ETag %s in %+v", bucket, key, etag, vs)
 	return ""
+}
+
+func TestDigestUsage(t *testing.T) { forEachEngine(t, testDigestUsage) }
+
+// testDigestUsage: a usage value written as several records (it means
+// their sum) digests as the one record PostgreSQL keeps of a copy of it,
+// so that a migration's target is found complete.
+func testDigestUsage(t *testing.T, e engine) {
+	ctx := t.Context()
+	src := openTest(t)
+	mustCreateBucket(t, src, "b")
+	b := src.kv.newBatch()
+	b.set(usageKey(nil, "b"), appendUsage(appendUsage(nil, Usage{Objects: 1, Bytes: 10}), Usage{Objects: 2, Bytes: 5}))
+	if err := b.commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.close()
+	dst := e.open(t)
+	m := Migration{Source: "test", Phase: MigrationCopying}
+	lim := CopyLimits{Keys: 100, Bytes: 1 << 20, BlockBytes: 1 << 20}
+	if _, err := dst.CopyFrom(ctx, src, &m, lim, func(context.Context, []Block) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sd, err := src.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd, err := dst.Digest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := DigestDiff(sd, dd, "the source"); diff != "" {
+		t.Errorf("digest of the copy: %s", diff)
+	}
+}
+
+func TestDigestDiff(t *testing.T) {
+	a := []TableDigest{{Table: "b", Keys: 2, SHA256: "x"}, {Table: "o", Keys: 4, SHA256: "y"}}
+	for _, tc := range []struct {
+		name string
+		got  []TableDigest
+		want string
+	}{
+		{name: "equal", got: slices.Clone(a), want: ""},
+		{name: "a key more", got: []TableDigest{a[0], {Table: "o", Keys: 5, SHA256: "z"}}, want: "table o: 5 keys, then 4"},
+		{name: "a value changed", got: []TableDigest{{Table: "b", Keys: 2, SHA256: "w"}, a[1]}, want: "table b: 2 keys, other pairs than then"},
+		{name: "a table more and one gone", got: []TableDigest{a[0], {Table: "p", Keys: 1, SHA256: "v"}}, want: "table o: 0 keys, then 4; table p: 1 keys, then 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DigestDiff(a, tc.got, "then"); got != tc.want {
+				t.Errorf("DigestDiff = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -1,10 +1,13 @@
 // Package migrate moves a Coffer store — its metadata and its blocks — to
 // other engines: `coffer admin migrate`, from a single node's Pebble
 // metadata and block files to PostgreSQL and an upstream S3 bucket, for
-// scale-out. It is offline (nothing serves either store while it runs),
-// resumable (the progress is stored in the target's metadata with each
-// batch it copies) and verifying (every object version and part is read
-// back from the target and checked against its ETag and checksum).
+// scale-out. It is offline (nothing serves either store while it runs:
+// the source is marked from the start, and servers refuse it), resumable
+// (the progress is stored in the target's metadata with each batch it
+// copies; a run refuses to go on if the source changed since the
+// migration began) and verifying (every object version and part is read
+// back from the target and checked against its ETag and checksum, and
+// the target must hold exactly the source's key-value pairs).
 //
 // It works over meta.DB and blob.Store only; the server package opens the
 // concrete stores. See docs/design/0011-postgres-metadata.md ("Moving a single node").
@@ -28,6 +31,16 @@ import (
 // ErrMismatch is wrapped by the error of a migration whose verification
 // found records whose data, read back from the target, does not match.
 var ErrMismatch = errors.New("data read back from the target does not match its records")
+
+// ErrSourceChanged is wrapped by the error of a run refused because the
+// source is not what it was when the migration began: something wrote to
+// it in between (a node was started on it), and what was copied before
+// no longer matches it.
+var ErrSourceChanged = errors.New("the source changed since the migration began")
+
+// ErrIncomplete is wrapped by the error of a migration whose target, once
+// verified, does not hold the key-value pairs the source held.
+var ErrIncomplete = errors.New("the target does not hold what the source holds")
 
 // Defaults of Config.
 const (
@@ -108,6 +121,14 @@ func Run(ctx context.Context, cfg Config) (meta.Migration, error) {
 	if m.Phase == meta.MigrationFailed {
 		return m, mismatchError(&m)
 	}
+	if !r.wasDone {
+		// The source stays marked: a node started on it would serve an
+		// old copy.
+		mk := meta.MigrationMark{Target: m.TargetEndpoint + "/" + m.Target, Started: m.Started, Done: true}
+		if err := cfg.Source.SetMigrationMark(ctx, mk); err != nil {
+			return m, fmt.Errorf("mark the source: %w", err)
+		}
+	}
 	r.log.Info("migration done", "keys", m.Keys, "blocks", m.Blocks, "verified", m.Verified)
 	return m, nil
 }
@@ -118,6 +139,7 @@ type run struct {
 	limits  meta.CopyLimits
 	workers int
 	now     func() time.Time
+	wasDone bool // the migration was done before this run
 }
 
 func newRun(cfg Config) (*run, error) {
@@ -162,6 +184,13 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 			return m, errors.New("the target already holds buckets, IAM state or bucket policies that no migration wrote: migrate into an empty database")
 		}
 		m = meta.Migration{Source: r.cfg.SourceID, Target: r.cfg.TargetID, TargetEndpoint: r.cfg.TargetEndpoint, Phase: meta.MigrationCopying, Started: r.now().UTC()}
+		// Marked first: from here on no server opens the source.
+		if err := r.mark(ctx, &m); err != nil {
+			return m, err
+		}
+		if m.SourceDigest, err = r.cfg.Source.Digest(ctx); err != nil {
+			return m, fmt.Errorf("read the source: %w", err)
+		}
 		if err := r.cfg.Target.SaveMigration(ctx, &m); err != nil {
 			return m, fmt.Errorf("write the target: %w", err)
 		}
@@ -172,14 +201,38 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 		return m, fmt.Errorf("the target holds a migration from %s, not from %s", m.Source, r.cfg.SourceID)
 	case m.Target != r.cfg.TargetID:
 		return m, fmt.Errorf("the target database holds a migration whose blocks go to %s, not to %s: run it again with the same target bucket and prefix", m.Target, r.cfg.TargetID)
+	case m.Phase == meta.MigrationDone:
+		r.wasDone = true
+		r.log.Info("migration already done", "source", m.Source, "keys", m.Keys, "verified", m.Verified)
 	default:
-		if m.TargetEndpoint != r.cfg.TargetEndpoint && m.Phase != meta.MigrationDone {
+		now, err := r.cfg.Source.Digest(ctx)
+		if err != nil {
+			return m, fmt.Errorf("read the source: %w", err)
+		}
+		if diff := meta.DigestDiff(m.SourceDigest, now, "when it began"); diff != "" {
+			return m, fmt.Errorf("%w (%s): was a node started on it? What was copied before no longer matches it: start over into an empty database", ErrSourceChanged, diff)
+		}
+		if m.TargetEndpoint != r.cfg.TargetEndpoint {
 			r.log.Warn("migration resumed at another endpoint of the target bucket: it must be the same bucket", "target", m.Target, "was", m.TargetEndpoint, "target_endpoint", r.cfg.TargetEndpoint)
 			m.TargetEndpoint = r.cfg.TargetEndpoint // saved with the progress
+		}
+		// Marked again in case the mark was removed (coffer admin
+		// migrate --abandon) while nothing wrote to the source.
+		if err := r.mark(ctx, &m); err != nil {
+			return m, err
 		}
 		r.log.Info("migration resumed", "source", m.Source, "phase", m.Phase, "keys", m.Keys, "verified", m.Verified)
 	}
 	return m, nil
+}
+
+// mark marks the source as the source of m, in progress: a server
+// refuses to open it until the mark is removed.
+func (r *run) mark(ctx context.Context, m *meta.Migration) error {
+	if err := r.cfg.Source.SetMigrationMark(ctx, meta.MigrationMark{Target: m.TargetEndpoint + "/" + m.Target, Started: m.Started}); err != nil {
+		return fmt.Errorf("mark the source: %w", err)
+	}
+	return nil
 }
 
 // copyBlocks copies blocks from the source's block store to the target's,
@@ -260,6 +313,17 @@ func (r *run) verifyPage(ctx context.Context, m *meta.Migration) error {
 	recs, next, err := r.cfg.Target.Records(ctx, m.Cursor, verifyPage)
 	if err != nil {
 		return err
+	}
+	if next == nil {
+		// The last page: the migration ends with it, and must not end
+		// done unless the target holds every pair the source held.
+		got, err := r.cfg.Target.Digest(ctx)
+		if err != nil {
+			return fmt.Errorf("read the target: %w", err)
+		}
+		if diff := meta.DigestDiff(m.SourceDigest, got, "the source"); diff != "" {
+			return fmt.Errorf("%w (%s): was something else writing to it? Start over into an empty database", ErrIncomplete, diff)
+		}
 	}
 	problems := make([]string, len(recs))
 	g, gctx := errgroup.WithContext(ctx)

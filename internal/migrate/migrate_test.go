@@ -206,6 +206,10 @@ func TestRun(t *testing.T) {
 			if keys := blobKeys(t, moved.TargetBlobs); len(keys) != 0 {
 				t.Errorf("blocks written to another prefix: %q", keys)
 			}
+			// The source is marked from the start: no server opens it.
+			if mk, err := src.db.MigrationMark(ctx); err != nil || mk.Done || mk.Target != "http://proxy2:8080/blocks/c1/" {
+				t.Errorf("source mark during the migration = %+v, %v; want one in progress to http://proxy2:8080/blocks/c1/", mk, err)
+			}
 			cfg.TargetBlobs, cfg.TargetEndpoint = dstBlobs, "https://s3.example.com"
 			m, err := Run(ctx, cfg)
 			if err != nil {
@@ -213,6 +217,9 @@ func TestRun(t *testing.T) {
 			}
 			if m.Target != "blocks/c1/" || m.TargetEndpoint != "https://s3.example.com" {
 				t.Errorf("target recorded as %q at %q, want blocks/c1/ at the last endpoint", m.Target, m.TargetEndpoint)
+			}
+			if mk, err := src.db.MigrationMark(ctx); err != nil || !mk.Done || mk.Target != "https://s3.example.com/blocks/c1/" {
+				t.Errorf("source mark after the migration = %+v, %v; want done, to https://s3.example.com/blocks/c1/", mk, err)
 			}
 			// Verified: 2 of versioned/doc (the marker is a record too), 3 of
 			// plain, 1 part.
@@ -392,6 +399,89 @@ func TestRunManyMismatches(t *testing.T) {
 	m, err = Run(ctx, cfg)
 	if err != nil || m.Phase != meta.MigrationDone || m.Verified != int64(n) {
 		t.Fatalf("Run after the repair = %s, %d verified, %d mismatched, %v; want done, %d verified", m.Phase, m.Verified, m.Mismatched, err, n)
+	}
+}
+
+// TestRunSourceChanged: a source written to between two runs (a node
+// started on it again) is refused, with the migration left as it was;
+// the run resumed and ended done without the new object (and an inline
+// object's data left behind failed the verification for good).
+func TestRunSourceChanged(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name  string
+		write func(t *testing.T, db *meta.DB)
+	}{
+		{name: "new inline object", write: func(t *testing.T, db *meta.DB) {
+			o := meta.Object{Size: 3, ETag: md5Hex([]byte("new")), Inline: []byte("new")}
+			if err := db.UpdateObject(ctx, "plain", "new", testTime, func(*meta.Object) (*meta.Object, error) { return &o, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "a value changed, no key added", write: func(t *testing.T, db *meta.DB) {
+			if err := db.SetVersioning(ctx, "plain", meta.VersioningEnabled); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newSource(t)
+			dst, dstBlobs := openPebble(t), memblob.New()
+			cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, SourceID: "/data", Limits: meta.CopyLimits{Keys: 2},
+				TargetBlobs: &failingStore{Store: dstBlobs, after: 2}}
+			if _, err := Run(ctx, cfg); !errors.Is(err, errInjected) {
+				t.Fatalf("Run with a failing target: %v, want the injected failure", err)
+			}
+			before, err := dst.Migration(ctx)
+			if err != nil || before.Phase != meta.MigrationCopying || before.Cursor == nil {
+				t.Fatalf("after the failure: %+v, %v; want a copy under way", before, err)
+			}
+			tc.write(t, src.db)
+			cfg.TargetBlobs = dstBlobs
+			for run := 1; run <= 2; run++ {
+				m, err := Run(ctx, cfg)
+				if !errors.Is(err, ErrSourceChanged) || !strings.Contains(err.Error(), "start over into an empty database") {
+					t.Fatalf("run %d after a write to the source: %+v, %v; want ErrSourceChanged", run, m, err)
+				}
+			}
+			after, err := dst.Migration(ctx)
+			if err != nil || !cmp.Equal(before, after) {
+				t.Errorf("migration after the refusals = %+v, %v; want it unchanged, %+v", after, err, before)
+			}
+		})
+	}
+}
+
+// TestRunIncomplete: a target written to by something else than the
+// migration (a node started on it) is not a copy of the source: the
+// migration does not end done, whatever the verification of its records
+// found.
+func TestRunIncomplete(t *testing.T) {
+	ctx := t.Context()
+	src := newSource(t)
+	k := "b/03/big1"
+	if err := src.blobs.Delete(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	dst := openPebble(t)
+	cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data"}
+	if _, err := Run(ctx, cfg); !errors.Is(err, ErrMismatch) {
+		t.Fatalf("Run without a block: %v, want ErrMismatch", err)
+	}
+	if err := dst.CreateBucket(ctx, meta.Bucket{Name: "extra", Created: testTime}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.blobs.Put(ctx, k, bytes.NewReader(src.data[k]), int64(len(src.data[k]))); err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 2; run++ {
+		m, err := Run(ctx, cfg)
+		if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), "table b: 3 keys, the source 2") || m.Phase == meta.MigrationDone {
+			t.Fatalf("run %d over a target with a bucket of its own = %+v, %v; want ErrIncomplete naming table b", run, m, err)
+		}
+	}
+	if m, err := dst.Migration(ctx); err != nil || m.Phase == meta.MigrationDone {
+		t.Errorf("stored migration = %+v, %v; want it not done", m, err)
 	}
 }
 

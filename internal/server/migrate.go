@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob/fsblob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
@@ -153,4 +154,54 @@ func migrateMasterKey(ctx context.Context, dir string, env []byte, src *meta.DB)
 func openIAM(db *meta.DB, key []byte) error {
 	_, err := iam.New(iam.Config{RootAccessKey: "migrate-check", RootSecretKey: strings.Repeat("x", 40), MasterKey: key, Store: iamStore{db}})
 	return err
+}
+
+// checkMigration refuses to serve a store that is the source of a
+// migration (coffer admin migrate), begun or done: writes taken here
+// would never reach the copy, which the migration's nodes serve.
+func checkMigration(ctx context.Context, db *meta.DB, storagePath string) error {
+	mk, err := db.MigrationMark(ctx)
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the migration mark: %w", err)
+	case mk.Done:
+		return fmt.Errorf("%s was migrated (coffer admin migrate, begun %s, blocks to %s): the nodes on its target serve it now, and a node started here would serve an old copy and take writes they never see; "+
+			"to serve from here anyway (going back, without what was written there since), run: coffer admin migrate --abandon --from-storage-path %s",
+			storagePath, mk.Started.Format(time.RFC3339), mk.Target, storagePath)
+	default:
+		return fmt.Errorf("%s is being migrated (coffer admin migrate, begun %s, blocks to %s): a node started here would take writes the migration does not carry; "+
+			"finish it (run the same coffer admin migrate again), or abandon it and serve from here: coffer admin migrate --abandon --from-storage-path %s",
+			storagePath, mk.Started.Format(time.RFC3339), mk.Target, storagePath)
+	}
+}
+
+// AbandonMigration removes the mark a migration left on the single node
+// at storagePath (coffer admin migrate --abandon), so that a server
+// serves it again, and returns the mark removed; found is false if there
+// was none. The migration's target is left as it is: running the
+// migration again continues it only if nothing has written to the
+// storage path since (and marks it again).
+func AbandonMigration(ctx context.Context, storagePath string, log *slog.Logger) (mk meta.MigrationMark, found bool, err error) {
+	abs, err := filepath.Abs(storagePath)
+	if err != nil {
+		return mk, false, err
+	}
+	if _, err := os.Stat(filepath.Join(abs, metaDir)); err != nil {
+		return mk, false, fmt.Errorf("no single-node metadata under %s: %w", abs, err)
+	}
+	db, err := meta.Open(meta.Config{Dir: filepath.Join(abs, metaDir), Sync: true, Logger: log.With("component", "source")})
+	if err != nil {
+		return mk, false, fmt.Errorf("open the metadata (a migration or server using %s must be stopped first): %w", abs, err)
+	}
+	defer db.Close()
+	mk, err = db.MigrationMark(ctx)
+	if errors.Is(err, meta.ErrNotFound) {
+		return mk, false, nil
+	}
+	if err != nil {
+		return mk, false, err
+	}
+	return mk, true, db.DeleteMigrationMark(ctx)
 }

@@ -2,10 +2,13 @@ package server
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/meta"
@@ -49,5 +52,59 @@ func TestMigrateMasterKey(t *testing.T) {
 	}
 	if k, from, err := migrateMasterKey(ctx, dir, fileKey, db); err != nil || from != "COFFER_MASTER_KEY" || !bytes.Equal(k, fileKey) {
 		t.Errorf("the right key in the environment: %x, %q, %v", k, from, err)
+	}
+}
+
+// TestMigratedSourceRefused: a storage path marked as the source of a
+// migration, in progress or done, is refused by New (coffer serve) and
+// offline GC, with the way out; AbandonMigration removes the mark.
+func TestMigratedSourceRefused(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		mark meta.MigrationMark
+		want string
+	}{
+		{name: "in progress", mark: meta.MigrationMark{Target: "https://s3.example.com/blocks/c1/", Started: time.Now()}, want: "is being migrated"},
+		{name: "done", mark: meta.MigrationMark{Target: "https://s3.example.com/blocks/c1/", Started: time.Now(), Done: true}, want: "was migrated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			db, err := meta.Open(meta.Config{Dir: filepath.Join(cfg.StoragePath, metaDir), Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SetMigrationMark(ctx, tc.mark); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{tc.want, "blocks to https://s3.example.com/blocks/c1/", "coffer admin migrate --abandon --from-storage-path " + cfg.StoragePath}
+			_, err = New(cfg, testLogger(io.Discard), io.Discard)
+			for _, w := range want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("New on a migration's source: %v, want an error saying %q", err, w)
+				}
+			}
+			if _, err := GC(ctx, cfg, testLogger(io.Discard), time.Hour); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("GC on a migration's source: %v, want a refusal", err)
+			}
+
+			mk, found, err := AbandonMigration(ctx, cfg.StoragePath, testLogger(io.Discard))
+			if err != nil || !found || mk.Done != tc.mark.Done || mk.Target != tc.mark.Target {
+				t.Fatalf("AbandonMigration = %+v, %v, %v; want the mark", mk, found, err)
+			}
+			if _, found, err := AbandonMigration(ctx, cfg.StoragePath, testLogger(io.Discard)); err != nil || found {
+				t.Errorf("AbandonMigration again = %v, %v; want nothing found", found, err)
+			}
+			s, stop := start(t, cfg, testLogger(io.Discard))
+			if code, _ := get(t, "http://"+s.Addr()+"/"); code != http.StatusForbidden {
+				t.Errorf("GET / after the mark's removal: %d, want 403 (served)", code)
+			}
+			if err := stop(); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

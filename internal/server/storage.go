@@ -50,6 +50,9 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
 	}
+	if err := checkMigration(context.Background(), db, cfg.StoragePath); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
 	st := &storage{db: db}
 	switch cfg.Blob.Kind {
 	case config.BlobMemory:
