@@ -41,7 +41,9 @@ func adminMigrateCommands() []adminCmd {
 				"From its start the storage path is marked as the source of a migration,\n" +
 				"and coffer serve refuses it, also once the migration is done (a node there\n" +
 				"would serve an old copy); --abandon removes the mark. A run that finds the\n" +
-				"source changed since the migration began refuses to go on.\n\n" +
+				"source changed since the migration began refuses to go on. Nodes refuse\n" +
+				"a target whose migration is not done; --accept-mismatches ends one whose\n" +
+				"verification found damage that cannot be repaired.\n\n" +
 				"IAM secrets stay sealed with the node's master key (" + config.EnvMasterKey + ", else\n" +
 				"the storage path's master-key file), which every new node must be given.\n\n" +
 				"Secrets never come from flags: the database password from PGPASSWORD,\n" +
@@ -73,6 +75,7 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 	secretFile := fs.String("to-s3-secret-key-file", "", "file whose first line is the bucket's secret key (default $"+envS3SecretKey+")")
 	workers := fs.Int("workers", migrate.DefaultWorkers, "blocks copied or read back at once")
 	batch := fs.Int("batch-keys", migrate.DefaultBatchKeys, "records per transaction of the target: the unit of progress (an interruption repeats at most one batch's block copies)")
+	accept := fs.Bool("accept-mismatches", false, "end the migration done even if records read back do not match (blocks damaged or missing on the source that cannot be restored): those objects stay as copied")
 	abandon := fs.Bool("abandon", false, "remove the mark of a migration from --from-storage-path, begun or done, so that a node serves it again; the target is left as it is")
 	return func(ctx context.Context, s *adminSession, _ []string) error {
 		if *from == "" {
@@ -116,9 +119,10 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 			StoragePath: *from,
 			Postgres: config.Postgres{URL: *pg, PasswordFile: *pgPass, MaxConns: *workers + 2,
 				StatementTimeout: def.Meta.Postgres.StatementTimeout},
-			S3:        up,
-			Workers:   *workers,
-			BatchKeys: *batch,
+			S3:               up,
+			Workers:          *workers,
+			BatchKeys:        *batch,
+			AcceptMismatches: *accept,
 		}
 		if v := s.getenv(config.EnvMasterKey); v != "" {
 			mc.MasterKey, err = iam.ParseMasterKey(v)
@@ -145,6 +149,9 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 		}
 		s.printf("migrated %s: %d keys, %d blocks (%d bytes); %d records read back and verified\n",
 			out.Source, out.Keys, out.Blocks, out.BlockBytes, out.Verified)
+		if out.Mismatched > 0 {
+			s.printf("%d records do not match and were accepted as they are (--accept-mismatches); the log names each one\n", out.Mismatched)
+		}
 		s.printf("\nStart the new nodes with\n  --meta.kind postgres --meta.postgres.url <the URL above> --blob.kind s3 \\\n"+
 			"  --blob.s3.endpoint %s --blob.s3.bucket %s --blob.s3.prefix '%s' --blob.s3.region %s --blob.s3.path-style=%t\n",
 			up.Endpoint, up.Bucket, up.Prefix, up.Region, up.PathStyle)

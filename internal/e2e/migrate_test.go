@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -424,4 +425,35 @@ func TestMigrateCorrupt(t *testing.T) {
 			t.Errorf("run %d: stdout %q, want the phase", run, out)
 		}
 	}
+
+	// A node on the target of the failed migration is refused: it would
+	// serve a partial copy.
+	newDir := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(dir, "master-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(newDir, "master-key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nodeFlags := []string{"--meta.kind", "postgres", "--meta.postgres.url", tg.pgURL, "--blob.kind", "s3", "--blob.s3.endpoint", up.endpoint,
+		"--blob.s3.bucket", upBucket, "--blob.s3.prefix", "c/", "--blob.s3.access-key", up.ak}
+	env := []string{"COFFER_BLOB_S3_SECRET_KEY=" + up.sk}
+	sctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a node that starts is killed
+	defer cancel()
+	cmd := exec.CommandContext(sctx, cofferBinary(t), append([]string{"serve", "--storage-path", newDir, "--address", "127.0.0.1:0", "--console-address", ""}, nodeFlags...)...)
+	cmd.Env = childEnv(t.TempDir(), append([]string{"COFFER_ROOT_ACCESS_KEY=" + testAccessKey, "COFFER_ROOT_SECRET_KEY=" + testSecretKey}, env...)...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "target of a migration from") || !strings.Contains(string(out), "it is failed") {
+		t.Errorf("serve on the target of a failed migration: %v\n%s", err, tail(string(out), 4*kib))
+	}
+	// Accepted as it is: done, and served (the damaged object as copied).
+	res, _ := mustMigrate(t, dir, tg, "--accept-mismatches")
+	if res.Phase != "done" || res.Mismatched != 1 || res.Verified != 1 {
+		t.Errorf("migrate --accept-mismatches = %+v, want done with 1 verified, 1 mismatched", res)
+	}
+	n2 := startChildEnv(t, newDir, env, nodeFlags...)
+	if _, err := newClient(t, n2.endpoint).HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("intact")}); err != nil {
+		t.Errorf("HEAD intact on the target once accepted: %v", err)
+	}
+	n2.stop()
 }

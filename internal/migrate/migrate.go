@@ -73,6 +73,11 @@ type Config struct {
 	// it may differ from one run to the next.
 	TargetID       string
 	TargetEndpoint string
+	// AcceptMismatches ends a verification that finds records whose data
+	// does not match in meta.MigrationDone rather than MigrationFailed:
+	// for a source whose damage cannot be repaired, whose objects then
+	// stay as they were copied (damaged, or without their blocks).
+	AcceptMismatches bool
 	// Workers bounds concurrent block copies and reads; 0 means
 	// DefaultWorkers.
 	Workers int
@@ -88,10 +93,11 @@ type Config struct {
 // target holds, and returns its final state. A finished migration is not
 // repeated: Run returns its state. A verification that finds mismatches
 // ends in meta.MigrationFailed with an error wrapping ErrMismatch that
-// lists them; a later Run verifies everything again. A record whose data
-// does not match has its blocks copied from the source again and is
-// checked once more before it counts as a mismatch (the source may have
-// been repaired), in every verification.
+// lists them (unless cfg.AcceptMismatches); a later Run verifies
+// everything again. A record whose data does not match has its blocks
+// copied from the source again and is checked once more before it counts
+// as a mismatch (the source may have been repaired), in every
+// verification.
 func Run(ctx context.Context, cfg Config) (meta.Migration, error) {
 	r, err := newRun(cfg)
 	if err != nil {
@@ -119,7 +125,14 @@ func Run(ctx context.Context, cfg Config) (meta.Migration, error) {
 		}
 	}
 	if m.Phase == meta.MigrationFailed {
-		return m, mismatchError(&m)
+		if !cfg.AcceptMismatches {
+			return m, mismatchError(&m)
+		}
+		r.log.Warn("migration done with records whose data does not match, as asked (accept mismatches): they stay as copied", "mismatched", m.Mismatched)
+		m.Phase = meta.MigrationDone
+		if err := cfg.Target.SaveMigration(ctx, &m); err != nil {
+			return m, fmt.Errorf("write the target: %w", err)
+		}
 	}
 	if !r.wasDone {
 		// The source stays marked: a node started on it would serve an

@@ -485,6 +485,34 @@ func TestRunIncomplete(t *testing.T) {
 	}
 }
 
+// TestRunAcceptMismatches: with AcceptMismatches a verification that
+// finds damage that cannot be repaired ends done, the damage counted (a
+// target whose migration is not done is refused by servers, so without
+// it such a source could never move).
+func TestRunAcceptMismatches(t *testing.T) {
+	ctx := t.Context()
+	src := newSource(t)
+	if err := src.blobs.Delete(ctx, "b/03/old0"); err != nil {
+		t.Fatal(err)
+	}
+	dst := openPebble(t)
+	cfg := Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data"}
+	if m, err := Run(ctx, cfg); !errors.Is(err, ErrMismatch) || m.Phase != meta.MigrationFailed {
+		t.Fatalf("Run without a block = %s, %v; want failed, ErrMismatch", m.Phase, err)
+	}
+	cfg.AcceptMismatches = true
+	m, err := Run(ctx, cfg)
+	if err != nil || m.Phase != meta.MigrationDone || m.Mismatched != 1 || m.Verified != 6 {
+		t.Fatalf("Run accepting mismatches = %+v, %v; want done, 6 verified, 1 mismatched", m, err)
+	}
+	if stored, err := dst.Migration(ctx); err != nil || stored.Phase != meta.MigrationDone {
+		t.Errorf("stored migration = %s, %v; want done", stored.Phase, err)
+	}
+	if mk, err := src.db.MigrationMark(ctx); err != nil || !mk.Done {
+		t.Errorf("source mark = %+v, %v; want done", mk, err)
+	}
+}
+
 func TestVerifier(t *testing.T) {
 	data := []byte("abcdefghij")
 	crc := checksum.Encode(sum(checksum.CRC32, data))

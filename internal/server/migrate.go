@@ -38,6 +38,9 @@ type MigrateConfig struct {
 	// BatchKeys bounds the records of one copy transaction; 0 means
 	// migrate's default.
 	BatchKeys int
+	// AcceptMismatches ends the migration done even if records do not
+	// match (migrate.Config.AcceptMismatches).
+	AcceptMismatches bool
 }
 
 // MigrateResult is what Migrate did.
@@ -106,7 +109,7 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 
 	res.Migration, err = migrate.Run(ctx, migrate.Config{
 		Source: src, SourceBlobs: srcBlobs, Target: dst, TargetBlobs: dstBlobs,
-		SourceID: abs, TargetID: u.Bucket + "/" + u.Prefix, TargetEndpoint: u.Endpoint, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, Logger: log.With("component", "migrate"),
+		SourceID: abs, TargetID: u.Bucket + "/" + u.Prefix, TargetEndpoint: u.Endpoint, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, AcceptMismatches: mc.AcceptMismatches, Logger: log.With("component", "migrate"),
 	})
 	if err != nil {
 		return res, err
@@ -158,8 +161,21 @@ func openIAM(db *meta.DB, key []byte) error {
 
 // checkMigration refuses to serve a store that is the source of a
 // migration (coffer admin migrate), begun or done: writes taken here
-// would never reach the copy, which the migration's nodes serve.
+// would never reach the copy, which the migration's nodes serve. It also
+// refuses the target of a migration that is not done: a node would serve
+// a partial copy, and its GC could delete the blocks of the batch being
+// copied (written before their records commit).
 func checkMigration(ctx context.Context, db *meta.DB, storagePath string) error {
+	m, err := db.Migration(ctx)
+	switch {
+	case errors.Is(err, meta.ErrNotFound):
+	case err != nil:
+		return fmt.Errorf("read the migration state: %w", err)
+	case m.Phase != meta.MigrationDone:
+		return fmt.Errorf("the metadata store is the target of a migration from %s (coffer admin migrate, begun %s) that is not done: it is %s; a node would serve a partial copy. "+
+			"Finish it: run the same coffer admin migrate again (with --accept-mismatches to end it despite records whose data cannot be repaired); or give it up: drop the database (or schema) and start over",
+			m.Source, m.Started.Format(time.RFC3339), m.Phase)
+	}
 	mk, err := db.MigrationMark(ctx)
 	switch {
 	case errors.Is(err, meta.ErrNotFound):

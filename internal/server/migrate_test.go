@@ -108,3 +108,50 @@ func TestMigratedSourceRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMigrationTargetRefused: a metadata store holding a migration that
+// is not done (copying, verifying, failed) is refused by New and offline
+// GC, with the ways out; once done it is served. A node started on a
+// failed migration's target served a partial copy.
+func TestMigrationTargetRefused(t *testing.T) {
+	ctx := t.Context()
+	for _, tc := range []struct {
+		phase string
+		serve bool
+	}{
+		{phase: meta.MigrationCopying},
+		{phase: meta.MigrationVerifying},
+		{phase: meta.MigrationFailed},
+		{phase: meta.MigrationDone, serve: true},
+	} {
+		t.Run(tc.phase, func(t *testing.T) {
+			cfg := testConfig(t)
+			db, err := meta.Open(meta.Config{Dir: filepath.Join(cfg.StoragePath, metaDir), Sync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.SaveMigration(ctx, &meta.Migration{Source: "/var/lib/coffer", Phase: tc.phase, Started: time.Now()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.serve {
+				_, stop := start(t, cfg, testLogger(io.Discard))
+				if err := stop(); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			_, err = New(cfg, testLogger(io.Discard), io.Discard)
+			for _, w := range []string{"target of a migration from /var/lib/coffer", "it is " + tc.phase, "run the same coffer admin migrate again", "--accept-mismatches", "drop the database"} {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("New on the target of a migration %s: %v, want an error saying %q", tc.phase, err, w)
+				}
+			}
+			if _, err := GC(ctx, cfg, testLogger(io.Discard), time.Hour); err == nil || !strings.Contains(err.Error(), "not done") {
+				t.Errorf("GC on the target of a migration %s: %v, want a refusal", tc.phase, err)
+			}
+		})
+	}
+}
