@@ -166,11 +166,18 @@ path: without it the users' secret keys cannot be recovered (root's can).
 
 | Path | Contents |
 | --- | --- |
-| ` + "`<storage-path>/meta/`" + ` | metadata (Pebble, with ` + "`meta.kind = \"pebble\"`" + `); locked while a server or ` + "`coffer admin gc`" + ` uses it |
-| ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `) |
+| ` + "`<storage-path>/meta/`" + ` | metadata (Pebble, with ` + "`meta.kind = \"pebble\"`" + `; directory mode 0700, files 0600); locked while a server or ` + "`coffer admin gc`" + ` uses it |
+| ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `; directories mode 0700, files 0600) |
 | ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
 | ` + "`<storage-path>/master-key`" + ` | generated master key (base64, mode 0600), unless ` + "`" + EnvMasterKey + "`" + ` is set |
 | ` + "`<storage-path>/audit.db`" + ` (and ` + "`-wal`, `-shm`" + `) | the audit log (SQLite, mode 0600), unless ` + "`audit.path`" + ` names another file |
+
+The storage path is created with mode 0700. The metadata holds the IAM state
+(console password hashes, sealed secrets), bucket policies and small objects'
+data: at every start the server takes group's and others' permissions away from
+` + "`<storage-path>/meta`" + ` and everything in it, logging a warning when it had to,
+and it warns (changing nothing) when the storage path itself is open to group or
+others.
 
 Put the audit log on a filesystem of its own with ` + "`audit.path`" + ` where you can: it is
 capped (` + "`audit.max-bytes`" + `) and its writes from refused and unauthenticated requests

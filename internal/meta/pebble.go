@@ -126,10 +126,11 @@ func openPebble(dir string, log *slog.Logger, fail *failure, failWrite func(stri
 	if err != nil {
 		return nil, fmt.Errorf("meta: resolve %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fmt.Errorf("meta: create %s: %w", abs, err)
 	}
-	lock, err := pebble.LockDirectory(abs, vfs.Default)
+	fsys := &failFS{FS: vfs.Default, fail: fail, inject: failWrite}
+	lock, err := pebble.LockDirectory(abs, fsys)
 	if err != nil {
 		// Creating the LOCK file fails with a *fs.PathError (permissions,
 		// read-only disk); taking the lock fails with a bare errno, or
@@ -140,6 +141,7 @@ func openPebble(dir string, log *slog.Logger, fail *failure, failWrite func(stri
 		}
 		return nil, fmt.Errorf("meta: database %s is locked by another process: %w", abs, err)
 	}
+	makePrivate(abs, log)
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
@@ -154,7 +156,7 @@ func openPebble(dir string, log *slog.Logger, fail *failure, failWrite func(stri
 		Logger:                      pebbleLogger{log: log, fail: fail},
 		Merger:                      merger,
 		FormatMajorVersion:          pebble.FormatNewest,
-		FS:                          &failFS{FS: vfs.Default, fail: fail, inject: failWrite},
+		FS:                          fsys,
 	}
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -169,6 +171,48 @@ func openPebble(dir string, log *slog.Logger, fail *failure, failWrite func(stri
 		return nil, errors.Join(err, lock.Close())
 	}
 	return &pebbleKV{db: db, lock: lock, fail: fail, closeTimeout: closeTimeout}, nil
+}
+
+// makePrivate takes group's and others' permissions away from the
+// database directory dir and everything in it (the LOCK file included),
+// which a store made before Coffer kept them private, or a directory made
+// by hand, may have: its files hold the IAM state (console password
+// hashes, sealed secrets), bucket policies and inline object data. It
+// logs what it changed as a warning, since whoever could read them may
+// have; an entry it cannot change (another user's) is logged too, and
+// does not stop the store from opening. Symbolic links are not followed.
+func makePrivate(dir string, log *slog.Logger) {
+	var changed int
+	var failed []string
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			failed = append(failed, path)
+			return nil // go on with the rest; a directory not read is skipped
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(path, perm&^0o077); err != nil {
+				failed = append(failed, path)
+				return nil
+			}
+			changed++
+		}
+		return nil
+	})
+	if changed > 0 {
+		log.Warn("metadata was open to group or others: made it private to its owner; whoever could read it may hold console password hashes and inline object data",
+			"dir", dir, "entries", changed)
+	}
+	if len(failed) > 0 {
+		log.Warn("cannot make metadata private to its owner: make the directory mode 700 and its files mode 600",
+			"dir", dir, "entries", len(failed), "first", failed[0])
+	}
 }
 
 // openGuarded is pebble.Open, with a panic turned into the failure, that

@@ -1,12 +1,16 @@
 package meta
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
+	"os"
 	"reflect"
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -14,7 +18,8 @@ import (
 // This file is the part of the Pebble adapter that turns Pebble's fatal
 // errors into the store's failure (fatal.go): the recover every adapter
 // call defers, the check Fatalf makes of who called it, and the filesystem
-// wrapper that reports the first failed write or sync.
+// wrapper that reports the first failed write or sync (and keeps Pebble's
+// files private).
 
 // fatalPanic is the value pebbleLogger.Fatalf panics with inside an adapter
 // call; recoverInto recognises it and returns its error.
@@ -110,6 +115,14 @@ func inAdapterCall() bool {
 // from being retried in a busy loop (each try creates a table) until the
 // process exits. Files already open are still written, so that commits
 // already on their way to the log when something else failed finish.
+//
+// failFS also keeps the database private to its owner: vfs.Default
+// creates files with mode 0666 and leaves the rest to the umask (0644 under
+// the usual 022), and the metadata holds the IAM state (password hashes,
+// sealed secrets), bucket policies and inline object data. Every file it
+// creates or opens for writing is made filePerm, every directory dirPerm.
+// A hard link (Link) or a rename shares the inode of a file made here and
+// needs nothing more.
 type failFS struct {
 	vfs.FS
 	fail   *failure
@@ -118,10 +131,18 @@ type failFS struct {
 
 var _ vfs.FS = (*failFS)(nil)
 
+// Modes of the metadata directory and of Pebble's files: their owner's
+// alone.
+const (
+	dirPerm  = 0o700
+	filePerm = 0o600
+)
+
 // Create creates name for writing through the wrapper.
 func (fs *failFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.parkIfFailed()
 	f, err := fs.FS.Create(name, c)
+	f, err = private(name, f, err)
 	return fs.wrap(name, f, err)
 }
 
@@ -129,6 +150,7 @@ func (fs *failFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error)
 func (fs *failFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	fs.parkIfFailed()
 	f, err := fs.FS.OpenReadWrite(name, c, opts...)
+	f, err = private(name, f, err)
 	return fs.wrap(name, f, err)
 }
 
@@ -137,7 +159,30 @@ func (fs *failFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vf
 func (fs *failFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.parkIfFailed()
 	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
+	f, err = private(newname, f, err)
 	return fs.wrap(newname, f, err)
+}
+
+// MkdirAll creates dir and its parents with mode dirPerm, whatever perm
+// Pebble asks for.
+func (fs *failFS) MkdirAll(dir string, _ os.FileMode) error {
+	return fs.FS.MkdirAll(dir, dirPerm)
+}
+
+// Lock creates (or truncates) and locks the lock file name, mode
+// filePerm. The file is empty, but a new store should have no file that
+// makePrivate would report.
+func (fs *failFS) Lock(name string) (io.Closer, error) {
+	c, err := fs.FS.Lock(name)
+	if err != nil || fs.FS != vfs.Default {
+		return c, err
+	}
+	// By name: opening and closing another descriptor of the file would
+	// release the lock (fcntl).
+	if err := os.Chmod(name, filePerm); err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	return c, nil
 }
 
 // OpenDir opens a directory, whose Sync makes renames and creations
@@ -155,6 +200,22 @@ func (fs *failFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 		return nil, err
 	}
 	return &failFile{File: f, fs: fs, name: name}, nil
+}
+
+// private makes f, just created or opened for writing as name, mode
+// filePerm. A file of a filesystem that has no descriptors (vfs.MemFS)
+// is left as it is.
+func private(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return f, err
+	}
+	if fd := f.Fd(); fd != vfs.InvalidFd {
+		if err := syscall.Fchmod(int(fd), filePerm); err != nil {
+			_ = f.Close() // the chmod's error is the one to report
+			return nil, &iofs.PathError{Op: "chmod", Path: name, Err: err}
+		}
+	}
+	return f, nil
 }
 
 // parkIfFailed blocks forever once the store has failed.

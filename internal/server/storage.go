@@ -46,6 +46,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	if err := os.MkdirAll(cfg.StoragePath, 0o700); err != nil {
 		return nil, fmt.Errorf("create storage path: %w", err)
 	}
+	warnOpenStoragePath(cfg.StoragePath, log)
 	db, err := meta.Open(metaConfig(cfg, log, failWrite))
 	if err != nil {
 		return nil, fmt.Errorf("open metadata: %w", err)
@@ -103,6 +104,22 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		st.objects.UseSpace(st.space)
 	}
 	return st, nil
+}
+
+// warnOpenStoragePath warns when group or others may enter or list the
+// storage path, which MkdirAll makes 0700 only when it creates it. It is
+// left as it is: the operator may share it on purpose, and what matters
+// below it is private anyway (meta.Open makes the metadata so, fsblob
+// writes its files 0600, the credentials and master-key files must be
+// 0600), but a file put there by hand would not be.
+func warnOpenStoragePath(path string, log *slog.Logger) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return // opening the stores below will say why
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		log.Warn("storage path is open to group or others: run chmod 700 on it", "path", path, "mode", fmt.Sprintf("%#o", perm))
+	}
 }
 
 // MetaStatus opens the metadata store of cfg, as a server would (creating

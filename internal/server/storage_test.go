@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +74,47 @@ func TestKeyring(t *testing.T) {
 	}
 	if sk, err := k.SecretKey(ctx, "OTHER"); !errors.Is(err, sigv4.ErrUnknownKey) || sk != "" {
 		t.Errorf("SecretKey(OTHER) = %q, %v; want sigv4.ErrUnknownKey", sk, err)
+	}
+}
+
+// TestOpenStoragePathWarning: a storage path that group or others may
+// enter is reported at start (it is made 0700 only when created), and its
+// metadata is private all the same.
+func TestOpenStoragePathWarning(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		mode     os.FileMode
+		wantWarn bool
+	}{
+		{name: "private", mode: 0o700},
+		{name: "open", mode: 0o755, wantWarn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			if err := os.Chmod(cfg.StoragePath, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			st, err := openStorage(cfg, testLogger(&logs), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.close(); err != nil {
+				t.Fatal(err)
+			}
+			warned := strings.Contains(logs.String(), "storage path is open to group or others")
+			if warned != tc.wantWarn {
+				t.Errorf("warned %v, want %v; log:\n%s", warned, tc.wantWarn, logs.String())
+			}
+			fi, err := os.Stat(filepath.Join(cfg.StoragePath, metaDir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if perm := fi.Mode().Perm(); perm != 0o700 {
+				t.Errorf("metadata directory has mode %#o, want 0700", perm)
+			}
+		})
 	}
 }
