@@ -201,7 +201,7 @@ func (c Config) validateBlobS3() []error {
 	case s.Endpoint == "":
 		add("blob.s3.endpoint", errors.New("required with blob.kind s3"))
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil:
-		add("blob.s3.endpoint", fmt.Errorf("%q: want http:// or https:// with a host and no path, query or credentials", s.Endpoint))
+		add("blob.s3.endpoint", fmt.Errorf("%s: want http:// or https:// with a host and no path, query or credentials", quoteURL(u, err)))
 	}
 	if s.Bucket == "" {
 		add("blob.s3.bucket", errors.New("required with blob.kind s3"))
@@ -271,6 +271,18 @@ func (c Config) validateS3() []error {
 		}
 	}
 	return errs
+}
+
+// quoteURL quotes a URL-valued setting for an error message, which goes
+// to the terminal or the journal: with its password replaced by "xxxxx"
+// (url.URL.Redacted), and, when it does not parse (err, the result of
+// url.Parse), not at all, since nothing then tells which part of it is a
+// password.
+func quoteURL(u *url.URL, err error) string {
+	if err != nil {
+		return "a value that does not parse as a URL (not shown: it may hold a password)"
+	}
+	return strconv.Quote(u.Redacted())
 }
 
 // A settingError is a problem with one setting, named by its flag.
@@ -397,13 +409,13 @@ func (c Config) validateConsole() []error {
 	if o := c.Console.Origin; o != "" {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-			add("console.origin", fmt.Errorf("%q is not an origin: want scheme://host[:port], e.g. https://coffer.example.com", o))
+			add("console.origin", fmt.Errorf("%s is not an origin: want scheme://host[:port], e.g. https://coffer.example.com", quoteURL(u, err)))
 		}
 	}
 	if o := c.Console.S3URL; o != "" {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
-			add("console.s3-url", fmt.Errorf("%q is not a base URL: want scheme://host[:port][/path], e.g. https://s3.example.com", o))
+			add("console.s3-url", fmt.Errorf("%s is not a base URL: want scheme://host[:port][/path], e.g. https://s3.example.com", quoteURL(u, err)))
 		}
 	}
 	h := c.PasswordHash
