@@ -44,9 +44,13 @@ type Client struct {
 // timeout: bound calls with their context.
 func NewClient(endpoint, accessKey, secretKey, region string, httpClient *http.Client) (*Client, error) {
 	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+	if err != nil {
+		// Not quoted: it may hold a password, and nothing tells where.
+		return nil, errors.New("endpoint does not parse as a URL: want http(s)://host[:port]")
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port]", endpoint)
+		return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port], without credentials", u.Redacted())
 	}
 	if accessKey == "" || secretKey == "" {
 		return nil, errors.New("adminapi: access key and secret key are required")

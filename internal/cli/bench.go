@@ -65,17 +65,15 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer, getenv 
 	}
 }
 
-// targetList is a repeatable --target NAME=URL flag.
-type targetList []loadgen.Target
+// targetList is a repeatable --target NAME=URL flag. Set only collects
+// the values, which are parsed after the flags: the flag package quotes a
+// value that Set rejects in its error, and a URL may hold a password.
+type targetList []string
 
 func (l *targetList) String() string { return "" }
 
 func (l *targetList) Set(s string) error {
-	t, err := loadgen.ParseTarget(s)
-	if err != nil {
-		return err
-	}
-	*l = append(*l, t)
+	*l = append(*l, s)
 	return nil
 }
 
@@ -107,13 +105,13 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var (
-		targets        targetList
+		targetArgs     targetList
 		targetsFile    string
 		ak, sk, region string
 		out, baseline  string
 		gobench        bool
 	)
-	fs.Var(&targets, "target", "endpoint to benchmark as NAME=URL; repeat for several")
+	fs.Var(&targetArgs, "target", "endpoint to benchmark as NAME=URL; repeat for several")
 	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region; console_url, console_user, console_password for the console cases)")
 	fs.StringVar(&ak, "access-key", getenv("COFFER_ACCESS_KEY"), "access key for every target (env COFFER_ACCESS_KEY)")
 	fs.StringVar(&sk, "secret-key", getenv("COFFER_SECRET_KEY"), "secret key for every target (env COFFER_SECRET_KEY)")
@@ -175,6 +173,14 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	var err error
 	if cfg.Payload, err = loadgen.ParsePayload(payload); err != nil {
 		return usageErr("--payload: %v", err)
+	}
+	var targets []loadgen.Target
+	for _, s := range targetArgs {
+		t, err := loadgen.ParseTarget(s)
+		if err != nil {
+			return usageErr("--target: %v", err)
+		}
+		targets = append(targets, t)
 	}
 	if targetsFile != "" {
 		ts, err := loadgen.LoadTargets(targetsFile)

@@ -492,6 +492,7 @@ func TestBenchSys(t *testing.T) {
 
 func TestBenchUsage(t *testing.T) {
 	t.Parallel()
+	const secret = "SECRET-NEVER-PRINTED"
 	for _, tc := range []struct {
 		args       []string
 		wantCode   int
@@ -514,10 +515,18 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "cases", "-h"}, 0, "-settle", ""},
 		{[]string{"bench", "cases", "--settle", "-1s"}, 2, "", "--settle: negative duration -1s"},
 		{[]string{"bench", "mixed", "--settle", "1s"}, 2, "", "flag provided but not defined: -settle"},
+		// A URL's password is never printed.
+		{[]string{"bench", "mixed", "--target", "c=https://AK:" + secret + "@s3.example.com"}, 2, "",
+			`--target: target "c": URL must be http(s)://host[:port], without credentials`},
+		{[]string{"bench", "mixed", "--target", "ftp://AK:" + secret + "@s3.example.com"}, 2, "", "--target: target: want NAME=URL"},
+		{[]string{"bench", "mixed", "--target", "c=https://AK:" + secret + "@s3.example.com/%zz"}, 2, "", `target "c": URL must be`},
 	} {
 		code, stdout, stderr := runCLI(t, nil, tc.args...)
 		if code != tc.wantCode || !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {
 			t.Errorf("coffer %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, stdout, stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
+		}
+		if strings.Contains(stdout+stderr, secret) {
+			t.Errorf("coffer %q printed the password of a URL: %s%s", tc.args, stdout, stderr)
 		}
 	}
 }

@@ -35,13 +35,14 @@ type Target struct {
 
 // ParseTarget parses NAME=URL.
 func ParseTarget(s string) (Target, error) {
+	// Errors name the target, never its URL, which may hold a password.
 	name, raw, ok := strings.Cut(s, "=")
 	if !ok || name == "" || raw == "" {
-		return Target{}, fmt.Errorf("target %q: want NAME=URL", s)
+		return Target{}, errors.New("target: want NAME=URL, e.g. coffer=http://127.0.0.1:6789")
 	}
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Target{}, fmt.Errorf("target %q: URL must be http(s)://host[:port]", s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return Target{}, fmt.Errorf("target %q: URL must be http(s)://host[:port], without credentials", name)
 	}
 	return Target{Name: name, URL: strings.TrimSuffix(raw, "/")}, nil
 }

@@ -35,6 +35,7 @@ func TestLoadTargets(t *testing.T) {
 		{name: "typo", file: "[[target]]\nname = \"a\"\nurl = \"http://x\"\nsecret = \"s\"\n", wantErr: "unknown key target.secret"},
 		{name: "empty", file: "", wantErr: "no [[target]]"},
 		{name: "bad url", file: "[[target]]\nname = \"a\"\nurl = \"x\"\n", wantErr: "URL must be http(s)"},
+		{name: "url with credentials", file: "[[target]]\nname = \"a\"\nurl = \"http://ak:Sup3rS3cret@x\"\n", wantErr: `target "a": URL must be http(s)://host[:port], without credentials`},
 		{name: "half credentials", file: "[[target]]\nname = \"a\"\nurl = \"http://x\"\naccess_key = \"k\"\n", wantErr: "both access_key and secret_key"},
 		{name: "not toml", file: "[[target", wantErr: "targets file"},
 	} {
