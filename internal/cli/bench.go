@@ -113,8 +113,10 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	)
 	fs.Var(&targetArgs, "target", "endpoint to benchmark as NAME=URL; repeat for several")
 	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region; console_url, console_user, console_password for the console cases)")
-	fs.StringVar(&ak, "access-key", getenv("COFFER_ACCESS_KEY"), "access key for every target (env COFFER_ACCESS_KEY)")
-	fs.StringVar(&sk, "secret-key", getenv("COFFER_SECRET_KEY"), "secret key for every target (env COFFER_SECRET_KEY)")
+	// The environment is read after the flags, not given as the flags'
+	// defaults, which -h prints.
+	fs.StringVar(&ak, "access-key", "", "access key for every target (default $COFFER_ACCESS_KEY)")
+	fs.StringVar(&sk, "secret-key", "", "secret key for every target (default $COFFER_SECRET_KEY)")
 	fs.StringVar(&region, "region", "us-east-1", "signing region")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent requests per target")
 	var cases string
@@ -167,6 +169,8 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	if fs.NArg() > 0 {
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
+	ak = firstNonEmpty(ak, getenv("COFFER_ACCESS_KEY"))
+	sk = firstNonEmpty(sk, getenv("COFFER_SECRET_KEY"))
 	if settle < 0 {
 		return usageErr("--settle: negative duration %v", settle)
 	}

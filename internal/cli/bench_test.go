@@ -502,6 +502,8 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "-h"}, 0, "mixed", ""},
 		{[]string{"bench", "frob"}, 2, "", `unknown workload "frob"`},
 		{[]string{"bench", "mixed", "-h"}, 0, "-target", ""},
+		{[]string{"bench", "get", "-h"}, 0, "default $COFFER_SECRET_KEY", ""},
+		{[]string{"bench", "cases", "--help"}, 0, "default $COFFER_SECRET_KEY", ""},
 		{[]string{"bench", "report", "-h"}, 0, "DIR|FILE", ""},
 		{[]string{"bench", "report"}, 2, "", "no results given"},
 		{[]string{"bench", "sys", "--dir", "/nonexistent", "--duration", "10ms", "--size", "1MiB"}, 1, "", "coffer bench sys: "},
@@ -515,18 +517,21 @@ func TestBenchUsage(t *testing.T) {
 		{[]string{"bench", "cases", "-h"}, 0, "-settle", ""},
 		{[]string{"bench", "cases", "--settle", "-1s"}, 2, "", "--settle: negative duration -1s"},
 		{[]string{"bench", "mixed", "--settle", "1s"}, 2, "", "flag provided but not defined: -settle"},
-		// A URL's password is never printed.
+		// A URL's password is never printed either.
 		{[]string{"bench", "mixed", "--target", "c=https://AK:" + secret + "@s3.example.com"}, 2, "",
 			`--target: target "c": URL must be http(s)://host[:port], without credentials`},
 		{[]string{"bench", "mixed", "--target", "ftp://AK:" + secret + "@s3.example.com"}, 2, "", "--target: target: want NAME=URL"},
 		{[]string{"bench", "mixed", "--target", "c=https://AK:" + secret + "@s3.example.com/%zz"}, 2, "", `target "c": URL must be`},
 	} {
-		code, stdout, stderr := runCLI(t, nil, tc.args...)
+		// Credentials in the environment, as an operator has them: no
+		// help text or error shows the secret.
+		env := map[string]string{"COFFER_ACCESS_KEY": "AK", "COFFER_SECRET_KEY": secret}
+		code, stdout, stderr := runCLI(t, env, tc.args...)
 		if code != tc.wantCode || !strings.Contains(stdout, tc.wantStdout) || !strings.Contains(stderr, tc.wantStderr) {
 			t.Errorf("coffer %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, stdout, stderr, tc.wantCode, tc.wantStdout, tc.wantStderr)
 		}
 		if strings.Contains(stdout+stderr, secret) {
-			t.Errorf("coffer %q printed the password of a URL: %s%s", tc.args, stdout, stderr)
+			t.Errorf("coffer %q printed a secret: %s%s", tc.args, stdout, stderr)
 		}
 	}
 }
