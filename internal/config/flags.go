@@ -66,7 +66,7 @@ func settings(c *Config) []setting {
 		{name: "meta.kind", value: &enumValue{&c.Meta.Kind, []string{MetaPebble, MetaPostgres}},
 			usage: "metadata engine: pebble (embedded, in the meta directory of storage-path) or postgres (a PostgreSQL database that several nodes can share, see meta.postgres.*)"},
 		{name: "meta.postgres.url", value: &stringValue{&c.Meta.Postgres.URL},
-			usage: "with meta.kind postgres: connection string (postgres://user@host:port/db?sslmode=… or key=value pairs); a password in it only from COFFER_META_POSTGRES_URL, else use meta.postgres.password-file or a .pgpass file"},
+			usage: "with meta.kind postgres: connection string (postgres://user@host:port/db?sslmode=… or key=value pairs); a password (password or sslpassword) in it only from COFFER_META_POSTGRES_URL, else use meta.postgres.password-file or a .pgpass file"},
 		{name: "meta.postgres.password-file", value: &stringValue{&c.Meta.Postgres.PasswordFile},
 			usage: "with meta.kind postgres: file holding the database password (its first line)"},
 		{name: "meta.postgres.max-conns", value: &intValue{&c.Meta.Postgres.MaxConns},

@@ -231,6 +231,11 @@ func TestLoadErrors(t *testing.T) {
 			wantErr: "audit.path (from flag --audit.path): with meta.kind postgres the audit log is the cluster's, in PostgreSQL"},
 		{name: "password in url file", file: "[meta]\nkind = \"postgres\"\n[meta.postgres]\nurl = \"host=db password = s3cret\"\n",
 			wantErr: "holds a password"},
+		// sslpassword unlocks the client's TLS key: as secret as password.
+		{name: "sslpassword in url flag", args: []string{"--meta.kind", "postgres", "--meta.postgres.url", "postgres://u@db/coffer?sslmode=verify-full&sslpassword=s3cret"},
+			wantErr: "meta.postgres.url (from flag --meta.postgres.url) holds a password"},
+		{name: "sslpassword in url file", file: "[meta]\nkind = \"postgres\"\n[meta.postgres]\nurl = \"host=db sslkey=/k sslpassword=s3cret\"\n",
+			wantErr: "holds a password"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -131,7 +131,7 @@ With ` + "`meta.kind = \"postgres\"`" + ` the metadata lives in the PostgreSQL d
 ` + "`meta.postgres.url`" + ` instead of ` + "`<storage-path>/meta`" + `, so that several Coffer nodes can
 share it (docs/design/0011-postgres-metadata.md). The schema is created and
 upgraded at start; ` + "`coffer admin meta status`" + ` shows its version. A password in
-the URL is accepted only from ` + "`COFFER_META_POSTGRES_URL`" + `; otherwise give it with
+the URL (` + "`password`, or `sslpassword` for the client's TLS key" + `) is accepted only from ` + "`COFFER_META_POSTGRES_URL`" + `; otherwise give it with
 ` + "`meta.postgres.password-file`" + ` or a ` + "`.pgpass`" + ` file. Multi-node operation (shared
 GC, IAM changes seen by every node, the shared block store) is described in
 docs/scale-out.md.

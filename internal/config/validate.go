@@ -165,7 +165,8 @@ func (c Config) validateMeta() []error {
 func HasPostgresPassword(conn string) bool { return hasPassword(conn) }
 
 // hasPassword reports whether a PostgreSQL connection string, of either
-// form, holds a password. It never returns the string in an error: the
+// form, holds a password: password, or sslpassword (which decrypts the
+// client's TLS key). It never returns the string in an error: the
 // password must not reach a log.
 func hasPassword(conn string) bool {
 	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
@@ -176,11 +177,12 @@ func hasPassword(conn string) bool {
 		if _, ok := u.User.Password(); ok {
 			return true
 		}
-		return u.Query().Has("password")
+		q := u.Query()
+		return q.Has("password") || q.Has("sslpassword")
 	}
 	fs := strings.Fields(strings.ReplaceAll(conn, "=", " = ")) // key = value, spaces optional
 	for i := 0; i+1 < len(fs); i++ {
-		if fs[i] == "password" && fs[i+1] == "=" {
+		if (fs[i] == "password" || fs[i] == "sslpassword") && fs[i+1] == "=" {
 			return true
 		}
 	}
