@@ -11,6 +11,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/secretfile"
 )
 
 // credentialsFile is the name, under the storage path, of the generated
@@ -80,8 +81,8 @@ func readCredentials(path string) (iam.Config, error) {
 	if err != nil {
 		return iam.Config{}, err
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return iam.Config{}, fmt.Errorf("root credentials file %s has mode %#o, open to group or others: refusing to start; run chmod 600 %s (and consider rotating the keys)", path, perm, path)
+	if e := secretfile.Check(path, st); e != nil {
+		return iam.Config{}, fmt.Errorf("root credentials file %v: refusing to start; run chmod 600 %s (and consider rotating the keys)", e, path)
 	}
 	var sc storedCredentials
 	dec := json.NewDecoder(io.LimitReader(f, 64<<10))

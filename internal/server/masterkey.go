@@ -11,6 +11,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/secretfile"
 )
 
 // masterKeyFile is the name, under the storage path, of the generated
@@ -61,8 +62,8 @@ func readMasterKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("master key file %s has mode %#o, open to group or others: refusing to start; run chmod 600 %s", path, perm, path)
+	if e := secretfile.Check(path, st); e != nil {
+		return nil, fmt.Errorf("master key file %v: refusing to start; run chmod 600 %s", e, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, 1<<10))
 	if err != nil {
