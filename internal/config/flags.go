@@ -68,7 +68,7 @@ func settings(c *Config) []setting {
 		{name: "meta.postgres.url", value: &stringValue{&c.Meta.Postgres.URL},
 			usage: "with meta.kind postgres: connection string (postgres://user@host:port/db?sslmode=… or key=value pairs); a password (password or sslpassword) in it only from COFFER_META_POSTGRES_URL, else use meta.postgres.password-file or a .pgpass file"},
 		{name: "meta.postgres.password-file", value: &stringValue{&c.Meta.Postgres.PasswordFile},
-			usage: "with meta.kind postgres: file holding the database password (its first line)"},
+			usage: "with meta.kind postgres: file holding the database password (its first line); a warning is logged when group or others may read it"},
 		{name: "meta.postgres.max-conns", value: &intValue{&c.Meta.Postgres.MaxConns},
 			usage: "with meta.kind postgres: most connections to the database; a write holds one from its first read to its commit"},
 		{name: "meta.postgres.statement-timeout", value: &durationValue{p: &c.Meta.Postgres.StatementTimeout},

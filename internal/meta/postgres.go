@@ -6,14 +6,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/coffer-s3/coffer/internal/secretfile"
 )
 
 // PostgresConfig configures the PostgreSQL engine (Config.Kind
@@ -120,12 +120,17 @@ func openPostgres(ctx context.Context, cfg PostgresConfig, log *slog.Logger) (*p
 		return nil, errors.New("meta: the PostgreSQL URL does not parse")
 	}
 	if cfg.PasswordFile != "" {
-		b, err := os.ReadFile(cfg.PasswordFile)
+		pw, exposed, err := secretfile.ReadLine(cfg.PasswordFile)
 		if err != nil {
 			return nil, fmt.Errorf("meta: read the PostgreSQL password: %w", err)
 		}
-		pw, _, _ := strings.Cut(string(b), "\n")
-		pc.ConnConfig.Password = strings.TrimSuffix(pw, "\r")
+		if exposed != nil {
+			// A warning, not a refusal: secret volumes (Kubernetes, for
+			// one) are often mounted 0644 in a container of one user.
+			log.Warn("the PostgreSQL password file is open to group or others: run chmod 600 on it",
+				"path", exposed.Path, "mode", fmt.Sprintf("%#o", exposed.Mode))
+		}
+		pc.ConnConfig.Password = pw
 	}
 	timeout := cfg.StatementTimeout
 	if timeout <= 0 {

@@ -1,9 +1,14 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,4 +277,46 @@ func TestPostgresGCLease(t *testing.T) {
 		t.Fatalf("GCLease on b after a released it = %v, %v; want it", ok, err)
 	}
 	release()
+}
+
+// TestPostgresPasswordFileMode: a password file open to group or others
+// is used, with a warning that names it and its mode (never the
+// password); a private one gives no warning. Nothing listens on port 1,
+// so the connection fails after the file has been read.
+func TestPostgresPasswordFileMode(t *testing.T) {
+	t.Parallel()
+	const password = "hunter2-db-password"
+	for _, tc := range []struct {
+		name     string
+		mode     os.FileMode
+		wantWarn bool
+	}{
+		{name: "private", mode: 0o600},
+		{name: "group readable", mode: 0o640, wantWarn: true},
+		{name: "world readable", mode: 0o644, wantWarn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "pgpass")
+			mustDo(t, os.WriteFile(path, []byte(password+"\n"), 0o600))
+			mustDo(t, os.Chmod(path, tc.mode))
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			cfg := PostgresConfig{URL: "postgres://coffer@127.0.0.1:1/coffer?connect_timeout=5", PasswordFile: path, StatementTimeout: 5 * time.Second}
+			if p, err := openPostgres(t.Context(), cfg, log); err == nil {
+				_ = p.close()
+				t.Fatal("openPostgres of a closed port succeeded")
+			}
+			warned := strings.Contains(logs.String(), "password file is open to group or others")
+			if warned != tc.wantWarn {
+				t.Errorf("warned %v, want %v; log:\n%s", warned, tc.wantWarn, logs.String())
+			}
+			if tc.wantWarn && !strings.Contains(logs.String(), fmt.Sprintf("mode=%#o", tc.mode)) {
+				t.Errorf("the warning does not name the mode %#o:\n%s", tc.mode, logs.String())
+			}
+			if strings.Contains(logs.String(), password) {
+				t.Errorf("the log holds the password:\n%s", logs.String())
+			}
+		})
+	}
 }
