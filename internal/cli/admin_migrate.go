@@ -6,12 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/migrate"
+	"github.com/coffer-s3/coffer/internal/secretfile"
 	"github.com/coffer-s3/coffer/internal/server"
 )
 
@@ -104,11 +104,13 @@ func adminMigrate(fs *flag.FlagSet) adminRun {
 		up.Region, up.PathStyle = *region, *pathStyle
 		up.AccessKey, up.SecretKey = s.getenv(envS3AccessKey), s.getenv(envS3SecretKey)
 		if *secretFile != "" {
-			b, err := os.ReadFile(*secretFile)
+			line, exposed, err := secretfile.ReadLine(*secretFile)
 			if err != nil {
 				return fmt.Errorf("read the bucket's secret key: %w", err)
 			}
-			line, _, _ := strings.Cut(string(b), "\n")
+			if exposed != nil {
+				fmt.Fprintf(s.stderr, "coffer admin migrate: warning: --to-s3-secret-key-file %v: run chmod 600 %s\n", exposed, exposed.Path)
+			}
 			up.SecretKey = strings.TrimSpace(line)
 		}
 		if up.AccessKey == "" || up.SecretKey == "" {

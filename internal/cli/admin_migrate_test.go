@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,6 +68,47 @@ func TestAdminMigrateRefuses(t *testing.T) {
 			}
 			if strings.Contains(errb.String()+out.String(), "hunter2") {
 				t.Errorf("the output echoes the password: %q", errb.String())
+			}
+		})
+	}
+}
+
+// TestAdminMigrateSecretFileMode: a --to-s3-secret-key-file open to group
+// or others is used with a warning naming it and its mode, never the
+// secret; a private one gives none. The migration itself then fails
+// (nothing to migrate, no database), which does not matter here.
+func TestAdminMigrateSecretFileMode(t *testing.T) {
+	const secret = "bucket-secret-never-printed"
+	for _, tc := range []struct {
+		name     string
+		mode     os.FileMode
+		wantWarn bool
+	}{
+		{name: "private", mode: 0o600},
+		{name: "world readable", mode: 0o644, wantWarn: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s3-secret")
+			if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"migrate", "--from-storage-path", t.TempDir(), "--to-s3", "http://127.0.0.1:1/b/p/",
+				"--to-postgres", "postgres://u@127.0.0.1:1/coffer?connect_timeout=5", "--to-s3-secret-key-file", path}
+			env := map[string]string{envS3AccessKey: "AK"}
+			var out, errb bytes.Buffer
+			code := runAdmin(t.Context(), args, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+			if code == exitUsage {
+				t.Fatalf("exit %d (usage): %s", code, errb.String())
+			}
+			want := fmt.Sprintf("warning: --to-s3-secret-key-file %s has mode %#o, open to group or others: run chmod 600 %s", path, tc.mode, path)
+			if warned := strings.Contains(errb.String(), want); warned != tc.wantWarn {
+				t.Errorf("stderr %q: warned %v, want %v (%q)", errb.String(), warned, tc.wantWarn, want)
+			}
+			if strings.Contains(errb.String()+out.String(), secret) {
+				t.Errorf("the output holds the secret: %q", errb.String())
 			}
 		})
 	}
