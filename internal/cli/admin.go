@@ -72,7 +72,10 @@ func adminGroups(cmds []adminCmd) map[string]bool {
 const adminGlobalHelp = `Flags of every command (before or after the arguments):
   --endpoint URL     the server (default $COFFER_ENDPOINT, else ` + defaultAdminEndpoint + `)
   --access-key KEY   default $COFFER_ACCESS_KEY, else $COFFER_ROOT_ACCESS_KEY
-  --secret-key KEY   default $COFFER_SECRET_KEY, else $COFFER_ROOT_SECRET_KEY
+  --secret-key KEY   default $COFFER_SECRET_KEY, else $COFFER_ROOT_SECRET_KEY; other users
+                     can read it in the process list: prefer those or --secret-key-file
+  --secret-key-file FILE
+                     the secret key in FILE's first line (refused unless mode 0600 or stricter)
   --region REGION    signing region (default $COFFER_REGION, else ` + defaultAdminRegion + `)
   --json             print JSON, as the admin API returns it
   --timeout D        give up after D (default 30s; 0 means no limit)
@@ -231,7 +234,8 @@ func runAdminCmd(ctx context.Context, cmd *adminCmd, args []string, stdin io.Rea
 	}
 	fs.StringVar(&g.endpoint, "endpoint", "", "server URL (default $COFFER_ENDPOINT, else "+defaultAdminEndpoint+")")
 	fs.StringVar(&g.accessKey, "access-key", "", "access key (default $COFFER_ACCESS_KEY, else $COFFER_ROOT_ACCESS_KEY)")
-	fs.StringVar(&g.secretKey, "secret-key", "", "secret key (default $COFFER_SECRET_KEY, else $COFFER_ROOT_SECRET_KEY)")
+	var sk secretKeyFlags
+	sk.register(fs, "secret key (default $COFFER_SECRET_KEY, else $COFFER_ROOT_SECRET_KEY)")
 	fs.StringVar(&g.region, "region", "", "signing region (default $COFFER_REGION, else "+defaultAdminRegion+")")
 	fs.BoolVar(&g.json, "json", false, "print JSON, as the admin API returns it")
 	fs.DurationVar(&g.timeout, "timeout", timeout, "give up after this long; 0 means no limit")
@@ -261,7 +265,11 @@ func runAdminCmd(ctx context.Context, cmd *adminCmd, args []string, stdin io.Rea
 	}
 	g.endpoint = firstNonEmpty(g.endpoint, getenv("COFFER_ENDPOINT"), defaultAdminEndpoint)
 	g.accessKey = firstNonEmpty(g.accessKey, getenv("COFFER_ACCESS_KEY"), getenv("COFFER_ROOT_ACCESS_KEY"))
-	g.secretKey = firstNonEmpty(g.secretKey, getenv("COFFER_SECRET_KEY"), getenv("COFFER_ROOT_SECRET_KEY"))
+	secretKey, err := sk.resolve(name, stderr)
+	if err != nil {
+		return usage(err.Error())
+	}
+	g.secretKey = firstNonEmpty(secretKey, getenv("COFFER_SECRET_KEY"), getenv("COFFER_ROOT_SECRET_KEY"))
 	g.region = firstNonEmpty(g.region, getenv("COFFER_REGION"), defaultAdminRegion)
 	if g.timeout > 0 {
 		var cancel context.CancelFunc
@@ -372,11 +380,11 @@ func firstNonEmpty(s ...string) string {
 func (s *adminSession) client() (*adminapi.Client, error) {
 	switch {
 	case s.g.accessKey == "" && s.g.secretKey == "":
-		return nil, usagef("no credentials: give --access-key and --secret-key, or set COFFER_ACCESS_KEY and COFFER_SECRET_KEY (or COFFER_ROOT_ACCESS_KEY and COFFER_ROOT_SECRET_KEY)")
+		return nil, usagef("no credentials: set COFFER_ACCESS_KEY and COFFER_SECRET_KEY (or COFFER_ROOT_ACCESS_KEY and COFFER_ROOT_SECRET_KEY), or give --access-key and --secret-key-file")
 	case s.g.accessKey == "":
 		return nil, usagef("no access key: give --access-key or set COFFER_ACCESS_KEY (or COFFER_ROOT_ACCESS_KEY)")
 	case s.g.secretKey == "":
-		return nil, usagef("no secret key: give --secret-key or set COFFER_SECRET_KEY (or COFFER_ROOT_SECRET_KEY)")
+		return nil, usagef("no secret key: set COFFER_SECRET_KEY (or COFFER_ROOT_SECRET_KEY) or give --secret-key-file")
 	}
 	c, err := adminapi.NewClient(s.g.endpoint, s.g.accessKey, s.g.secretKey, s.g.region, &http.Client{})
 	if err != nil {

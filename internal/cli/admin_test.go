@@ -641,6 +641,8 @@ func TestAdminUsageErrors(t *testing.T) {
 		{name: "help", args: []string{"-h"}, wantCode: 0, wantStdout: "user add NAME"},
 		{name: "help lists everything", args: []string{"help"}, wantCode: 0, wantStdout: "bucket policy set BUCKET FILE"},
 		{name: "help names the env", args: []string{"--help"}, wantCode: 0, wantStdout: "$COFFER_ROOT_ACCESS_KEY"},
+		{name: "help names the key file", args: []string{"--help"}, wantCode: 0, wantStdout: "--secret-key-file FILE"},
+		{name: "command help names the key file", env: creds, args: []string{"whoami", "-h"}, wantCode: 0, wantStdout: "-secret-key-file"},
 		{name: "unknown", args: []string{"fsck"}, wantCode: 2, wantStderr: `coffer admin: unknown command "fsck"`},
 		{name: "group without command", args: []string{"user"}, wantCode: 2, wantStderr: "coffer admin user: missing command"},
 		{name: "group help", args: []string{"key", "-h"}, wantCode: 0, wantStdout: "key rotate ACCESS_KEY"},
@@ -654,8 +656,8 @@ func TestAdminUsageErrors(t *testing.T) {
 		{name: "extra argument", env: creds, args: []string{"user", "add", "a", "b"}, wantCode: 2, wantStderr: `unexpected argument "b"`},
 		{name: "extra argument to ls", env: creds, args: []string{"user", "ls", "x"}, wantCode: 2, wantStderr: `unexpected argument "x"`},
 		{name: "unknown flag", env: creds, args: []string{"user", "add", "a", "--nope"}, wantCode: 2, wantStderr: "flag provided but not defined: -nope"},
-		{name: "no credentials", args: []string{"user", "ls"}, wantCode: 2, wantStderr: "no credentials: give --access-key and --secret-key, or set COFFER_ACCESS_KEY and COFFER_SECRET_KEY"},
-		{name: "no secret", env: map[string]string{"COFFER_ACCESS_KEY": "AK"}, args: []string{"user", "ls"}, wantCode: 2, wantStderr: "no secret key: give --secret-key or set COFFER_SECRET_KEY"},
+		{name: "no credentials", args: []string{"user", "ls"}, wantCode: 2, wantStderr: "no credentials: set COFFER_ACCESS_KEY and COFFER_SECRET_KEY (or COFFER_ROOT_ACCESS_KEY and COFFER_ROOT_SECRET_KEY), or give --access-key and --secret-key-file"},
+		{name: "no secret", env: map[string]string{"COFFER_ACCESS_KEY": "AK"}, args: []string{"user", "ls"}, wantCode: 2, wantStderr: "no secret key: set COFFER_SECRET_KEY (or COFFER_ROOT_SECRET_KEY) or give --secret-key-file"},
 		{name: "no access key", args: []string{"user", "ls", "--secret-key", "x"}, wantCode: 2, wantStderr: "no access key"},
 		{name: "bad endpoint", env: creds, args: []string{"whoami", "--endpoint", "localhost:6789"}, wantCode: 2, wantStderr: `endpoint "localhost:6789": want http(s)://host[:port]`},
 		{name: "endpoint with credentials", env: creds, args: []string{"whoami", "--endpoint", "https://AK:" + secret + "@h:6789"}, wantCode: 2,
@@ -703,6 +705,66 @@ func TestAdminUsageErrors(t *testing.T) {
 			}
 			if strings.Contains(stdout+stderr, secret) {
 				t.Errorf("the secret key appears in the output")
+			}
+		})
+	}
+}
+
+// TestAdminSecretKeyFile: --secret-key-file gives the secret key (before
+// the environment) from a private file and refuses one that group or
+// others may read; --secret-key still works, with a warning that it shows
+// in the process list. No output holds the secret.
+func TestAdminSecretKeyFile(t *testing.T) {
+	t.Parallel()
+	s := newAdminServer(t)
+	keyFile := func(content string, mode os.FileMode) string {
+		p := writeFile(t, "secret-key", content)
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	private := keyFile(testRootSecret+"\n", 0o600)
+	readOnly := keyFile(testRootSecret+"\r\n", 0o400)
+	open := keyFile(testRootSecret+"\n", 0o644)
+	empty := keyFile("\nsecond line\n", 0o600)
+	missing := filepath.Join(t.TempDir(), "missing")
+	const warning = "coffer admin whoami: warning: --secret-key shows the secret key to every user of this machine (ps, /proc/PID/cmdline); set COFFER_SECRET_KEY or use --secret-key-file instead"
+	for _, tc := range []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		wantCode   int
+		wantStderr string
+		wantWarn   bool
+	}{
+		{name: "file", args: []string{"--secret-key-file", private}},
+		{name: "read-only file, CRLF", args: []string{"--secret-key-file", readOnly}},
+		{name: "file before the environment", env: map[string]string{"COFFER_SECRET_KEY": "wrong-secret"}, args: []string{"--secret-key-file", private}},
+		{name: "flag warns", args: []string{"--secret-key", testRootSecret}, wantWarn: true},
+		{name: "open file refused", args: []string{"--secret-key-file", open}, wantCode: 2,
+			wantStderr: "--secret-key-file " + open + " has mode 0644, open to group or others: refusing to use it; run chmod 600 " + open},
+		{name: "both", args: []string{"--secret-key", testRootSecret, "--secret-key-file", private}, wantCode: 2, wantStderr: "give --secret-key or --secret-key-file, not both"},
+		{name: "empty first line", args: []string{"--secret-key-file", empty}, wantCode: 2, wantStderr: "--secret-key-file " + empty + ": the first line is empty"},
+		{name: "missing file", args: []string{"--secret-key-file", missing}, wantCode: 2, wantStderr: "--secret-key-file: open " + missing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"COFFER_ENDPOINT": s.url}
+			maps.Copy(env, tc.env)
+			args := append([]string{"admin", "whoami", "--access-key", testRootKey}, tc.args...)
+			code, stdout, stderr := runCLI(t, env, args...)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.wantStderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.wantCode, tc.wantStderr)
+			}
+			if code == 0 && !regexpMatch(`(?m)^User:\s+\(root\)$`, stdout) {
+				t.Errorf("whoami = %q, want root", stdout)
+			}
+			if warned := strings.Contains(stderr, warning); warned != tc.wantWarn {
+				t.Errorf("stderr %q: warned %v, want %v", stderr, warned, tc.wantWarn)
+			}
+			if strings.Contains(stdout+stderr, testRootSecret) {
+				t.Errorf("the output holds the secret key")
 			}
 		})
 	}

@@ -116,7 +116,8 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 	// The environment is read after the flags, not given as the flags'
 	// defaults, which -h prints.
 	fs.StringVar(&ak, "access-key", "", "access key for every target (default $COFFER_ACCESS_KEY)")
-	fs.StringVar(&sk, "secret-key", "", "secret key for every target (default $COFFER_SECRET_KEY)")
+	var skf secretKeyFlags
+	skf.register(fs, "secret key for every target (default $COFFER_SECRET_KEY)")
 	fs.StringVar(&region, "region", "us-east-1", "signing region")
 	fs.IntVar(&cfg.Workers, "workers", cfg.Workers, "concurrent requests per target")
 	var cases string
@@ -170,11 +171,14 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
 	ak = firstNonEmpty(ak, getenv("COFFER_ACCESS_KEY"))
+	sk, err := skf.resolve(cmd, stderr)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	sk = firstNonEmpty(sk, getenv("COFFER_SECRET_KEY"))
 	if settle < 0 {
 		return usageErr("--settle: negative duration %v", settle)
 	}
-	var err error
 	if cfg.Payload, err = loadgen.ParsePayload(payload); err != nil {
 		return usageErr("--payload: %v", err)
 	}
@@ -201,7 +205,7 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		t := &targets[i]
 		if t.AccessKey == "" {
 			if ak == "" || sk == "" {
-				return usageErr("no credentials for target %s: give --access-key and --secret-key or set COFFER_ACCESS_KEY and COFFER_SECRET_KEY", t.Name)
+				return usageErr("no credentials for target %s: set COFFER_ACCESS_KEY and COFFER_SECRET_KEY, or give --access-key and --secret-key-file", t.Name)
 			}
 			t.AccessKey, t.SecretKey = ak, sk
 		}

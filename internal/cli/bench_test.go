@@ -443,6 +443,11 @@ func TestBenchMixedFailures(t *testing.T) {
 	// Port 1 (tcpmux): nothing listens there, and unlike a port freed by a
 	// closed test server, no other test can be given it meanwhile.
 	const closedURL = "http://127.0.0.1:1"
+	wrongSecretFile := writeFile(t, "wrong-secret", "wrong-secret\n")
+	openSecretFile := writeFile(t, "open-secret", benchSK+"\n")
+	if err := os.Chmod(openSecretFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name       string
 		env        map[string]string
@@ -456,6 +461,12 @@ func TestBenchMixedFailures(t *testing.T) {
 			1, "create bucket: InvalidAccessKeyId (HTTP 403)"},
 		{"unreachable", nil, []string{"--target", "gone=" + closedURL, "--access-key", "a", "--secret-key", "b"},
 			1, "target gone (" + closedURL + "): create bucket: ConnectionError: cannot connect"},
+		{"wrong secret from a file", map[string]string{"COFFER_SECRET_KEY": benchSK}, []string{"--target", "c=" + endpoint, "--access-key", benchAK, "--secret-key-file", wrongSecretFile},
+			1, "create bucket: SignatureDoesNotMatch (HTTP 403)"},
+		{"secret key flag warns", nil, []string{"--target", "c=" + endpoint, "--access-key", "NOSUCHKEY", "--secret-key", "x"},
+			1, "coffer bench mixed: warning: --secret-key shows the secret key to every user of this machine"},
+		{"open secret key file", nil, []string{"--target", "c=" + endpoint, "--access-key", benchAK, "--secret-key-file", openSecretFile},
+			2, "--secret-key-file " + openSecretFile + " has mode 0644, open to group or others: refusing to use it"},
 		{"no target", nil, []string{"--access-key", "a", "--secret-key", "b"}, 2, "no target: give --target NAME=URL"},
 		{"no credentials", nil, []string{"--target", "c=" + endpoint}, 2, "no credentials for target c"},
 		{"missing targets file", nil, []string{"--targets", "/nonexistent.toml"}, 2, "targets file"},
