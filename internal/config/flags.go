@@ -58,7 +58,7 @@ func settings(c *Config) []setting {
 		{name: "console.argon2.time", value: &intValue{&c.PasswordHash.Time},
 			usage: "argon2id passes per console password hash (OWASP: at least 2 with 19MiB)"},
 		{name: "console.argon2.threads", value: &intValue{&c.PasswordHash.Threads},
-			usage: "argon2id lanes per console password hash; hashes made with other parameters keep verifying"},
+			usage: "argon2id lanes per console password hash; hashes made with other parameters keep verifying, and are re-made with these at their user's next sign-in"},
 		{name: "region", value: &stringValue{&c.S3.Region},
 			usage: "region the server reports and that request signatures must name"},
 		{name: "domain", value: &stringValue{&c.S3.Domain},

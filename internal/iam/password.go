@@ -132,6 +132,15 @@ func parsePHC(s string) (p PasswordParams, salt, sum []byte, err error) {
 	return p, salt, sum, nil
 }
 
+// hashIsCurrent reports whether the stored hash was made as hashPassword
+// makes one with p: a hash made with other parameters (before
+// console.argon2.* changed) or of another shape is upgraded at the next
+// sign-in, and costs what a current one does until then (SignIn).
+func hashIsCurrent(stored string, p PasswordParams) bool {
+	sp, salt, sum, err := parsePHC(stored)
+	return err == nil && sp == p && len(salt) == saltLen && len(sum) == hashLen
+}
+
 // verifyPassword reports whether password matches the stored hash, in
 // time independent of where they differ.
 func verifyPassword(stored, password string) bool {
@@ -177,10 +186,20 @@ func (m *IAM) SetPassword(ctx context.Context, name, password string) error {
 
 // SignIn checks console credentials: root's access key ID and secret key,
 // or a user's name and console password. It returns the principal to act
-// as, or ErrSignIn. It costs one argon2id hash whatever the outcome (an
-// unknown user, root, or a user without a password are checked against a
-// dummy hash), so its time does not tell whether the name exists.
-func (m *IAM) SignIn(_ context.Context, name, password string) (Principal, error) {
+// as, or ErrSignIn. It costs at least one argon2id hash with the current
+// parameters whatever the outcome (an unknown user, root, or a user
+// without a password are checked against a dummy hash), so its time does
+// not tell whether the name exists.
+//
+// A user's hash made with other parameters (console.argon2.* raised since
+// the password was set) is replaced after a successful check by one made
+// with the current parameters (upgradeHash). Until then, checking it costs
+// its own parameters' time, which after a raise is less than an unknown
+// name's: SignIn then also checks the password against the dummy hash, on
+// success by making the new hash, so that a user with an old hash answers
+// no faster than an unknown name (slower by the old hash's cost, which
+// lasts only until the user's next sign-in).
+func (m *IAM) SignIn(ctx context.Context, name, password string) (Principal, error) {
 	stored := m.dummyHash()
 	root := m.isRoot(name)
 	rootOK := subtle.ConstantTimeCompare([]byte(password), m.rootSK) == 1
@@ -189,13 +208,45 @@ func (m *IAM) SignIn(_ context.Context, name, password string) (Principal, error
 		stored = u.Password
 	}
 	match := verifyPassword(stored, password)
+	current := hashIsCurrent(stored, m.pwParams)
 	switch {
 	case root && rootOK:
 		return Principal{AccessKeyID: name, Root: true, Session: true}, nil
 	case root || !ok || u.Password == "" || u.Disabled || !match:
+		if !current {
+			verifyPassword(m.dummyHash(), password) // the cost of a current hash
+		}
 		return Principal{}, ErrSignIn
 	}
+	if !current {
+		m.upgradeHash(ctx, name, stored, password)
+	}
 	return Principal{User: name, Session: true}, nil
+}
+
+// errHashChanged ends upgradeHash's change without writing: the user's
+// password changed (or the user went) since it was checked.
+var errHashChanged = errors.New("iam: password hash changed meanwhile")
+
+// upgradeHash replaces user name's stored hash old, which password has
+// just matched, with one made with the current parameters. It saves
+// through change, as SetPassword does (on a shared store, under the
+// store's lock, applied to the stored state and seen by the other nodes),
+// and only while the stored hash is still old, so that a password set
+// meanwhile through any node is kept. PasswordChanged stays: the password
+// is the same, and its sessions remain valid. A failure to save is
+// dropped on purpose: the old hash still verifies, and the upgrade is
+// tried again at the next sign-in.
+func (m *IAM) upgradeHash(ctx context.Context, name, old, password string) {
+	phc := hashPassword(m.pwParams, password)
+	_ = m.change(ctx, func(d *stateDoc) error {
+		u, ok := d.Users[name]
+		if !ok || u.Password != old {
+			return errHashChanged
+		}
+		u.Password = phc
+		return nil
+	})
 }
 
 // SignInName returns the principal a console sign-in name stands for:

@@ -249,3 +249,183 @@ func TestSessionValid(t *testing.T) {
 		t.Errorf("root session: %v, valid %v", err, f.m.SessionValid(root, start))
 	}
 }
+
+// newerPasswordParams are raised parameters: cheap enough for tests, and
+// not testPasswordParams.
+var newerPasswordParams = PasswordParams{Memory: 2 * MinPasswordMemory, Time: 2, Threads: 1}
+
+// storedUser returns user name's stored record.
+func storedUser(t *testing.T, state []byte, name string) userRec {
+	t.Helper()
+	var doc stateDoc
+	if err := json.Unmarshal(state, &doc); err != nil {
+		t.Fatal(err)
+	}
+	u, ok := doc.Users[name]
+	if !ok {
+		t.Fatalf("no user %s stored", name)
+	}
+	return *u
+}
+
+// TestSignInUpgradesHash: after console.argon2.* is raised, a user's
+// hash made with the old parameters is replaced at its next successful
+// sign-in by one with the current parameters, saved; a wrong password
+// changes nothing; the password's change time, and so its sessions,
+// stay; a current hash is not rewritten.
+func TestSignInUpgradesHash(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	f.user("alice")
+	if err := f.m.SetPassword(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Fatal(err)
+	}
+	before := storedUser(t, f.store.state, "alice")
+	m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: f.store,
+		Clock: func() time.Time { return f.now }, Password: newerPasswordParams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saves := f.store.saves
+	if _, err := m.SignIn(ctx, "alice", "wrong-pass"); !errors.Is(err, ErrSignIn) {
+		t.Fatalf("SignIn with a wrong password = %v, want ErrSignIn", err)
+	}
+	if f.store.saves != saves || storedUser(t, f.store.state, "alice").Password != before.Password {
+		t.Fatalf("a wrong password changed the stored hash")
+	}
+	start := f.now
+	f.now = f.now.Add(time.Minute)
+	p, err := m.SignIn(ctx, "alice", "s3cret-pass")
+	if err != nil || p != (Principal{User: "alice", Session: true}) {
+		t.Fatalf("SignIn = %+v, %v", p, err)
+	}
+	after := storedUser(t, f.store.state, "alice")
+	if f.store.saves != saves+1 {
+		t.Errorf("saves = %d, want %d: the upgraded hash is not saved once", f.store.saves, saves+1)
+	}
+	if got, _, _, err := parsePHC(after.Password); err != nil || got != newerPasswordParams {
+		t.Errorf("stored hash parameters after sign-in = %+v, %v; want %+v", got, err, newerPasswordParams)
+	}
+	if !after.PasswordChanged.Equal(before.PasswordChanged) {
+		t.Errorf("PasswordChanged moved from %v to %v: an upgrade is no password change", before.PasswordChanged, after.PasswordChanged)
+	}
+	if !m.SessionValid(p, start) {
+		t.Errorf("a session from before the upgrade is no longer valid")
+	}
+	// Current now: a sign-in verifies and writes nothing.
+	if _, err := m.SignIn(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Fatal(err)
+	}
+	if f.store.saves != saves+1 {
+		t.Errorf("a current hash was rewritten (saves %d, want %d)", f.store.saves, saves+1)
+	}
+	// The upgraded hash survives a restart, even with the old parameters
+	// configured again (which would upgrade it back).
+	f.open()
+	if _, err := f.m.SignIn(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Errorf("SignIn after reopening: %v", err)
+	}
+	if _, err := f.m.SignIn(ctx, "alice", "wrong-pass"); !errors.Is(err, ErrSignIn) {
+		t.Errorf("SignIn with a wrong password after the upgrade = %v", err)
+	}
+}
+
+// TestSignInUpgradeShared: on a shared store the upgrade goes through
+// UpdateIAMState, as any change does, so the other node sees it after
+// Reload; and it never replaces a password that another node set after
+// this node's snapshot: the stale check still signs in (as before), but
+// the stored password stays the new one.
+func TestSignInUpgradeShared(t *testing.T) {
+	ctx := t.Context()
+	st := sharedStore{newMemStore()}
+	open := func(p PasswordParams) *IAM {
+		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: st, Password: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	old, upgraded := open(testPasswordParams), open(newerPasswordParams)
+	if _, err := old.CreateUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.SetPassword(ctx, "alice", "first-pass"); err != nil {
+		t.Fatal(err)
+	}
+	if err := upgraded.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The password changes through the other node; upgraded has not
+	// reloaded, and its stale hash still accepts the first password.
+	if err := old.SetPassword(ctx, "alice", "second-pass"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upgraded.SignIn(ctx, "alice", "first-pass"); err != nil {
+		t.Fatalf("SignIn against the stale snapshot: %v", err)
+	}
+	stored := storedUser(t, st.state, "alice").Password
+	if !verifyPassword(stored, "second-pass") || verifyPassword(stored, "first-pass") {
+		t.Fatalf("the upgrade of a stale hash replaced the password set through the other node")
+	}
+	// Caught up, the node upgrades the current password's hash in the
+	// shared state.
+	if err := upgraded.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	saves := st.saves
+	if _, err := upgraded.SignIn(ctx, "alice", "second-pass"); err != nil {
+		t.Fatal(err)
+	}
+	stored = storedUser(t, st.state, "alice").Password
+	if got, _, _, _ := parsePHC(stored); st.saves != saves+1 || got != newerPasswordParams || !verifyPassword(stored, "second-pass") {
+		t.Fatalf("after the sign-in: saves %d (want %d), stored parameters %+v (want %+v)", st.saves, saves+1, got, newerPasswordParams)
+	}
+	if err := old.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.SignIn(ctx, "alice", "second-pass"); err != nil {
+		t.Errorf("the other node, after Reload, with the upgraded hash: %v", err)
+	}
+}
+
+// TestSignInOldHashTiming: with raised parameters, a wrong password for a
+// user whose hash still has the old, cheap ones costs at least what an
+// unknown name costs (a check against a current hash); without that, it
+// answered about 15 times faster here, telling that the user exists.
+// Each side's fastest of a few tries is compared, which scheduling noise
+// can only slow.
+func TestSignInOldHashTiming(t *testing.T) {
+	ctx := t.Context()
+	store := newMemStore()
+	open := func(p PasswordParams) *IAM {
+		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: store, Password: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := open(testPasswordParams) // 1 MiB, 1 pass
+	if _, err := m.CreateUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetPassword(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Fatal(err)
+	}
+	m = open(PasswordParams{Memory: 16 * MinPasswordMemory, Time: 2, Threads: 1}) // ~20x the work
+	m.dummyHash()                                                                 // made once, outside the measurement
+	fastest := func(name string) time.Duration {
+		best := time.Duration(1<<63 - 1)
+		for range 3 {
+			start := time.Now()
+			if _, err := m.SignIn(ctx, name, "wrong-pass"); !errors.Is(err, ErrSignIn) {
+				t.Fatalf("SignIn(%s) = %v, want ErrSignIn", name, err)
+			}
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	unknown, old := fastest("mallory"), fastest("alice")
+	if old < unknown/2 {
+		t.Errorf("a wrong password for a user with an old hash took %v, an unknown name %v: the time tells the user exists", old, unknown)
+	}
+}
