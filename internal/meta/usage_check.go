@@ -309,13 +309,21 @@ func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
 	} else {
 		// CreateUpload and CompleteUpload need the bucket lock, held here;
 		// PutPart and AbortUpload need their key's: take those of every
-		// upload, as DeleteBucket does. No upload can start meanwhile.
+		// upload, as DeleteBucket does. No upload can start meanwhile, but
+		// one can be aborted between the listing and the locks: count the
+		// uploads listed again under the locks (a subset of the first
+		// listing, whose keys are all locked).
+		listed, err := db.bucketUploads(ctx, tx, bucket)
+		if err != nil {
+			return false, err
+		}
+		repairListed(bucket)
+		unlock := db.lockKeyStripes(tx, listed)
+		defer unlock()
 		uploads, err := db.bucketUploads(ctx, tx, bucket)
 		if err != nil {
 			return false, err
 		}
-		unlock := db.lockKeyStripes(tx, uploads)
-		defer unlock()
 		u, err := db.countBucket(ctx, tx, bucket, uploads)
 		if err != nil {
 			return false, err
@@ -372,4 +380,15 @@ func (db *DB) countBucket(ctx context.Context, r kvReader, bucket string, upload
 		}
 	}
 	return u, nil
+}
+
+// testHookRepairListed, when a test sets it, runs in a repair of bucket's
+// usage after the repair has listed the bucket's uploads and before it
+// takes their keys' locks.
+var testHookRepairListed func(bucket string)
+
+func repairListed(bucket string) {
+	if testHookRepairListed != nil {
+		testHookRepairListed(bucket)
+	}
 }

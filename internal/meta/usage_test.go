@@ -611,7 +611,8 @@ func TestUsageCheckProblems(t *testing.T) {
 }
 
 // TestUsageRepairWhileWriting repairs a bucket's usage while writers keep
-// changing it: the repair holds them off, so the result is exact.
+// changing it (objects, parts, uploads created and aborted): the result is
+// exact.
 func TestUsageRepairWhileWriting(t *testing.T) { forEachEngine(t, testUsageRepairWhileWriting) }
 
 func testUsageRepairWhileWriting(t *testing.T, e engine) {
@@ -634,9 +635,13 @@ func testUsageRepairWhileWriting(t *testing.T, e engine) {
 				default:
 				}
 				var err error
-				if w == 0 {
+				switch w {
+				case 0:
 					err = db.PutPart(ctx, "bkt", "mp", id, Part{Number: 1 + i%3, Size: int64(i)}, testTime)
-				} else {
+				case 1:
+					// AbortUpload takes only its key's lock, as PutPart does.
+					err = createPartAbort(ctx, db, "bkt", fmt.Sprint("ab/", i%5), fmt.Sprintf("%0*d", UploadIDLen, i), int64(i))
+				default:
 					err = db.UpdateObject(ctx, "bkt", fmt.Sprint(w, "/", i%7), testTime, func(*Object) (*Object, error) {
 						if i%3 == 0 {
 							return nil, nil
@@ -668,5 +673,59 @@ func testUsageRepairWhileWriting(t *testing.T, e engine) {
 	}
 	close(stop)
 	wg.Wait()
+	checkClean(t, db)
+}
+
+// createPartAbort creates upload id of bucket/key, uploads a part of size
+// bytes and aborts it.
+func createPartAbort(ctx context.Context, db *DB, bucket, key, id string, size int64) error {
+	if err := db.CreateUpload(ctx, Upload{Bucket: bucket, Key: key, ID: id}); err != nil {
+		return err
+	}
+	if err := db.PutPart(ctx, bucket, key, id, Part{Number: 1, Size: size}, testTime); err != nil {
+		return err
+	}
+	return db.AbortUpload(ctx, bucket, key, id, testTime)
+}
+
+// An upload aborted while a repair lists the bucket's uploads and takes
+// their locks is not counted: the repair counts the uploads that are
+// there once it holds their locks. (AbortUpload takes only its key's
+// lock; the lifecycle worker aborts incomplete uploads.)
+func TestUsageRepairAbortRace(t *testing.T) { forEachEngine(t, testUsageRepairAbortRace) }
+
+func testUsageRepairAbortRace(t *testing.T, e engine) {
+	ctx := context.Background()
+	db := e.open(t)
+	mustCreateBucket(t, db, "bkt")
+	id := strings.Repeat("7", UploadIDLen)
+	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "mp", ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutPart(ctx, "bkt", "mp", id, Part{Number: 1, Size: 5}, testTime); err != nil {
+		t.Fatal(err)
+	}
+	b := db.kv.newBatch()
+	b.merge(usageKey(nil, "bkt"), appendUsage(nil, Usage{Objects: 1000}))
+	if err := b.commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.close()
+	var once sync.Once
+	testHookRepairListed = func(string) {
+		once.Do(func() {
+			if err := db.AbortUpload(ctx, "bkt", "mp", id, testTime); err != nil {
+				t.Errorf("AbortUpload: %v", err)
+			}
+		})
+	}
+	t.Cleanup(func() { testHookRepairListed = nil })
+	c, err := db.CheckUsage(ctx, true)
+	if err != nil || c.Repaired != 1 {
+		t.Fatalf("CheckUsage = %+v, %v; want one repair", c, err)
+	}
+	if diff := cmp.Diff(map[string]Usage{"bkt": {}}, dbUsage(t, db)); diff != "" {
+		t.Errorf("usage after a repair that met an abort (-want +got):\n%s", diff)
+	}
 	checkClean(t, db)
 }
