@@ -236,8 +236,9 @@ type BucketList struct {
 // UsageCheckRequest is the body of POST /usage/check; the body may also be
 // empty.
 type UsageCheckRequest struct {
-	// Repair corrects the usage of the buckets found wrong, holding off
-	// each one's writes while it is recounted.
+	// Repair corrects the usage of the buckets found wrong while their
+	// writes go on (a corrupt value is reset with the bucket's writes held
+	// off while it is recounted). Repairs run one at a time.
 	Repair bool `json:"repair,omitempty"`
 }
 

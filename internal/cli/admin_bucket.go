@@ -39,7 +39,8 @@ func adminUsageCommands() []adminCmd {
 				"it with the usage it keeps. A difference means a bug, or that a Coffer\n" +
 				"older than usage accounting wrote to this storage after a newer one had\n" +
 				"counted it. With --repair the buckets that differ are counted again and\n" +
-				"corrected; writes into each wait while it is counted.\n\n" +
+				"corrected while writes go on (only a corrupt value holds off the writes\n" +
+				"into its bucket while it is counted); one repair runs at a time.\n\n" +
 				"Exits with status 1 if a difference remains (without --repair). A pass\n" +
 				"reads every object record, so --timeout has no limit by default here.",
 			timeout: noTimeout, setup: adminUsageCheck},

@@ -93,6 +93,9 @@ type DB struct {
 
 	bucketMu [bucketStripes]sync.RWMutex
 	keyMu    [keyStripes]sync.Mutex
+	// repairSem holds a token while a usage repair runs in this process
+	// (usageRepairLease).
+	repairSem chan struct{}
 }
 
 // Open opens or creates the database: in cfg.Dir with Pebble, where it
@@ -127,7 +130,7 @@ func Open(cfg Config) (*DB, error) {
 	default:
 		return nil, fmt.Errorf("meta: unknown engine %q", cfg.Kind)
 	}
-	db := &DB{kv: e, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail}
+	db := &DB{kv: e, sync: cfg.Sync, seed: maphash.MakeSeed(), fail: fail, repairSem: make(chan struct{}, 1)}
 	if _, shared := e.(*pgKV); shared {
 		db.own = &ownGarbage{m: make(map[string]time.Time)}
 	}

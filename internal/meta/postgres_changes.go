@@ -318,15 +318,26 @@ func (db *DB) GCLease(ctx context.Context) (release func(), ok bool, err error) 
 	if !shared {
 		return func() {}, true, nil
 	}
+	release, ok, err = p.tryLease(ctx, pgGCLockName)
+	if err != nil {
+		return nil, false, fmt.Errorf("meta: GC lease: %w", err)
+	}
+	return release, ok, nil
+}
+
+// tryLease tries to take the lease name of the cluster: a session-level
+// advisory lock on a connection of its own, held until release is called
+// (or the connection ends). It returns false if another session holds it.
+func (p *pgKV) tryLease(ctx context.Context, name string) (release func(), ok bool, err error) {
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("meta: GC lease: %w", pgErr(err))
+		return nil, false, pgErr(err)
 	}
-	id := p.lockID(pgGCLockName)
+	id := p.lockID(name)
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil || !ok {
 		conn.Release()
 		if err != nil {
-			return nil, false, fmt.Errorf("meta: GC lease: %w", pgErr(err))
+			return nil, false, pgErr(err)
 		}
 		return nil, false, nil
 	}

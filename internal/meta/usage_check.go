@@ -214,14 +214,23 @@ type UsageCheck struct {
 // Mismatches mean a bug (or a database written by an older Coffer after
 // this one had counted it: an older Coffer does not count).
 //
-// With repair, each mismatching bucket is then counted again and its usage
-// set, while that bucket's writers are held off: the bucket's lock is taken
-// exclusively (as DeleteBucket takes it) along with the key locks of its
-// uploads, which PutPart and AbortUpload take. Writes into the bucket wait
-// for the length of one scan of it. Usage keys of buckets that do not exist
-// are deleted. Records of buckets that do not exist are reported, never
-// deleted.
+// With repair, each mismatching bucket is then corrected while its writers
+// go on (see repairUsage): it is counted again from a snapshot, and the
+// difference between that count and the usage stored at the same snapshot
+// is added to its usage as a merge, as writers add theirs. Only a value
+// that does not decode is set instead, from a count made with the
+// bucket's writers held off. Usage keys of buckets that do not exist are
+// deleted. Records of buckets that do not exist are reported, never
+// deleted. Repairs run one at a time, in the cluster on a shared store: a
+// second waits for the first.
 func (db *DB) CheckUsage(ctx context.Context, repair bool) (UsageCheck, error) {
+	if repair {
+		release, err := db.usageRepairLease(ctx)
+		if err != nil {
+			return UsageCheck{}, err
+		}
+		defer release()
+	}
 	c, err := db.countAll(ctx)
 	if err != nil {
 		return UsageCheck{}, fmt.Errorf("meta: check usage: %w", err)
@@ -234,7 +243,7 @@ func (db *DB) CheckUsage(ctx context.Context, repair bool) (UsageCheck, error) {
 		if m.Problem == problemOrphanRecords {
 			continue
 		}
-		fixed, err := db.repairUsage(ctx, m.Bucket)
+		fixed, err := db.repairUsage(ctx, m)
 		if err != nil {
 			return out, err
 		}
@@ -281,114 +290,4 @@ func (c *usageCount) mismatches() []UsageMismatch {
 		return cmp.Compare(a.Problem, b.Problem)
 	})
 	return out
-}
-
-// repairUsage counts bucket's usage with its writers held off and stores
-// it, reporting whether the stored value changed.
-func (db *DB) repairUsage(ctx context.Context, bucket string) (bool, error) {
-	mu := db.bucketLock(bucket)
-	mu.Lock()
-	defer mu.Unlock()
-	tx := db.kv.begin(ctx)
-	defer tx.end()
-	tx.lockBucket(bucket, true)
-	uk := usageKey(nil, bucket)
-	stored, serr := tx.get(uk, nil)
-	if serr != nil && !errors.Is(serr, ErrNotFound) {
-		return false, fmt.Errorf("meta: read usage of %s: %w", bucket, serr)
-	}
-	b := tx.newBatch()
-	defer b.close()
-	if err := db.checkBucket(tx, bucket); errors.Is(err, ErrNoBucket) {
-		if serr != nil {
-			return false, nil // already gone
-		}
-		b.delete(uk)
-	} else if err != nil {
-		return false, err
-	} else {
-		// CreateUpload and CompleteUpload need the bucket lock, held here;
-		// PutPart and AbortUpload need their key's: take those of every
-		// upload, as DeleteBucket does. No upload can start meanwhile, but
-		// one can be aborted between the listing and the locks: count the
-		// uploads listed again under the locks (a subset of the first
-		// listing, whose keys are all locked).
-		listed, err := db.bucketUploads(ctx, tx, bucket)
-		if err != nil {
-			return false, err
-		}
-		repairListed(bucket)
-		unlock := db.lockKeyStripes(tx, listed)
-		defer unlock()
-		uploads, err := db.bucketUploads(ctx, tx, bucket)
-		if err != nil {
-			return false, err
-		}
-		u, err := db.countBucket(ctx, tx, bucket, uploads)
-		if err != nil {
-			return false, err
-		}
-		if serr == nil {
-			if su, err := decodeUsage(stored); err == nil && su == u {
-				return false, nil
-			}
-		}
-		b.set(uk, appendUsage(nil, u))
-	}
-	if err := b.commit(db.sync); err != nil {
-		return false, fmt.Errorf("meta: repair usage of %s: %w", bucket, err)
-	}
-	return true, nil
-}
-
-// countBucket sums bucket's objects and the given uploads with their parts,
-// read through r.
-func (db *DB) countBucket(ctx context.Context, r kvReader, bucket string, uploads []*Upload) (Usage, error) {
-	var u Usage
-	for _, t := range []byte{tableHistory, tableObject} {
-		p := bucketPrefix(t, bucket)
-		it, err := r.newIter(p, successor(p))
-		if err != nil {
-			return Usage{}, err
-		}
-		for ok := it.first(); ok; ok = it.next() {
-			if err := ctx.Err(); err != nil {
-				return Usage{}, errors.Join(err, it.close())
-			}
-			v, err := it.value()
-			if err != nil {
-				return Usage{}, errors.Join(err, it.close())
-			}
-			o, err := decodeObject(v, objectSummary)
-			if err != nil {
-				return Usage{}, errors.Join(fmt.Errorf("meta: object %q: %w", it.key(), err), it.close())
-			}
-			u = u.add(objectUsage(&o))
-		}
-		if err := it.close(); err != nil {
-			return Usage{}, err
-		}
-	}
-	for _, up := range uploads {
-		parts, err := db.allParts(ctx, r, up.ID)
-		if err != nil {
-			return Usage{}, err
-		}
-		u.Uploads++
-		for _, p := range parts {
-			u.PartBytes += p.Size
-		}
-	}
-	return u, nil
-}
-
-// testHookRepairListed, when a test sets it, runs in a repair of bucket's
-// usage after the repair has listed the bucket's uploads and before it
-// takes their keys' locks.
-var testHookRepairListed func(bucket string)
-
-func repairListed(bucket string) {
-	if testHookRepairListed != nil {
-		testHookRepairListed(bucket)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/google/go-cmp/cmp"
@@ -679,53 +680,271 @@ func testUsageRepairWhileWriting(t *testing.T, e engine) {
 // createPartAbort creates upload id of bucket/key, uploads a part of size
 // bytes and aborts it.
 func createPartAbort(ctx context.Context, db *DB, bucket, key, id string, size int64) error {
-	if err := db.CreateUpload(ctx, Upload{Bucket: bucket, Key: key, ID: id}); err != nil {
-		return err
-	}
-	if err := db.PutPart(ctx, bucket, key, id, Part{Number: 1, Size: size}, testTime); err != nil {
+	if err := createPart(ctx, db, bucket, key, id, size); err != nil {
 		return err
 	}
 	return db.AbortUpload(ctx, bucket, key, id, testTime)
 }
 
-// An upload aborted while a repair lists the bucket's uploads and takes
-// their locks is not counted: the repair counts the uploads that are
-// there once it holds their locks. (AbortUpload takes only its key's
-// lock; the lifecycle worker aborts incomplete uploads.)
+// createPart creates upload id of bucket/key with one part of size bytes.
+func createPart(ctx context.Context, db *DB, bucket, key, id string, size int64) error {
+	if err := db.CreateUpload(ctx, Upload{Bucket: bucket, Key: key, ID: id}); err != nil {
+		return err
+	}
+	return db.PutPart(ctx, bucket, key, id, Part{Number: 1, Size: size}, testTime)
+}
+
+// An upload aborted while a repair counts the bucket is counted as
+// aborted, both by a repair that corrects a difference (the abort commits
+// between its snapshot and its merge) and by one that resets a value that
+// does not decode (the abort commits between its listing of the uploads
+// and its taking their keys' locks; AbortUpload takes only its key's
+// lock, and the lifecycle worker aborts incomplete uploads).
 func TestUsageRepairAbortRace(t *testing.T) { forEachEngine(t, testUsageRepairAbortRace) }
 
 func testUsageRepairAbortRace(t *testing.T, e engine) {
+	for _, tc := range []struct {
+		name   string
+		damage []byte // merged into the usage value
+	}{
+		{name: "difference", damage: appendUsage(nil, Usage{Objects: 1000})},
+		{name: "corrupt", damage: []byte{7, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeUsage(tc.damage); err != nil && e.name == EnginePostgres {
+				t.Skip("PostgreSQL stores usage as numbers: a value cannot be corrupt")
+			}
+			ctx := context.Background()
+			db := e.open(t)
+			mustCreateBucket(t, db, "bkt")
+			id := strings.Repeat("7", UploadIDLen)
+			if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "mp", ID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.PutPart(ctx, "bkt", "mp", id, Part{Number: 1, Size: 5}, testTime); err != nil {
+				t.Fatal(err)
+			}
+			b := db.kv.newBatch()
+			b.merge(usageKey(nil, "bkt"), tc.damage)
+			if err := b.commit(true); err != nil {
+				t.Fatal(err)
+			}
+			b.close()
+			var once sync.Once
+			testHookRepairWindow = func(string) {
+				once.Do(func() {
+					if err := db.AbortUpload(ctx, "bkt", "mp", id, testTime); err != nil {
+						t.Errorf("AbortUpload: %v", err)
+					}
+				})
+			}
+			t.Cleanup(func() { testHookRepairWindow = nil })
+			c, err := db.CheckUsage(ctx, true)
+			if err != nil || c.Repaired != 1 {
+				t.Fatalf("CheckUsage = %+v, %v; want one repair", c, err)
+			}
+			if diff := cmp.Diff(map[string]Usage{"bkt": {}}, dbUsage(t, db)); diff != "" {
+				t.Errorf("usage after a repair that met an abort (-want +got):\n%s", diff)
+			}
+			checkClean(t, db)
+		})
+	}
+}
+
+// A repair holds off no writer while it counts (the bucket's writers on
+// every node; on Pebble, writers of the buckets that share its lock
+// stripe), and what they write while it counts is neither lost nor
+// counted twice.
+func TestUsageRepairWritesGoOn(t *testing.T) { forEachEngine(t, testUsageRepairWritesGoOn) }
+
+func testUsageRepairWritesGoOn(t *testing.T, e engine) {
 	ctx := context.Background()
 	db := e.open(t)
 	mustCreateBucket(t, db, "bkt")
-	id := strings.Repeat("7", UploadIDLen)
-	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "mp", ID: id}); err != nil {
+	for i := range 5 {
+		putObject(t, db, "bkt", fmt.Sprint("k", i), Object{VersionID: "v", Size: int64(10 + i)})
+	}
+	old := strings.Repeat("1", UploadIDLen)
+	if err := db.CreateUpload(ctx, Upload{Bucket: "bkt", Key: "mp", ID: old}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.PutPart(ctx, "bkt", "mp", id, Part{Number: 1, Size: 5}, testTime); err != nil {
+	if err := db.PutPart(ctx, "bkt", "mp", old, Part{Number: 1, Size: 100}, testTime); err != nil {
 		t.Fatal(err)
 	}
+	b := db.kv.newBatch()
+	b.merge(usageKey(nil, "bkt"), appendUsage(nil, Usage{Objects: 1000, Bytes: -7, Uploads: 3, PartBytes: 9}))
+	if err := b.commit(true); err != nil {
+		t.Fatal(err)
+	}
+	b.close()
+
+	// While the repair is between its count and what it stores, write
+	// every kind of change into the bucket, each from its own goroutine.
+	nu := strings.Repeat("2", UploadIDLen)
+	writes := []func() error{
+		func() error { return db.UpdateObject(ctx, "bkt", "new", testTime, putFunc(1000)) }, // +1, +1000
+		func() error { return db.UpdateObject(ctx, "bkt", "k0", testTime, putFunc(20)) },    // +10
+		func() error { return db.UpdateObject(ctx, "bkt", "k1", testTime, putFunc(-1)) },    // -1, -11
+		func() error { return db.AbortUpload(ctx, "bkt", "mp", old, testTime) },             // -1 upload, -100
+		func() error { return createPart(ctx, db, "bkt", "mp2", nu, 50) },                   // +1 upload, +50
+	}
+	var written sync.WaitGroup
+	testHookRepairWindow = func(bucket string) {
+		if bucket != "bkt" {
+			return
+		}
+		testHookRepairWindow = nil // once
+		done := make(chan struct{})
+		go func() {
+			var wg sync.WaitGroup
+			for _, w := range writes {
+				wg.Go(func() {
+					if err := w(); err != nil {
+						t.Errorf("write during the repair: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			close(done)
+		}()
+		written.Add(1)
+		go func() { <-done; written.Done() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("writes into the bucket still wait for the repair after 10 s")
+		}
+	}
+	t.Cleanup(func() { testHookRepairWindow = nil })
+	c, err := db.CheckUsage(ctx, true)
+	written.Wait()
+	if err != nil || c.Repaired != 1 {
+		t.Fatalf("CheckUsage = %+v, %v; want one repair", c, err)
+	}
+	want := Usage{Objects: 5, Bytes: 10 + 11 + 12 + 13 + 14 + 1000 + 10 - 11, Uploads: 1, PartBytes: 50}
+	if diff := cmp.Diff(map[string]Usage{"bkt": want}, dbUsage(t, db)); diff != "" {
+		t.Errorf("usage after a repair with writes (-want +got):\n%s", diff)
+	}
+	checkClean(t, db)
+}
+
+// putFunc is an UpdateFunc that stores an inline object of size bytes,
+// or deletes the object if size is negative.
+func putFunc(size int) UpdateFunc {
+	return func(*Object) (*Object, error) {
+		if size < 0 {
+			return nil, nil
+		}
+		return &Object{VersionID: "v", Size: int64(size), Inline: make([]byte, size)}, nil
+	}
+}
+
+// Repairs run one at a time (in the cluster, with PostgreSQL): a second
+// one started while the first counts would count the same difference and
+// add it again.
+func TestUsageRepairsOneAtATime(t *testing.T) { forEachEngine(t, testUsageRepairsOneAtATime) }
+
+func testUsageRepairsOneAtATime(t *testing.T, e engine) {
+	ctx := context.Background()
+	place := e.place(t)
+	db := e.openAt(t, place)
+	other := db // another node of the cluster, with PostgreSQL
+	if e.name == EnginePostgres {
+		other = e.openAt(t, place)
+	}
+	mustCreateBucket(t, db, "bkt")
+	putObject(t, db, "bkt", "k", Object{VersionID: "v", Size: 3, Inline: []byte("abc")})
 	b := db.kv.newBatch()
 	b.merge(usageKey(nil, "bkt"), appendUsage(nil, Usage{Objects: 1000}))
 	if err := b.commit(true); err != nil {
 		t.Fatal(err)
 	}
 	b.close()
-	var once sync.Once
-	testHookRepairListed = func(string) {
+	var (
+		once   sync.Once
+		second = make(chan UsageCheck, 1)
+	)
+	testHookRepairWindow = func(string) {
 		once.Do(func() {
-			if err := db.AbortUpload(ctx, "bkt", "mp", id, testTime); err != nil {
-				t.Errorf("AbortUpload: %v", err)
+			go func() {
+				c, err := other.CheckUsage(ctx, true)
+				if err != nil {
+					t.Errorf("second CheckUsage: %v", err)
+				}
+				second <- c
+			}()
+			// Give the second repair the time to count and add, were it
+			// not held off.
+			select {
+			case <-second:
+				t.Errorf("a second repair ran while the first counted")
+			case <-time.After(time.Second):
 			}
 		})
 	}
-	t.Cleanup(func() { testHookRepairListed = nil })
+	t.Cleanup(func() { testHookRepairWindow = nil })
 	c, err := db.CheckUsage(ctx, true)
 	if err != nil || c.Repaired != 1 {
 		t.Fatalf("CheckUsage = %+v, %v; want one repair", c, err)
 	}
-	if diff := cmp.Diff(map[string]Usage{"bkt": {}}, dbUsage(t, db)); diff != "" {
-		t.Errorf("usage after a repair that met an abort (-want +got):\n%s", diff)
+	select {
+	case c := <-second:
+		if c.Repaired != 0 || len(c.Mismatches) != 0 {
+			t.Errorf("second CheckUsage = %+v, want nothing to repair", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("the second repair did not end after the first")
+	}
+	if diff := cmp.Diff(map[string]Usage{"bkt": {Objects: 1, Bytes: 3}}, dbUsage(t, db)); diff != "" {
+		t.Errorf("usage after two repairs (-want +got):\n%s", diff)
 	}
 	checkClean(t, db)
+}
+
+// A repair whose bucket is deleted, or deleted and created again, between
+// its count and its merge adds nothing: the difference was the old
+// bucket's, and its usage went with it.
+func TestUsageRepairBucketGone(t *testing.T) { forEachEngine(t, testUsageRepairBucketGone) }
+
+func testUsageRepairBucketGone(t *testing.T, e engine) {
+	for _, tc := range []struct {
+		name     string
+		recreate bool
+		want     map[string]Usage
+	}{
+		{name: "deleted", want: map[string]Usage{}},
+		{name: "created again", recreate: true, want: map[string]Usage{"bkt": {}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := e.open(t)
+			mustCreateBucket(t, db, "bkt")
+			b := db.kv.newBatch()
+			b.merge(usageKey(nil, "bkt"), appendUsage(nil, Usage{Objects: 1000}))
+			if err := b.commit(true); err != nil {
+				t.Fatal(err)
+			}
+			b.close()
+			testHookRepairWindow = func(string) {
+				testHookRepairWindow = nil // once
+				if err := db.DeleteBucket(ctx, "bkt", testTime); err != nil {
+					t.Errorf("DeleteBucket: %v", err)
+				}
+				if tc.recreate {
+					if err := db.CreateBucket(ctx, Bucket{Name: "bkt", Created: testTime.Add(time.Second)}); err != nil {
+						t.Errorf("CreateBucket: %v", err)
+					}
+				}
+			}
+			t.Cleanup(func() { testHookRepairWindow = nil })
+			c, err := db.CheckUsage(ctx, true)
+			if err != nil || c.Repaired != 0 {
+				t.Fatalf("CheckUsage = %+v, %v; want no repair", c, err)
+			}
+			if diff := cmp.Diff(tc.want, dbUsage(t, db)); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+			checkClean(t, db)
+		})
+	}
 }

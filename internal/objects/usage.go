@@ -68,8 +68,9 @@ func (s *Service) BucketsUsage(ctx context.Context) ([]BucketUsage, error) {
 
 // CheckUsage recounts every bucket's usage from its records and reports
 // where it differs from the recorded usage; with repair it also corrects
-// those buckets, holding off their writers while it counts each. It is
-// safe while the server serves. See meta.DB.CheckUsage.
+// those buckets while their writers go on (only a corrupt value is reset
+// with the bucket's writers held off while it is counted). It is safe
+// while the server serves. See meta.DB.CheckUsage.
 func (s *Service) CheckUsage(ctx context.Context, repair bool) (UsageCheck, error) {
 	c, err := s.db.CheckUsage(ctx, repair)
 	out := UsageCheck{Buckets: c.Buckets, Repaired: c.Repaired}
