@@ -205,8 +205,11 @@ type LifecycleRunResult struct {
 // atomic commit as the records it counts). Sizes are logical: the bytes
 // clients stored.
 type Usage struct {
+	// Objects are the object versions stored, current and noncurrent;
+	// delete markers are not counted (a bucket that holds only delete
+	// markers has 0, yet is not empty: it cannot be deleted).
 	Objects int64 `json:"objects"`
-	Bytes   int64 `json:"bytes"` // sum of the objects' sizes
+	Bytes   int64 `json:"bytes"` // sum of those versions' sizes
 	// Uploads are the multipart uploads in progress, and PartBytes the
 	// bytes of their uploaded parts: stored, but in no object yet.
 	Uploads   int64 `json:"uploads"`

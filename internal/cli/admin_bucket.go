@@ -17,8 +17,10 @@ func adminBucketCommands() []adminCmd {
 		{name: "bucket ls", summary: "list buckets with their objects and sizes",
 			about: "Lists the buckets you may see (as S3's ListBuckets shows them) with what\n" +
 				"each holds: objects, their total size, and multipart uploads in progress\n" +
-				"with the size of their parts. The counts are exact and cheap to read: the\n" +
-				"server keeps them with every write. PUBLIC says whether the bucket's\n" +
+				"with the size of their parts. Objects are stored versions, current and\n" +
+				"noncurrent; delete markers are not counted (a bucket of delete markers\n" +
+				"alone shows 0 yet cannot be deleted). The counts are exact and cheap to\n" +
+				"read: the server keeps them with every write. PUBLIC says whether the bucket's\n" +
 				"policy grants anything to everyone. Sizes are rounded (KiB, MiB, GiB);\n" +
 				"--json gives exact bytes.",
 			setup: noFlags(adminBucketList)},

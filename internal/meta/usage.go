@@ -12,7 +12,8 @@ import (
 //
 //	c bucket → usage value
 //
-// holding what the bucket stores: its objects, their bytes, and the
+// holding what the bucket stores: its objects (every stored version,
+// current or noncurrent, but no delete marker), their bytes, and the
 // multipart uploads in progress with the bytes of their parts. Every batch
 // that changes those records also adds its change to the bucket's usage,
 // so the counters are exactly as durable as the records: a crash loses
@@ -43,7 +44,10 @@ const tableUsage = 'c' // c bucket → usage value
 // Usage is what a bucket holds. Sizes are logical: the bytes clients
 // stored, not what the store spends on them.
 type Usage struct {
-	Objects   int64 // objects in the bucket
+	// Objects are the versions in the bucket, current and noncurrent;
+	// delete markers are not counted (a bucket of delete markers alone has
+	// none, yet DeleteBucket refuses it as not empty).
+	Objects   int64
 	Bytes     int64 // sum of their sizes
 	Uploads   int64 // multipart uploads in progress
 	PartBytes int64 // sum of the sizes of their uploaded parts
@@ -225,7 +229,8 @@ func (w *writer) flushUsage() {
 }
 
 // objectUsage is what object o (nil if absent) counts for: every stored
-// version counts, current or not; a delete marker counts nothing.
+// version counts, current or not (so an overwrite in a versioned bucket
+// adds one object and the new size); a delete marker counts nothing.
 func objectUsage(o *Object) Usage {
 	if o == nil || o.DeleteMarker {
 		return Usage{}

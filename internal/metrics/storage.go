@@ -12,8 +12,8 @@ import (
 // are logical: the bytes clients stored.
 type Storage struct {
 	Buckets   int64
-	Objects   int64
-	Bytes     int64
+	Objects   int64 // object versions, current and noncurrent; not delete markers
+	Bytes     int64 // their sizes
 	Uploads   int64 // multipart uploads in progress
 	PartBytes int64 // bytes of their parts, stored but in no object yet
 }
@@ -25,8 +25,8 @@ var storageDescs = struct {
 	buckets, objects, bytes, uploads, partBytes *prometheus.Desc
 }{
 	buckets:   prometheus.NewDesc("coffer_storage_buckets", "Buckets.", nil, nil),
-	objects:   prometheus.NewDesc("coffer_storage_objects", "Objects in all buckets.", nil, nil),
-	bytes:     prometheus.NewDesc("coffer_storage_bytes", "Logical size of the objects in all buckets (the bytes clients stored).", nil, nil),
+	objects:   prometheus.NewDesc("coffer_storage_objects", "Object versions stored in all buckets, current and noncurrent; delete markers are not counted.", nil, nil),
+	bytes:     prometheus.NewDesc("coffer_storage_bytes", "Logical size of those object versions (the bytes clients stored).", nil, nil),
 	uploads:   prometheus.NewDesc("coffer_storage_multipart_uploads", "Multipart uploads started and neither completed nor aborted.", nil, nil),
 	partBytes: prometheus.NewDesc("coffer_storage_multipart_part_bytes", "Bytes of the parts of multipart uploads in progress.", nil, nil),
 }

@@ -13,8 +13,8 @@ import (
 // (docs/design/0001-storage-engine.md, "Usage accounting"). Sizes are
 // logical, the bytes clients stored.
 type Usage struct {
-	Objects   int64 // objects
-	Bytes     int64 // sum of the objects' sizes
+	Objects   int64 // object versions, current and noncurrent; not delete markers
+	Bytes     int64 // sum of their sizes
 	Uploads   int64 // multipart uploads in progress
 	PartBytes int64 // bytes of their uploaded parts: stored, but not yet in any object
 }
