@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
 )
@@ -43,8 +44,11 @@ func adminUsageCommands() []adminCmd {
 				"counted it. With --repair the buckets that differ are counted again and\n" +
 				"corrected while writes go on (only a corrupt value holds off the writes\n" +
 				"into its bucket while it is counted); one repair runs at a time.\n\n" +
-				"Exits with status 1 if a difference remains (without --repair). A pass\n" +
-				"reads every object record, so --timeout has no limit by default here.",
+				"Exits with status 1 if a difference remains: without --repair, any; with\n" +
+				"it, any that a second check after the repair still finds (records of a\n" +
+				"bucket that does not exist are reported, never repaired), naming those\n" +
+				"buckets. A pass reads every object record, so --timeout has no limit by\n" +
+				"default here.",
 			timeout: noTimeout, setup: adminUsageCheck},
 	}
 }
@@ -126,11 +130,41 @@ func adminUsageCheck(fs *flag.FlagSet) adminRun {
 		} else {
 			s.printUsageCheck(res, *repair)
 		}
-		if len(res.Mismatches) > 0 && !*repair {
+		switch {
+		case len(res.Mismatches) == 0:
+			return nil
+		case !*repair:
 			return errUsageDiffers
+		}
+		// Some differences cannot be repaired (records of a bucket that
+		// does not exist), and a repair may skip a bucket (deleted
+		// meanwhile): what is still wrong is what a second check finds.
+		after, err := c.CheckUsage(ctx, adminapi.UsageCheckRequest{})
+		if err != nil {
+			return fmt.Errorf("check again after the repair: %w", err)
+		}
+		if len(after.Mismatches) > 0 {
+			return usageRemainsError(after.Mismatches)
 		}
 		return nil
 	}
+}
+
+// usageRemainsError is the failure of usage check --repair when a second
+// check still finds differences: it names the buckets.
+func usageRemainsError(ms []adminapi.UsageMismatch) error {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.Bucket
+		if m.Problem != "" {
+			names[i] += " (" + m.Problem + ")"
+		}
+	}
+	n := fmt.Sprintf("%d buckets still differ from their records", len(ms))
+	if len(ms) == 1 {
+		n = "1 bucket still differs from its records"
+	}
+	return fmt.Errorf("usage of %s after the repair: %s", n, strings.Join(names, ", "))
 }
 
 // printUsageCheck prints the result of a check as text.

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,43 +122,91 @@ func TestAdminUsageCheck(t *testing.T) {
 }
 
 // TestAdminUsageCheckMismatch runs usage check against a fake admin API
-// that finds a difference (a real store has none to find): the table, and
-// exit status 1 unless it was repaired.
+// that finds differences (a real store has none to find): the table, and
+// exit status 1 unless a repair left none, which a second check (without
+// repair) decides. Records of a bucket that does not exist are never
+// repaired: after a repair that cannot fix them the command fails, naming
+// them.
 func TestAdminUsageCheckMismatch(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != adminapi.BasePath+"/usage/check" {
-			http.NotFound(w, r)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		res := adminapi.UsageCheckResult{Buckets: 3, Mismatches: []adminapi.UsageMismatch{
-			{Bucket: "bkt", Stored: adminapi.Usage{Objects: 5, Bytes: 10}, Counted: adminapi.Usage{Objects: 4, Bytes: 9}},
-		}}
-		if strings.Contains(string(body), `"repair":true`) {
-			res.Repaired = 1
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(res)
-	}))
-	t.Cleanup(srv.Close)
-	env := map[string]string{"COFFER_ENDPOINT": srv.URL, "COFFER_ACCESS_KEY": "AK", "COFFER_SECRET_KEY": "SK"}
+	wrong := adminapi.UsageMismatch{Bucket: "bkt", Stored: adminapi.Usage{Objects: 5, Bytes: 10}, Counted: adminapi.Usage{Objects: 4, Bytes: 9}}
+	orphans := adminapi.UsageMismatch{Bucket: "gone", Counted: adminapi.Usage{Objects: 1, Bytes: 2}, Problem: "records of a bucket that does not exist"}
 	for _, tc := range []struct {
-		args     []string
-		wantCode int
+		name      string
+		found     []adminapi.UsageMismatch // what the server finds
+		repair    bool
+		wantCode  int
+		wantTable []string // rows of the table, as patterns
+		wantErr   string   // in stderr; "" for none
+		wantCalls []string // the bodies of the server's calls
 	}{
-		{[]string{"admin", "usage", "check"}, 1},
-		{[]string{"admin", "usage", "check", "--repair"}, 0},
+		{name: "check", found: []adminapi.UsageMismatch{wrong}, wantCode: 1,
+			wantTable: []string{`bkt +5 +4 +10 +9 +0 +0 +0 +0 +-`}, wantErr: "run with --repair",
+			wantCalls: []string{`{}`}},
+		{name: "repaired", found: []adminapi.UsageMismatch{wrong}, repair: true, wantCode: 0,
+			wantTable: []string{`bkt +5 +4 +10 +9 +0 +0 +0 +0 +-`},
+			wantCalls: []string{`{"repair":true}`, `{}`}},
+		{name: "difference remains", found: []adminapi.UsageMismatch{wrong, orphans}, repair: true, wantCode: 1,
+			wantTable: []string{`bkt +5 +4 +10 +9 +0 +0 +0 +0 +-`, `gone +0 +1 +0 +2 +0 +0 +0 +0 +records of a bucket that does not exist`},
+			wantErr:   "usage of 1 bucket still differs from its records after the repair: gone (records of a bucket that does not exist)",
+			wantCalls: []string{`{"repair":true}`, `{}`}},
 	} {
-		code, stdout, stderr := runCLI(t, env, tc.args...)
-		repair := len(tc.args) == 4
-		if code != tc.wantCode ||
-			!strings.HasPrefix(stdout, "Checked 3 buckets: 1 differ from their records.\nBUCKET ") ||
-			!regexp.MustCompile(`(?m)^bkt +5 +4 +10 +9 +0 +0 +0 +0 +-$`).MatchString(stdout) ||
-			strings.Contains(stdout, "Repaired 1.") != repair ||
-			strings.Contains(stderr, "run with --repair") == repair {
-			t.Errorf("%q: exit %d (want %d)\nstdout:\n%s\nstderr: %s", tc.args, code, tc.wantCode, stdout, stderr)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var (
+				mu    sync.Mutex
+				calls []string
+			)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodPost || r.URL.Path != adminapi.BasePath+"/usage/check" {
+					http.NotFound(w, r)
+					return
+				}
+				body, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				repaired := slices.Contains(calls, `{"repair":true}`)
+				calls = append(calls, strings.TrimSpace(string(body)))
+				mu.Unlock()
+				res := adminapi.UsageCheckResult{Buckets: 3, Mismatches: tc.found}
+				switch {
+				case strings.Contains(string(body), `"repair":true`):
+					res.Repaired = 1 // bkt; gone cannot be
+				case repaired: // what the repair could not fix
+					res.Mismatches = slices.DeleteFunc(slices.Clone(tc.found), func(m adminapi.UsageMismatch) bool { return m.Problem == "" })
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(res)
+			}))
+			t.Cleanup(srv.Close)
+			env := map[string]string{"COFFER_ENDPOINT": srv.URL, "COFFER_ACCESS_KEY": "AK", "COFFER_SECRET_KEY": "SK"}
+			args := []string{"admin", "usage", "check"}
+			if tc.repair {
+				args = append(args, "--repair")
+			}
+			code, stdout, stderr := runCLI(t, env, args...)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr: %s", code, tc.wantCode, stdout, stderr)
+			}
+			if want := fmt.Sprintf("Checked 3 buckets: %d differ from their records.\nBUCKET ", len(tc.found)); !strings.HasPrefix(stdout, want) {
+				t.Errorf("stdout does not start with %q:\n%s", want, stdout)
+			}
+			for _, re := range tc.wantTable {
+				if !regexp.MustCompile(`(?m)^` + re + `$`).MatchString(stdout) {
+					t.Errorf("stdout has no row %q:\n%s", re, stdout)
+				}
+			}
+			if got := strings.Contains(stdout, "Repaired 1."); got != tc.repair {
+				t.Errorf("stdout says 'Repaired 1.': %v, want %v:\n%s", got, tc.repair, stdout)
+			}
+			if (tc.wantErr == "") != (stderr == "") || !strings.Contains(stderr, tc.wantErr) {
+				t.Errorf("stderr = %q, want %q", stderr, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tc.wantCalls, calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
