@@ -83,7 +83,7 @@ func (h *Handler) getBucket(ctx context.Context, rq *request) (any, error) {
 func bucketInfo(bu objects.BucketUsage, policy []byte) BucketInfo {
 	bi := BucketInfo{
 		Name: bu.Name, Region: bu.Region, Created: bu.Created,
-		Usage: Usage(bu.Usage),
+		Usage: Usage(bu.Usage), UsageCorrupt: bu.UsageCorrupt,
 	}
 	if policy != nil {
 		// Stored policies were validated when they were set; one that no

@@ -2,6 +2,7 @@ package adminapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -232,5 +233,20 @@ func decodeBody(t *testing.T, body []byte, v any) {
 	t.Helper()
 	if err := decodeJSON(body, v); err != nil {
 		t.Fatalf("response %s: %v", body, err)
+	}
+}
+
+// TestBucketInfoCorruptUsage: a bucket whose stored usage does not decode
+// is described with usageCorrupt (its usage zero), not left out or failed.
+func TestBucketInfoCorruptUsage(t *testing.T) {
+	t.Parallel()
+	bu := objects.BucketUsage{Bucket: objects.Bucket{Name: "bad", Created: testTime}, UsageCorrupt: true}
+	got := bucketInfo(bu, nil)
+	if diff := cmp.Diff(BucketInfo{Name: "bad", Created: testTime, UsageCorrupt: true}, got); diff != "" {
+		t.Errorf("bucketInfo (-want +got):\n%s", diff)
+	}
+	b, err := json.Marshal(got)
+	if err != nil || !bytes.Contains(b, []byte(`"usageCorrupt":true`)) {
+		t.Errorf("BucketInfo JSON = %s, %v; want usageCorrupt true", b, err)
 	}
 }

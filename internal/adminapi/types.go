@@ -225,6 +225,10 @@ type BucketInfo struct {
 	Region  string    `json:"region,omitempty"`
 	Created time.Time `json:"created"`
 	Usage
+	// UsageCorrupt is true if the bucket's stored usage does not decode:
+	// Usage is then zero, not what the bucket holds, until POST
+	// /usage/check with repair resets it.
+	UsageCorrupt bool `json:"usageCorrupt,omitempty"`
 	// Public is true if the bucket's policy grants anything to everyone
 	// (as S3's GetBucketPolicyStatus reports it).
 	Public bool `json:"public"`

@@ -21,7 +21,8 @@ func adminBucketCommands() []adminCmd {
 				"with the size of their parts. Objects are stored versions, current and\n" +
 				"noncurrent; delete markers are not counted (a bucket of delete markers\n" +
 				"alone shows 0 yet cannot be deleted). The counts are exact and cheap to\n" +
-				"read: the server keeps them with every write. PUBLIC says whether the bucket's\n" +
+				"read: the server keeps them with every write (a bucket whose stored usage\n" +
+				"is corrupt shows ?, and a note says so). PUBLIC says whether the bucket's\n" +
 				"policy grants anything to everyone. Sizes are rounded (KiB, MiB, GiB);\n" +
 				"--json gives exact bytes.",
 			setup: noFlags(adminBucketList)},
@@ -74,12 +75,27 @@ func adminBucketList(ctx context.Context, s *adminSession, _ []string) error {
 	}
 	tw := s.table()
 	fmt.Fprintln(tw, "NAME\tOBJECTS\tSIZE\tUPLOADS\tPART SIZE\tPUBLIC\tCREATED")
+	var corrupt []string
 	for _, b := range bs {
+		if b.UsageCorrupt {
+			corrupt = append(corrupt, b.Name)
+			fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\t%s\n", b.Name, yesNo(b.Public), timestamp(b.Created))
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", b.Name, b.Objects, humanBytes(b.Bytes), b.Uploads,
 			humanBytes(b.PartBytes), yesNo(b.Public), timestamp(b.Created))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(corrupt) > 0 {
+		s.note("The stored usage of %s is corrupt (shown as ?); %s resets it.", strings.Join(corrupt, ", "), repairCommand)
+	}
+	return nil
 }
+
+// repairCommand is the command that repairs usage, for messages.
+const repairCommand = "'coffer admin usage check --repair'"
 
 func adminBucketInfo(ctx context.Context, s *adminSession, args []string) error {
 	c, err := s.client()
@@ -101,6 +117,11 @@ func adminBucketInfo(ctx context.Context, s *adminSession, args []string) error 
 	fmt.Fprintf(tw, "Name:\t%s\n", b.Name)
 	fmt.Fprintf(tw, "Region:\t%s\n", region)
 	fmt.Fprintf(tw, "Created:\t%s\n", timestamp(b.Created))
+	if b.UsageCorrupt {
+		fmt.Fprintf(tw, "Usage:\tunknown: the stored value is corrupt; %s resets it\n", repairCommand)
+		fmt.Fprintf(tw, "Public:\t%s\n", yesNo(b.Public))
+		return tw.Flush()
+	}
 	fmt.Fprintf(tw, "Objects:\t%d\n", b.Objects)
 	fmt.Fprintf(tw, "Size:\t%s\n", sizeDetail(b.Bytes))
 	fmt.Fprintf(tw, "Uploads in progress:\t%d\n", b.Uploads)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -207,6 +208,58 @@ func TestAdminUsageCheckMismatch(t *testing.T) {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdminBucketsCorruptUsage lists buckets from a fake admin API that
+// reports one bucket's stored usage as corrupt: the others are listed as
+// they are, that one shows ? and a note names it.
+func TestAdminBucketsCorruptUsage(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	buckets := []adminapi.BucketInfo{
+		{Name: "bad", Created: created, UsageCorrupt: true},
+		{Name: "good", Created: created, Usage: adminapi.Usage{Objects: 2, Bytes: 2048}},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var v any
+		switch r.URL.Path {
+		case adminapi.BasePath + "/buckets":
+			v = adminapi.BucketList{Buckets: buckets}
+		case adminapi.BasePath + "/buckets/bad":
+			v = buckets[0]
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"COFFER_ENDPOINT": srv.URL, "COFFER_ACCESS_KEY": "AK", "COFFER_SECRET_KEY": "SK"}
+
+	code, stdout, stderr := runCLI(t, env, "admin", "bucket", "ls")
+	for _, re := range []string{`(?m)^bad +\? +\? +\? +\? +no +2026-01-02T03:04:05Z$`, `(?m)^good +2 +2\.0 KiB +0 +0 B +no +2026-`} {
+		if !regexp.MustCompile(re).MatchString(stdout) {
+			t.Errorf("bucket ls does not match %q:\n%s", re, stdout)
+		}
+	}
+	if want := "The stored usage of bad is corrupt (shown as ?); 'coffer admin usage check --repair' resets it.\n"; code != 0 || stderr != want {
+		t.Errorf("bucket ls: exit %d, stderr %q; want 0, %q", code, stderr, want)
+	}
+	var list adminapi.BucketList
+	code, stdout, _ = runCLI(t, env, "admin", "bucket", "ls", "--json")
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || code != 0 {
+		t.Fatalf("bucket ls --json: exit %d, %v:\n%s", code, err, stdout)
+	}
+	if diff := cmp.Diff(buckets, list.Buckets); diff != "" {
+		t.Errorf("bucket ls --json (-want +got):\n%s", diff)
+	}
+
+	code, stdout, stderr = runCLI(t, env, "admin", "bucket", "info", "bad")
+	if !regexp.MustCompile(`(?m)^Usage: +unknown: the stored value is corrupt; 'coffer admin usage check --repair' resets it$`).MatchString(stdout) ||
+		strings.Contains(stdout, "Objects:") || code != 0 || stderr != "" {
+		t.Errorf("bucket info of a corrupt bucket: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 }
 

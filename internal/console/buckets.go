@@ -31,11 +31,14 @@ func bucketsPage() page {
 
 // bucketRow is one line of the bucket list.
 type bucketRow struct {
-	Name      string
-	Objects   int64
-	Bytes     int64
-	Created   time.Time
-	CanDelete bool
+	Name    string
+	Objects int64
+	Bytes   int64
+	// UsageCorrupt: the bucket's stored usage does not decode, so Objects
+	// and Bytes are not known (the row says so instead).
+	UsageCorrupt bool
+	Created      time.Time
+	CanDelete    bool
 }
 
 // bucketsView is the bucket list page's data.
@@ -74,7 +77,7 @@ func (h *Handler) bucketList(r *http.Request, s *session) (bucketsView, error) {
 			continue
 		}
 		v.Buckets = append(v.Buckets, bucketRow{
-			Name: b.Name, Objects: b.Usage.Objects, Bytes: b.Usage.Bytes, Created: b.Created,
+			Name: b.Name, Objects: b.Usage.Objects, Bytes: b.Usage.Bytes, UsageCorrupt: b.UsageCorrupt, Created: b.Created,
 			CanDelete: h.authorize(r, s, iam.DeleteBucket, b.Name) == nil,
 		})
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -134,5 +135,46 @@ func TestBucketsFollowPolicies(t *testing.T) {
 	resp = del("alice-one")
 	if b := body(t, resp); resp.StatusCode != http.StatusConflict || !strings.Contains(b, "not empty") {
 		t.Errorf("delete a bucket with an object: %d, want 409 saying it is not empty\n%s", resp.StatusCode, b)
+	}
+}
+
+// corruptUsage is the object service with bucket's stored usage reported
+// as corrupt, as objects.Service reports a value that does not decode.
+type corruptUsage struct {
+	Buckets
+	bucket string
+}
+
+func (c corruptUsage) BucketsUsage(ctx context.Context) ([]objects.BucketUsage, error) {
+	bs, err := c.Buckets.BucketsUsage(ctx)
+	for i := range bs {
+		if bs[i].Name == c.bucket {
+			bs[i].Usage, bs[i].UsageCorrupt = objects.Usage{}, true
+		}
+	}
+	return bs, err
+}
+
+// A bucket whose stored usage is corrupt is listed, saying so, and the
+// others as they are.
+func TestBucketsCorruptUsage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.h.buckets = corruptUsage{Buckets: f.h.buckets, bucket: "bad"}
+	f.bucket(t, "bad")
+	f.bucket(t, "good")
+	id, _ := f.signIn(t, testRootKey, testRootSecret)
+	resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id})
+	b := body(t, resp)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /buckets: %d\n%s", resp.StatusCode, b)
+	}
+	for _, want := range []string{
+		"<tr data-bucket=\"bad\">\n    <td><a href=\"/objects/bad\">bad</a></td>\n    " + corruptUsageCell,
+		"<tr data-bucket=\"good\">\n    <td><a href=\"/objects/good\">good</a></td>\n    <td class=\"num\">0</td>",
+	} {
+		if !strings.Contains(b, want) {
+			t.Errorf("the bucket list has no %q:\n%s", want, b)
+		}
 	}
 }

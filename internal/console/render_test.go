@@ -148,8 +148,8 @@ const templateRows = `{{define "objects"}}{{$b := .Bucket}}
   {{- range .}}
   <tr data-bucket="{{.Name}}">
     <td><a href="/objects/{{.Name}}">{{.Name}}</a></td>
-    <td class="num">{{.Objects}}</td>
-    <td class="num" title="{{.Bytes}} bytes">{{bytes .Bytes}}</td>
+    {{if .UsageCorrupt}}<td class="num corrupt" colspan="2" title="The stored usage of this bucket is corrupt: coffer admin usage check --repair resets it.">usage unknown</td>{{else}}<td class="num">{{.Objects}}</td>
+    <td class="num" title="{{.Bytes}} bytes">{{bytes .Bytes}}</td>{{end}}
     <td>{{time .Created}}</td>
     <td class="actions">{{if .CanDelete}}<a class="danger" href="/buckets/{{.Name}}/delete">Delete</a>{{end}}</td>
   </tr>
@@ -177,7 +177,8 @@ func checkRows(t *testing.T, s string, size int64, when time.Time) {
 			t.Errorf("objectRows(%q, rows of %q):\n got %q\nwant %q", bucket, s, got, want.String())
 		}
 	}
-	buckets := []bucketRow{{Name: s, Objects: size, Bytes: size, Created: when, CanDelete: true}, {Name: s, Objects: -1, Bytes: 1 << 40, Created: when}}
+	buckets := []bucketRow{{Name: s, Objects: size, Bytes: size, Created: when, CanDelete: true}, {Name: s, Objects: -1, Bytes: 1 << 40, Created: when},
+		{Name: s, UsageCorrupt: true, Created: when, CanDelete: true}}
 	var want strings.Builder
 	if err := rowsTemplate.ExecuteTemplate(&want, "buckets", buckets); err != nil {
 		t.Fatal(err)

@@ -107,8 +107,8 @@ func objectRows(bucket string, folders []folderRow, objs []objectRow) template.H
 //
 //	<tr data-bucket="{{.Name}}">
 //	  <td><a href="/objects/{{.Name}}">{{.Name}}</a></td>
-//	  <td class="num">{{.Objects}}</td>
-//	  <td class="num" title="{{.Bytes}} bytes">{{bytes .Bytes}}</td>
+//	  {{if .UsageCorrupt}}<td class="num corrupt" colspan="2" title="…">usage unknown</td>{{else}}<td class="num">{{.Objects}}</td>
+//	  <td class="num" title="{{.Bytes}} bytes">{{bytes .Bytes}}</td>{{end}}
 //	  <td>{{time .Created}}</td>
 //	  <td class="actions">{{if .CanDelete}}<a class="danger" href="/buckets/{{.Name}}/delete">Delete</a>{{end}}</td>
 //	</tr>
@@ -128,13 +128,19 @@ func bucketRows(rows []bucketRow) template.HTML {
 		w.url(r.Name, true)
 		w.WriteString("\">")
 		w.html(r.Name)
-		w.WriteString("</a></td>\n    <td class=\"num\">")
-		w.int(r.Objects)
-		w.WriteString("</td>\n    <td class=\"num\" title=\"")
-		w.int(r.Bytes)
-		w.WriteString(" bytes\">")
-		w.html(bytesize.Format(r.Bytes))
-		w.WriteString("</td>\n    <td>")
+		w.WriteString("</a></td>\n    ")
+		if r.UsageCorrupt {
+			w.WriteString(corruptUsageCell)
+		} else {
+			w.WriteString("<td class=\"num\">")
+			w.int(r.Objects)
+			w.WriteString("</td>\n    <td class=\"num\" title=\"")
+			w.int(r.Bytes)
+			w.WriteString(" bytes\">")
+			w.html(bytesize.Format(r.Bytes))
+			w.WriteString("</td>")
+		}
+		w.WriteString("\n    <td>")
 		w.time(r.Created)
 		w.WriteString("</td>\n    <td class=\"actions\">")
 		if r.CanDelete {
@@ -146,6 +152,10 @@ func bucketRows(rows []bucketRow) template.HTML {
 	}
 	return template.HTML(w.String())
 }
+
+// corruptUsageCell stands for the Objects and Size cells of a bucket whose
+// stored usage does not decode.
+const corruptUsageCell = `<td class="num corrupt" colspan="2" title="The stored usage of this bucket is corrupt: coffer admin usage check --repair resets it.">usage unknown</td>`
 
 // rowWriter builds rows, escaping each value for its context.
 type rowWriter struct{ strings.Builder }

@@ -78,6 +78,11 @@ func (u Usage) sub(d Usage) Usage {
 type BucketUsage struct {
 	Bucket
 	Usage Usage
+	// UsageErr is why Usage is not known, and zero: the bucket's stored
+	// usage does not decode (an error wrapping errCorrupt, which only
+	// corruption or a bug makes; CheckUsage with repair resets the
+	// value). It is nil when Usage is the bucket's.
+	UsageErr error
 }
 
 // usageKey appends the key of bucket's usage to dst.
@@ -239,7 +244,8 @@ func objectUsage(o *Object) Usage {
 }
 
 // BucketUsage returns bucket name with its usage, or ErrNotFound. The
-// record and the usage are read from one snapshot.
+// record and the usage are read from one snapshot. If the usage does not
+// decode, UsageErr says so.
 func (db *DB) BucketUsage(ctx context.Context, name string) (BucketUsage, error) {
 	if err := ctx.Err(); err != nil {
 		return BucketUsage{}, err
@@ -277,17 +283,28 @@ func readBucketUsage(it kvIter, name string, bk, uk []byte) (BucketUsage, bool, 
 	if !it.seekGE(uk) || !bytes.Equal(it.key(), uk) {
 		return bu, true, nil // a bucket without usage holds nothing
 	}
-	if v, err = it.value(); err == nil {
-		bu.Usage, err = decodeUsage(v)
-	}
-	if err != nil {
+	if v, err = it.value(); err != nil {
 		return BucketUsage{}, false, fmt.Errorf("meta: usage of %s: %w", name, err)
 	}
+	bu.setUsage(v)
 	return bu, true, nil
 }
 
+// setUsage sets bu's usage from the stored value v, or UsageErr if v does
+// not decode: one corrupt value must not hide every bucket's usage (the
+// listing, the storage metrics).
+func (bu *BucketUsage) setUsage(v []byte) {
+	u, err := decodeUsage(v)
+	if err != nil {
+		bu.Usage, bu.UsageErr = Usage{}, fmt.Errorf("meta: usage of %s: %w", bu.Name, err)
+		return
+	}
+	bu.Usage = u
+}
+
 // BucketsUsage returns every bucket with its usage, in name order, read
-// from one snapshot.
+// from one snapshot. A bucket whose usage does not decode is listed with
+// UsageErr set.
 func (db *DB) BucketsUsage(ctx context.Context) ([]BucketUsage, error) {
 	it, err := db.kv.newIter([]byte{tableBucket}, []byte{tableUsage + 1})
 	if err != nil {
@@ -332,12 +349,10 @@ func scanBucketsUsage(ctx context.Context, it kvIter) ([]BucketUsage, error) {
 			continue // usage of no bucket: CheckUsage reports it
 		}
 		v, err := it.value()
-		if err == nil {
-			out[i].Usage, err = decodeUsage(v)
-		}
 		if err != nil {
 			return nil, fmt.Errorf("usage of %s: %w", name, err)
 		}
+		out[i].setUsage(v)
 	}
 	return out, nil
 }

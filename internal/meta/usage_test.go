@@ -581,13 +581,30 @@ func TestUsageCheckProblems(t *testing.T) {
 	b.close()
 	compactAll(t, db) // the corrupt operand goes through the merger
 
-	if _, err := db.BucketUsage(ctx, "corrupt"); !errors.Is(err, errCorrupt) {
-		t.Errorf("BucketUsage of a corrupt value = %v, want errCorrupt", err)
-	}
-	if _, err := db.BucketsUsage(ctx); !errors.Is(err, errCorrupt) {
-		t.Errorf("BucketsUsage with a corrupt value = %v, want errCorrupt", err)
-	}
+	// A value that does not decode is reported with its bucket, whose
+	// usage is zero; the other buckets are listed as they are.
 	one := Usage{Objects: 1, Bytes: 3}
+	bu, err := db.BucketUsage(ctx, "corrupt")
+	if err != nil || bu.Usage != (Usage{}) || !errors.Is(bu.UsageErr, errCorrupt) {
+		t.Errorf("BucketUsage of a corrupt value = %+v, %v; want zero usage with errCorrupt", bu, err)
+	}
+	all, err := db.BucketsUsage(ctx)
+	if err != nil {
+		t.Fatalf("BucketsUsage with a corrupt value: %v", err)
+	}
+	for i, want := range []BucketUsage{
+		{Bucket: Bucket{Name: "corrupt", Created: testTime}},
+		{Bucket: Bucket{Name: "fine", Created: testTime}, Usage: one},
+		{Bucket: Bucket{Name: "missing", Created: testTime}},
+	} {
+		if i >= len(all) {
+			t.Fatalf("BucketsUsage = %+v, want 3 buckets", all)
+		}
+		if got := all[i]; got.Name != want.Name || !got.Created.Equal(want.Created) || got.Usage != want.Usage ||
+			(got.UsageErr != nil) != (want.Name == "corrupt") || got.UsageErr != nil && !errors.Is(got.UsageErr, errCorrupt) {
+			t.Errorf("BucketsUsage[%d] = %+v, want %+v (with errCorrupt if corrupt)", i, got, want)
+		}
+	}
 	want := []UsageMismatch{
 		{Bucket: "corrupt", Counted: one, Problem: problemCorrupt},
 		{Bucket: "ghost", Stored: Usage{Objects: 1}, Problem: problemOrphanUsage},

@@ -23,6 +23,10 @@ type Usage struct {
 type BucketUsage struct {
 	Bucket
 	Usage Usage
+	// UsageCorrupt says that the bucket's stored usage does not decode
+	// (corruption, or a bug): Usage is zero, not what the bucket holds,
+	// until CheckUsage with repair resets it.
+	UsageCorrupt bool
 }
 
 // UsageMismatch is a bucket whose recorded usage differs from a recount of
@@ -50,10 +54,12 @@ func (s *Service) BucketUsage(ctx context.Context, name string) (BucketUsage, er
 	if err != nil {
 		return BucketUsage{}, fmt.Errorf("usage of bucket %s: %w", name, err)
 	}
-	return bucketUsage(bu), nil
+	return s.bucketUsage(ctx, bu), nil
 }
 
-// BucketsUsage returns every bucket with its usage, in name order.
+// BucketsUsage returns every bucket with its usage, in name order. A
+// bucket whose stored usage does not decode is listed with UsageCorrupt
+// (and logged), so that it hides neither the others nor the totals.
 func (s *Service) BucketsUsage(ctx context.Context) ([]BucketUsage, error) {
 	bus, err := s.db.BucketsUsage(ctx)
 	if err != nil {
@@ -61,7 +67,7 @@ func (s *Service) BucketsUsage(ctx context.Context) ([]BucketUsage, error) {
 	}
 	out := make([]BucketUsage, len(bus))
 	for i, bu := range bus {
-		out[i] = bucketUsage(bu)
+		out[i] = s.bucketUsage(ctx, bu)
 	}
 	return out, nil
 }
@@ -85,9 +91,15 @@ func (s *Service) CheckUsage(ctx context.Context, repair bool) (UsageCheck, erro
 	return out, nil
 }
 
-func bucketUsage(bu meta.BucketUsage) BucketUsage {
+// bucketUsage converts bu, logging a usage value that does not decode:
+// an operator must repair it.
+func (s *Service) bucketUsage(ctx context.Context, bu meta.BucketUsage) BucketUsage {
+	if bu.UsageErr != nil {
+		s.log.ErrorContext(ctx, "bucket usage unreadable", "bucket", bu.Name, "err", bu.UsageErr)
+	}
 	return BucketUsage{
-		Bucket: Bucket{Name: bu.Name, Region: bu.Region, Created: bu.Created},
-		Usage:  Usage(bu.Usage),
+		Bucket:       Bucket{Name: bu.Name, Region: bu.Region, Created: bu.Created},
+		Usage:        Usage(bu.Usage),
+		UsageCorrupt: bu.UsageErr != nil,
 	}
 }

@@ -41,7 +41,8 @@ func opsMethodNotAllowed(w http.ResponseWriter, _ *http.Request) {
 
 // storageTotals sums the buckets' usage for the coffer_storage_* gauges.
 // The usage records are kept exact by the metadata store, so a scrape
-// reads one small record per bucket, never the objects.
+// reads one small record per bucket, never the objects. A bucket whose
+// usage is corrupt counts zero (the object service logs it).
 func (st *storage) storageTotals(ctx context.Context) (metrics.Storage, error) {
 	bus, err := st.objects.BucketsUsage(ctx)
 	if err != nil {
