@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/coffer-s3/coffer/internal/secretfile"
 )
 
 // DefaultPollInterval is how often Watch looks at the files.
@@ -233,8 +235,8 @@ func (r *Reloader) checkKeyMode() {
 	if err != nil {
 		return // LoadX509KeyPair says
 	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		r.log.Warn("TLS key file is open to group or others: run chmod 600 on it (and consider a new key)", "key_file", r.keyFile, "mode", fmt.Sprintf("%#o", perm))
+	if e := secretfile.Check(r.keyFile, fi); e != nil {
+		r.log.Warn("TLS key file is open to group or others: run chmod 600 on it (and consider a new key)", "key_file", r.keyFile, "mode", fmt.Sprintf("%#o", e.Mode))
 	}
 }
 

@@ -2,8 +2,8 @@
 // credentials) and tells whether anyone but their owner may read or write
 // them. It is the one copy of that check: the server refuses root
 // credentials and master-key files that fail it, the CLI refuses a
-// --secret-key-file that does, and the PostgreSQL password file and
-// admin migrate's bucket-secret file are read with a warning.
+// --secret-key-file that does, and the PostgreSQL password file, admin
+// migrate's bucket-secret file and the TLS key are read with a warning.
 package secretfile
 
 import (
