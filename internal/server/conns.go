@@ -18,17 +18,22 @@ import (
 // slowloris clients still trickling headers), else the one idle longest
 // between keep-alive requests if that has been idle for minIdleEvict — so
 // clients that send nothing cannot lock out those that do, and a client
-// between two requests on its pool's connection keeps it. Otherwise (every
-// connection has a request in progress or is a busy client's) the new one
-// is closed at once (the requests themselves are bounded by s3api's
-// request limit). Connections beyond those net/http accepts wait in the
-// kernel's listen backlog, where they cost the process nothing.
+// between two requests on its pool's connection keeps it. Failing those,
+// it closes the connection whose answer has moved nothing for longest, if
+// that is minStallEvict or more (a client that does not read: its write
+// deadline would end it after limits.body-idle, but at the limit it is the
+// least useful connection). Otherwise (every connection has a request in
+// progress or is a busy client's) the new one is closed at once (the
+// requests themselves are bounded by s3api's request limit). Connections
+// beyond those net/http accepts wait in the kernel's listen backlog, where
+// they cost the process nothing.
 //
 // Its track method must be the http.Server's ConnState hook.
 type connLimit struct {
 	net.Listener
-	max     int
-	minIdle time.Duration // minIdleEvict; tests shorten it
+	max      int
+	minIdle  time.Duration // minIdleEvict; tests shorten it
+	minStall time.Duration // minStallEvict; tests shorten it
 
 	mu    sync.Mutex
 	conns map[net.Conn]*list.Element // every open connection → its place in fresh or idle, nil while it has a request in progress
@@ -36,6 +41,7 @@ type connLimit struct {
 	idle  *list.List                 // of idleConn between keep-alive requests, longest idle first
 
 	evicted atomic.Int64 // waiting connections closed to make room
+	stalled atomic.Int64 // of those, connections whose answer did not move
 	refused atomic.Int64 // new connections closed because none could be
 }
 
@@ -48,6 +54,11 @@ const maxSkipPending = 16
 // requests is not.
 const minIdleEvict = time.Second
 
+// minStallEvict is how long an answer's write must have moved nothing
+// (progressConn: a chunk of 64 KiB, or 512 KiB sent with sendfile) for
+// its connection to be closed for a new one.
+const minStallEvict = 2 * time.Second
+
 // idleConn is a connection idle between requests, and since when.
 type idleConn struct {
 	c     net.Conn
@@ -55,7 +66,8 @@ type idleConn struct {
 }
 
 func newConnLimit(ln net.Listener, max int) *connLimit {
-	return &connLimit{Listener: ln, max: max, minIdle: minIdleEvict, conns: make(map[net.Conn]*list.Element), fresh: list.New(), idle: list.New()}
+	return &connLimit{Listener: ln, max: max, minIdle: minIdleEvict, minStall: minStallEvict,
+		conns: make(map[net.Conn]*list.Element), fresh: list.New(), idle: list.New()}
 }
 
 // Accept returns the next connection, making room for it first.
@@ -83,18 +95,23 @@ func (l *connLimit) Accept() (net.Conn, error) {
 					e = f
 				}
 			}
-			if e == nil {
+			switch {
+			case e != nil:
+				if ic, ok := e.Value.(idleConn); ok {
+					victim = ic.c
+				} else {
+					victim = e.Value.(net.Conn)
+				}
+				l.remove(e)
+			default:
+				victim = l.stalledLongest()
+			}
+			if victim == nil {
 				l.mu.Unlock()
 				l.refused.Add(1)
 				c.Close()
 				continue
 			}
-			if ic, ok := e.Value.(idleConn); ok {
-				victim = ic.c
-			} else {
-				victim = e.Value.(net.Conn)
-			}
-			l.remove(e)
 			delete(l.conns, victim)
 		}
 		l.conns[c] = l.fresh.PushBack(c)
@@ -105,6 +122,27 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		}
 		return c, nil
 	}
+}
+
+// stalledLongest returns the connection with a request in progress whose
+// answer has moved nothing for longest, if for minStallEvict or more;
+// nil otherwise. It looks at every such connection: it runs only at the
+// limit, when no waiting connection could make room. l.mu is held.
+func (l *connLimit) stalledLongest() net.Conn {
+	var victim net.Conn
+	oldest := time.Now().Add(-l.minStall)
+	for c, e := range l.conns {
+		if e != nil {
+			continue // waiting, not busy
+		}
+		if t := writeStalledSince(c); !t.IsZero() && t.Before(oldest) {
+			victim, oldest = c, t
+		}
+	}
+	if victim != nil {
+		l.stalled.Add(1)
+	}
+	return victim
 }
 
 // track follows a connection's state (http.Server.ConnState).
@@ -157,7 +195,8 @@ func registerLoadMetrics(m *metrics.Registry, l *connLimit, h *s3api.Handler) er
 		counter    bool
 	}{
 		{"coffer_s3_connections_open", "Connections open on the S3 listener.", func() float64 { return float64(l.open()) }, false},
-		{"coffer_s3_connections_evicted_total", "Connections without a request in progress closed to make room for new ones (limits.connections reached).", func() float64 { return float64(l.evicted.Load()) }, true},
+		{"coffer_s3_connections_evicted_total", "Connections closed to make room for new ones (limits.connections reached): waiting ones, or ones whose client did not read its answer (coffer_s3_connections_stalled_total).", func() float64 { return float64(l.evicted.Load()) }, true},
+		{"coffer_s3_connections_stalled_total", "Connections closed to make room for new ones because their answer had moved nothing for 2 s (a client that does not read).", func() float64 { return float64(l.stalled.Load()) }, true},
 		{"coffer_s3_connections_refused_total", "New connections closed at once because every open one had a request in progress (limits.connections reached).", func() float64 { return float64(l.refused.Load()) }, true},
 		{"coffer_s3_requests_queued", "S3 requests waiting for one of limits.requests (at most limits.queue).", func() float64 { return float64(h.Load().Queued) }, false},
 		{"coffer_s3_requests_slowdown_total", "S3 requests answered 503 SlowDown: the queue was full or they waited limits.queue-wait.", func() float64 { return float64(h.Load().Refused) }, true},

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -65,6 +66,32 @@ type progressConn struct {
 	net.Conn
 	idle time.Duration
 	set  time.Time // when the write deadline was last moved
+	// writing is when the chunk being written started (the write in
+	// progress last moved data then), in Unix nanoseconds; 0 between
+	// writes. connLimit reads it to find connections whose client does
+	// not read.
+	writing atomic.Int64
+}
+
+// stalledSince returns when c's write in progress last moved data (when
+// its chunk began), or the zero time if it has none.
+func (c *progressConn) stalledSince() time.Time {
+	if ns := c.writing.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// writeStalledSince returns when the write in progress on c (a
+// progressConn, or a TLS connection over one) started, or the zero time.
+func writeStalledSince(c net.Conn) time.Time {
+	if u, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
+		c = u.NetConn()
+	}
+	if pc, ok := c.(*progressConn); ok {
+		return pc.stalledSince()
+	}
+	return time.Time{}
 }
 
 // renew moves the write deadline to idle from now, if it is due.
@@ -89,8 +116,10 @@ func (c *progressConn) SetDeadline(t time.Time) error {
 }
 
 func (c *progressConn) Write(p []byte) (int, error) {
+	defer c.writing.Store(0)
 	n := 0
 	for len(p) > 0 {
+		c.writing.Store(time.Now().UnixNano())
 		c.renew()
 		k, err := c.Conn.Write(p[:min(len(p), progressChunk)])
 		n += k
@@ -116,12 +145,14 @@ func (c *progressConn) ReadFrom(r io.Reader) (int64, error) {
 		src, left = lr.R, lr.N
 		defer func() { lr.N = left }()
 	}
+	defer c.writing.Store(0)
 	var total int64
 	for left != 0 {
 		chunk := int64(sendfileChunk)
 		if left > 0 {
 			chunk = min(chunk, left)
 		}
+		c.writing.Store(time.Now().UnixNano())
 		c.set = time.Time{} // a deadline per chunk
 		c.renew()
 		n, err := rf.ReadFrom(&io.LimitedReader{R: src, N: chunk})

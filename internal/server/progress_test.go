@@ -264,3 +264,40 @@ func TestOpsConnectionLimit(t *testing.T) {
 		t.Errorf("the oldest idle connection: read %v, want EOF (closed to make room)", err)
 	}
 }
+
+// At the connection limit, a connection whose client does not read its
+// answer is closed to make room once its writes have moved nothing for
+// minStallEvict, as an idle one is: clients that never read cannot lock
+// others out for limits.body-idle.
+func TestConnLimitEvictsStalledWriter(t *testing.T) {
+	cfg := limitedConfig(t, time.Minute, 8*time.Second)
+	cfg.S3.MaxRequests = 16
+	cfg.MaxConnections = 3
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	if st := send(t, signed(t, "PUT", base+"/stall", nil, -1)); st != 200 {
+		t.Fatalf("CreateBucket: %d", st)
+	}
+	big := bytes.Repeat([]byte("x"), 32<<20)
+	if st := send(t, signed(t, "PUT", base+"/stall/big", big, -1)); st != 200 {
+		t.Fatalf("PutObject: %d", st)
+	}
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	for range cfg.MaxConnections {
+		c, err := d.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		sendHead(t, c, signed(t, "GET", base+"/stall/big", nil, -1))
+	}
+	time.Sleep(minStallEvict + time.Second) // their answers fill the buffers, then stall
+	if st := send(t, signed(t, "HEAD", base+"/stall/big", nil, -1)); st != 200 {
+		t.Fatalf("HEAD with every connection held by a client that does not read: %d", st)
+	}
+	if n := s.conns.stalled.Load(); n < 1 {
+		t.Errorf("stalled evictions = %d, want at least 1", n)
+	}
+}
