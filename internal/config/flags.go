@@ -116,7 +116,7 @@ func settings(c *Config) []setting {
 		{name: "lifecycle.day", value: &durationValue{p: &c.Lifecycle.Day},
 			usage: "length of a lifecycle day, for testing only: with anything but 24h, rules count days of this length and due times are not rounded up to midnight UTC as S3 does"},
 		{name: "limits.connections", value: &intValue{&c.MaxConnections},
-			usage: "most connections the S3 listener keeps open; at the limit a new one closes the connection that has waited longest without a request in progress (idle, or still sending its headers)"},
+			usage: "most connections the S3 listener, and the ops listener, each keep open; at the limit a new one closes the connection that has waited longest without a request in progress (idle, or still sending its headers), else one whose client has read nothing of its answer for 2s"},
 		{name: "limits.requests", value: &intValue{&c.S3.MaxRequests},
 			usage: "most S3 requests served at once; more wait in a queue (limits.queue)"},
 		{name: "limits.queue", value: &intValue{&c.S3.MaxQueued},

@@ -249,6 +249,24 @@ func runCoffer(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
+// runCofferStdout is runCoffer for a command whose standard output is
+// parsed (--json): it returns that alone; warnings on standard error (a
+// storage path open to others, say) are in err when the command fails.
+func runCofferStdout(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cofferBinary(t), args...)
+	cmd.Env = childEnv(t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return string(out), err
+}
+
 // blockFiles counts the regular files under <dir>/blobs, excluding the
 // temporary directory blobs/.tmp.
 func blockFiles(t *testing.T, dir string) int {

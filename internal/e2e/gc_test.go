@@ -95,7 +95,7 @@ func TestGarbageCollection(t *testing.T) {
 	if before < int(want) {
 		t.Errorf("%d block files before GC, fewer than the %d live blocks", before, want)
 	}
-	out, err = runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
+	out, err = runCofferStdout(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
 	if err != nil {
 		t.Fatalf("coffer admin gc --json: %v\n%s", err, out)
 	}
@@ -115,7 +115,7 @@ func TestGarbageCollection(t *testing.T) {
 	}
 
 	// A second pass finds nothing.
-	out, err = runCoffer(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
+	out, err = runCofferStdout(t, "admin", "gc", "--offline", "--storage-path", dir, "--grace", "0s", "--json")
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Deleted != 0 {
 		t.Errorf("second gc: %v, %s; want nothing deleted", err, out)
 	}

@@ -251,9 +251,11 @@ func TestRefusedDrainFreesSlot(t *testing.T) {
 // The ops listener keeps a bounded number of connections: idle ones are
 // closed to make room, and the listener goes on serving.
 func TestOpsConnectionLimit(t *testing.T) {
-	s, _ := start(t, testConfig(t), testLogger(io.Discard))
+	cfg := testConfig(t)
+	cfg.MaxConnections = 50
+	s, _ := start(t, cfg, testLogger(io.Discard))
 	var conns []net.Conn
-	for range maxOpsConnections + 20 {
+	for range cfg.MaxConnections + 20 {
 		conns = append(conns, dial(t, s.ConsoleAddr()))
 	}
 	if st, _ := get(t, "http://"+s.ConsoleAddr()+"/healthz"); st != 200 {

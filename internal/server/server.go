@@ -56,11 +56,11 @@ const (
 	// of user metadata in a PUT (8 KiB for all headers in practice); 64 KiB
 	// leaves room for long presigned URLs and many x-amz-* headers.
 	maxHeaderBytes = 64 << 10
-	// maxOpsConnections and maxPprofConnections are the connection
-	// limits (connLimit) of the ops listener (console, metrics, health
-	// probes) and of the pprof listener: operators' tools, a few at a
-	// time, which must not let a flood of connections grow the process.
-	maxOpsConnections   = 256
+	// maxPprofConnections is the connection limit (connLimit) of the
+	// pprof listener: operators' tools, a few at a time. The ops listener
+	// (console, metrics, health probes) has the S3 listener's,
+	// limits.connections: a storm of sign-ins is answered 429 or 503, not
+	// dropped.
 	maxPprofConnections = 64
 	// handlerDrainTimeout bounds how long, after shutdown-timeout expired
 	// and connections were closed, Run waits for handlers still running
@@ -290,7 +290,7 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		if s.certs != nil {
 			s.consoleLn = tls.NewListener(s.consoleLn, s.certs.Config())
 		}
-		limit := newConnLimit(s.consoleLn, maxOpsConnections)
+		limit := newConnLimit(s.consoleLn, cfg.MaxConnections)
 		s.consoleLn = limit
 		s.console = &http.Server{
 			Handler:           bodyDeadlines(s.opsHandler(), idle),
