@@ -25,12 +25,12 @@ const gcPage = 1000
 //     between writing blocks and committing): snapshot the in-flight set,
 //     scan every reference in one consistent snapshot of the metadata into
 //     a Bloom filter (refSet), then list the block store and delete the
-//     listed blobs older than grace that are surely not referenced and not
-//     in flight. A blob older than grace that a record references now was
-//     either referenced at the scan, or its write was still in flight at
-//     the scan, and so already at the in-flight snapshot before it: a
-//     blob is in flight from before its first byte (its key's time) until
-//     after its record commits. Memory is the filter's, about 1.5 bytes
+//     listed blobs older than grace that are surely not referenced and
+//     were not in flight at the snapshot or since (inflightSet.watch). A
+//     blob a record references now was either referenced at the scan, or
+//     its record committed after it, so its write was in flight at the
+//     snapshot or began after it: a blob is in flight from before its
+//     first byte until after its record commits. Memory is the filter's, about 1.5 bytes
 //     per referenced block, whatever the store holds; a blob the filter
 //     takes for referenced by mistake (about 0.3 %) waits for a later
 //     pass, which hashes anew.
@@ -117,7 +117,8 @@ func (s *Service) drainGarbage(ctx context.Context, cutoff time.Time, own bool, 
 // The order (in-flight set, references, listing) is what makes it safe:
 // see GC.
 func (s *Service) sweepOrphans(ctx context.Context, cutoff time.Time, st *GCStats) error {
-	inflight := s.inflight.snapshot()
+	spared, stop := s.inflight.watch()
+	defer stop()
 	refs := newRefSet(int(s.lastRefs.Load()) * 5 / 4)
 	err := s.db.ReferencedBlocks(ctx, func(k string) error {
 		refs.add(k)
@@ -132,10 +133,7 @@ func (s *Service) sweepOrphans(ctx context.Context, cutoff time.Time, st *GCStat
 		// Keys of another format are not ours to judge; keys younger
 		// than the grace period may belong to a writer elsewhere.
 		t, ok := blobKeyTime(k)
-		if !ok || t.After(cutoff) || refs.mayHave(k) {
-			return nil
-		}
-		if _, ok := inflight[k]; ok {
+		if !ok || t.After(cutoff) || refs.mayHave(k) || spared(k) {
 			return nil
 		}
 		if err := s.store.Delete(ctx, k); err != nil {

@@ -197,3 +197,14 @@ func refs(keys ...string) []ObjectRef {
 
 // ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
+
+// snapshot returns a copy of the set, for tests that check it is empty.
+func (f *inflightSet) snapshot() map[string]struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := make(map[string]struct{}, len(f.keys))
+	for k := range f.keys {
+		m[k] = struct{}{}
+	}
+	return m
+}

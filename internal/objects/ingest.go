@@ -431,10 +431,14 @@ func (b *bodyReader) cause(err error) error {
 }
 
 // inflightSet holds the keys of blobs being written whose records have not
-// committed. The orphan sweep never deletes a key in it.
+// committed. The orphan sweep never deletes a key in it, nor one added
+// while it runs (watch).
 type inflightSet struct {
-	mu   sync.Mutex // guards keys
+	mu   sync.Mutex // guards keys and added
 	keys map[string]struct{}
+	// added records every key added since watch, while a sweep runs;
+	// nil otherwise.
+	added map[string]struct{}
 }
 
 func (f *inflightSet) add(k string) {
@@ -443,22 +447,44 @@ func (f *inflightSet) add(k string) {
 		f.keys = make(map[string]struct{})
 	}
 	f.keys[k] = struct{}{}
+	if f.added != nil {
+		f.added[k] = struct{}{}
+	}
 	f.mu.Unlock()
+}
+
+// watch returns a copy of the set and starts recording every key added
+// from now on, until stop: the orphan sweep spares both. A key's time
+// alone says it was added before the sweep began only if the clock never
+// stepped back; the record does not depend on the clock. One sweep
+// watches at a time (GC passes are serialised).
+func (f *inflightSet) watch() (spared func(k string) bool, stop func()) {
+	f.mu.Lock()
+	snap := make(map[string]struct{}, len(f.keys))
+	for k := range f.keys {
+		snap[k] = struct{}{}
+	}
+	f.added = make(map[string]struct{})
+	f.mu.Unlock()
+	spared = func(k string) bool {
+		if _, ok := snap[k]; ok {
+			return true
+		}
+		f.mu.Lock()
+		_, ok := f.added[k]
+		f.mu.Unlock()
+		return ok
+	}
+	stop = func() {
+		f.mu.Lock()
+		f.added = nil
+		f.mu.Unlock()
+	}
+	return spared, stop
 }
 
 func (f *inflightSet) remove(k string) {
 	f.mu.Lock()
 	delete(f.keys, k)
 	f.mu.Unlock()
-}
-
-// snapshot returns a copy of the set.
-func (f *inflightSet) snapshot() map[string]struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m := make(map[string]struct{}, len(f.keys))
-	for k := range f.keys {
-		m[k] = struct{}{}
-	}
-	return m
 }
