@@ -118,7 +118,10 @@ func (l *connLimit) Accept() (net.Conn, error) {
 		l.mu.Unlock()
 		if victim != nil {
 			l.evicted.Add(1)
-			victim.Close()
+			// Not on the accept loop: a TLS connection's Close sends
+			// close_notify, which waits (up to 5 s) for a client that
+			// does not read.
+			go victim.Close()
 		}
 		return c, nil
 	}
@@ -126,17 +129,42 @@ func (l *connLimit) Accept() (net.Conn, error) {
 
 // stalledLongest returns the connection with a request in progress whose
 // answer has moved nothing for longest, if for minStallEvict or more;
-// nil otherwise. It looks at every such connection: it runs only at the
-// limit, when no waiting connection could make room. l.mu is held.
+// nil otherwise. It runs only at the limit, when no waiting connection
+// could make room, and looks at every busy connection: one whose write
+// has been blocked for minStallEvict (progressConn.stalledSince: its
+// chunk began then) is stalled if the bytes its client acknowledged have
+// not changed for minStallEvict either (TCP_INFO, sampled by these calls:
+// a client reading slowly but steadily acknowledges some), or, where the
+// kernel cannot tell, by the chunk's age alone. So a connection becomes
+// evictable at the second look at it, minStallEvict after the first. l.mu
+// is held.
 func (l *connLimit) stalledLongest() net.Conn {
 	var victim net.Conn
-	oldest := time.Now().Add(-l.minStall)
+	now := time.Now()
+	oldest := now.Add(-l.minStall)
 	for c, e := range l.conns {
 		if e != nil {
 			continue // waiting, not busy
 		}
-		if t := writeStalledSince(c); !t.IsZero() && t.Before(oldest) {
-			victim, oldest = c, t
+		pc := progressOf(c)
+		if pc == nil {
+			continue
+		}
+		since := pc.stalledSince()
+		if since.IsZero() || since.After(oldest) {
+			pc.ackSampleAt = time.Time{}
+			continue
+		}
+		acked, ok := ackedBytes(pc)
+		if ok {
+			if pc.ackSampleAt.IsZero() || acked != pc.ackSample {
+				pc.ackSample, pc.ackSampleAt = acked, now
+				continue
+			}
+			since = pc.ackSampleAt
+		}
+		if since.Before(oldest) || since.Equal(oldest) {
+			victim, oldest = c, since
 		}
 	}
 	if victim != nil {

@@ -66,6 +66,15 @@ type progressConn struct {
 	net.Conn
 	idle time.Duration
 	set  time.Time // when the write deadline was last moved
+	// fixed is a write deadline someone set explicitly (crypto/tls gives
+	// its close_notify 5 s): writes keep it instead of moving it past; zero
+	// when there is none (net/http clears it after every answer).
+	fixed time.Time
+	// ackSample and ackSampleAt are the bytes the client had acknowledged
+	// when connLimit last looked at this connection's stalled write, and
+	// when: its stall is measured by them (guarded by connLimit.mu).
+	ackSample   uint64
+	ackSampleAt time.Time
 	// writing is when the chunk being written started (the write in
 	// progress last moved data then), in Unix nanoseconds; 0 between
 	// writes. connLimit reads it to find connections whose client does
@@ -82,36 +91,40 @@ func (c *progressConn) stalledSince() time.Time {
 	return time.Time{}
 }
 
-// writeStalledSince returns when the write in progress on c (a
-// progressConn, or a TLS connection over one) started, or the zero time.
-func writeStalledSince(c net.Conn) time.Time {
+// progressOf returns the progressConn c is (or a TLS connection over), or
+// nil.
+func progressOf(c net.Conn) *progressConn {
 	if u, ok := c.(interface{ NetConn() net.Conn }); ok { // *tls.Conn
 		c = u.NetConn()
 	}
-	if pc, ok := c.(*progressConn); ok {
-		return pc.stalledSince()
-	}
-	return time.Time{}
+	pc, _ := c.(*progressConn)
+	return pc
 }
 
-// renew moves the write deadline to idle from now, if it is due.
+// renew moves the write deadline to idle from now, if it is due, but
+// never past a deadline set explicitly.
 func (c *progressConn) renew() {
 	if now := time.Now(); now.Sub(c.set) >= c.idle/4 {
-		_ = c.Conn.SetWriteDeadline(now.Add(c.idle))
+		d := now.Add(c.idle)
+		if !c.fixed.IsZero() && c.fixed.Before(d) {
+			d = c.fixed
+		}
+		_ = c.Conn.SetWriteDeadline(d)
 		c.set = now
 	}
 }
 
-// SetWriteDeadline passes t on and makes the next write set its own:
-// net/http clears the write deadline after every answer.
+// SetWriteDeadline passes t on. A zero t (net/http clears the deadline
+// after every answer) makes the next write set its own; another is kept:
+// writes never move the deadline past it.
 func (c *progressConn) SetWriteDeadline(t time.Time) error {
-	c.set = time.Time{}
+	c.set, c.fixed = time.Time{}, t
 	return c.Conn.SetWriteDeadline(t)
 }
 
 // SetDeadline is SetWriteDeadline's, for both directions.
 func (c *progressConn) SetDeadline(t time.Time) error {
-	c.set = time.Time{}
+	c.set, c.fixed = time.Time{}, t
 	return c.Conn.SetDeadline(t)
 }
 

@@ -284,6 +284,9 @@ func TestConnLimitEvictsStalledWriter(t *testing.T) {
 	if st := send(t, signed(t, "PUT", base+"/stall/big", big, -1)); st != 200 {
 		t.Fatalf("PutObject: %d", st)
 	}
+	for s.conns.open() != 0 { // the PUTs' connections are gone
+		time.Sleep(10 * time.Millisecond)
+	}
 	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}
@@ -296,10 +299,130 @@ func TestConnLimitEvictsStalledWriter(t *testing.T) {
 		sendHead(t, c, signed(t, "GET", base+"/stall/big", nil, -1))
 	}
 	time.Sleep(minStallEvict + time.Second) // their answers fill the buffers, then stall
-	if st := send(t, signed(t, "HEAD", base+"/stall/big", nil, -1)); st != 200 {
-		t.Fatalf("HEAD with every connection held by a client that does not read: %d", st)
+	// The first look at the stalled connections samples what their
+	// clients acknowledged; a connection is closed at a look that finds
+	// no change minStallEvict later. A client retries meanwhile, as the
+	// SDKs do.
+	deadline := time.Now().Add(4 * minStallEvict)
+	for {
+		r := signed(t, "HEAD", base+"/stall/big", nil, -1)
+		resp, err := client().Do(r)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("HEAD: %d", resp.StatusCode)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("HEAD with every connection held by a client that does not read, after %v: %v", 4*minStallEvict, err)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 	if n := s.conns.stalled.Load(); n < 1 {
 		t.Errorf("stalled evictions = %d, want at least 1", n)
+	}
+}
+
+// A client that reads its answer slowly but steadily is not taken for one
+// that does not read, however long its writes take: at the limit, new
+// connections are refused rather than its connection closed.
+func TestConnLimitSparesSlowReader(t *testing.T) {
+	cfg := limitedConfig(t, time.Minute, 8*time.Second)
+	cfg.S3.MaxRequests = 16
+	cfg.MaxConnections = 1
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	if send(t, signed(t, "PUT", base+"/slow", nil, -1)) != 200 {
+		t.Fatal("CreateBucket")
+	}
+	big := bytes.Repeat([]byte("y"), 32<<20)
+	if send(t, signed(t, "PUT", base+"/slow/big", big, -1)) != 200 {
+		t.Fatal("PutObject")
+	}
+	for s.conns.open() != 0 { // the PUTs' connections are gone: the GET gets the one slot
+		time.Sleep(10 * time.Millisecond)
+	}
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	c, err := d.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sendHead(t, c, signed(t, "GET", base+"/slow/big", nil, -1))
+	if _, err := io.ReadFull(c, make([]byte, 4096)); err != nil { // its answer has begun
+		t.Fatal(err)
+	}
+	// Read 4 KiB every 100 ms (40 KiB/s) while new connections keep
+	// arriving at the limit.
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			select {
+			case <-stop:
+				readErr <- nil
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if _, err := c.Read(buf); err != nil {
+				readErr <- err
+				return
+			}
+		}
+	}()
+	for end := time.Now().Add(3 * minStallEvict); time.Now().Before(end); {
+		if nc, err := net.Dial("tcp", s.Addr()); err == nil {
+			nc.Close()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatalf("the slow reader's connection failed: %v (stalled evictions %d, evicted %d, refused %d)", err, s.conns.stalled.Load(), s.conns.evicted.Load(), s.conns.refused.Load())
+	}
+	if n := s.conns.stalled.Load(); n != 0 {
+		t.Errorf("stalled evictions = %d, want none", n)
+	}
+}
+
+// A write deadline set explicitly (crypto/tls gives close_notify 5 s) is
+// kept: writes do not move it to limits.body-idle.
+func TestProgressKeepsExplicitDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			peer <- c
+		}
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	defer (<-peer).Close() // never reads
+	c := &progressConn{Conn: raw, idle: time.Minute}
+	_ = c.SetWriteDeadline(time.Now().Add(300 * time.Millisecond))
+	start := time.Now()
+	for {
+		if _, err := c.Write(make([]byte, 1<<20)); err != nil {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("writes to a peer that does not read went on for 10 s past a 300 ms deadline")
+		}
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("the write failed after %v, want about 300 ms", el)
 	}
 }
