@@ -231,9 +231,13 @@ func (w *writer) excess(c pgCap) (n, untrusted int64, bytes bool) {
 	if m := w.l.maxEvents; m > 0 && c.events > m {
 		n = c.events - m
 	}
-	// A table smaller than when the cap last evicted was shrunk since
-	// (VACUUM FULL): the size recorded then says nothing any more.
-	grown := c.size > c.evictedAt || c.evictedAt > c.size
+	// Deleted rows leave room that inserts reuse, so the table grows past
+	// the size it had when the cap last evicted only once the log holds
+	// more. A table much smaller than that was rewritten since (VACUUM
+	// FULL, as after lowering the cap) and is judged afresh; one a little
+	// smaller (autovacuum truncating empty pages at its end) is not, or
+	// each such shrink would evict another tenth.
+	grown := c.size > c.evictedAt || c.size < c.evictedAt/10*9
 	if m := w.l.maxBytes; m > 0 && c.events > 0 && c.size > m && grown {
 		n, bytes = max(n, max(c.events/10, 1)), true
 	}

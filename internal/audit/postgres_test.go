@@ -552,3 +552,27 @@ func TestPostgresNoDuplicates(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresCapShrink: the bytes cap evicts when the table grew past the
+// size it had at the last eviction, or was rewritten much smaller since
+// (VACUUM FULL); a small shrink (autovacuum truncating empty pages at the
+// end) does not evict another tenth.
+func TestPostgresCapShrink(t *testing.T) {
+	w := &writer{l: &Log{maxBytes: 500}}
+	for _, tc := range []struct {
+		size, evictedAt int64
+		want            bool
+	}{
+		{size: 600, evictedAt: 0, want: true},
+		{size: 1100, evictedAt: 1000, want: true},
+		{size: 1000, evictedAt: 1000, want: false},
+		{size: 950, evictedAt: 1000, want: false},
+		{size: 800, evictedAt: 1000, want: true},
+		{size: 400, evictedAt: 1000, want: false}, // under the cap
+	} {
+		_, _, bytes := w.excess(pgCap{events: 100, size: tc.size, evictedAt: tc.evictedAt})
+		if bytes != tc.want {
+			t.Errorf("size %d, evicted at %d: evicts for bytes %v, want %v", tc.size, tc.evictedAt, bytes, tc.want)
+		}
+	}
+}

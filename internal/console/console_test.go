@@ -471,12 +471,15 @@ func TestDNSRebinding(t *testing.T) {
 	}
 	f := newFixture(t, Config{}, 1)
 	for host, want := range map[string]int{
-		"attacker.example:6790": http.StatusMisdirectedRequest,
-		"attacker.example":      http.StatusMisdirectedRequest,
-		"127.0.0.1:6790":        http.StatusSeeOther,
-		"[::1]:6790":            http.StatusSeeOther,
-		"10.1.2.3":              http.StatusSeeOther,
-		"LOCALHOST:6790":        http.StatusSeeOther,
+		"attacker.example:6790":           http.StatusMisdirectedRequest,
+		"attacker.example":                http.StatusMisdirectedRequest,
+		"127.0.0.1:6790":                  http.StatusSeeOther,
+		"[::1]:6790":                      http.StatusSeeOther,
+		"10.1.2.3":                        http.StatusSeeOther,
+		"LOCALHOST:6790":                  http.StatusSeeOther,
+		"localhost.:6790":                 http.StatusSeeOther,
+		"coffer.localhost:6790":           http.StatusSeeOther,
+		"localhost.attacker.example:6790": http.StatusMisdirectedRequest,
 	} {
 		if got := signIn(f, host); got != want {
 			t.Errorf("sign-in with Host %s, no configured origin: %d, want %d", host, got, want)

@@ -61,7 +61,10 @@ func knownHost(host, cfgOrigin string) bool {
 	if _, err := netip.ParseAddr(name); err == nil {
 		return true
 	}
-	return strings.EqualFold(name, "localhost")
+	// localhost and its subdomains always name the loopback (RFC 6761),
+	// whoever asks a resolver: no other site can be behind them.
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	return name == "localhost" || strings.HasSuffix(name, ".localhost")
 }
 
 // sameOrigin reports whether a state-changing request comes from the

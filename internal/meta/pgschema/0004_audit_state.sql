@@ -17,6 +17,11 @@ CREATE TABLE coffer_audit_state (
 	events          int8 NOT NULL,
 	evicted_at_size int8 NOT NULL DEFAULT 0
 );
+-- Older nodes may be writing during a rolling upgrade: the table is locked
+-- against their inserts and deletes (until this migration commits, the
+-- triggers below included), or rows they committed between the count and
+-- the triggers would never be counted.
+LOCK TABLE coffer_audit IN SHARE ROW EXCLUSIVE MODE;
 INSERT INTO coffer_audit_state (id, events) SELECT 1, count(*) FROM coffer_audit;
 
 -- One function for the three triggers; search_path is this schema's, so
