@@ -85,6 +85,14 @@ func sendHead(t *testing.T, c net.Conn, r *http.Request) {
 	}
 }
 
+// smallWindow returns a dialer whose connections have a 4 KiB receive
+// buffer: a client that does not read stalls the server's writes soon.
+func smallWindow() net.Dialer {
+	return net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+}
+
 func dial(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
@@ -123,9 +131,7 @@ func TestSlowReaderLetsGo(t *testing.T) {
 		t.Fatalf("PutObject: %d", st)
 	}
 	// A reader with a small window that never reads.
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
+	d := smallWindow()
 	c, err := d.Dial("tcp", s.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -287,9 +293,7 @@ func TestConnLimitEvictsStalledWriter(t *testing.T) {
 	for s.conns.open() != 0 { // the PUTs' connections are gone
 		time.Sleep(10 * time.Millisecond)
 	}
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
+	d := smallWindow()
 	for range cfg.MaxConnections {
 		c, err := d.Dial("tcp", s.Addr())
 		if err != nil {
@@ -343,9 +347,7 @@ func TestConnLimitSparesSlowReader(t *testing.T) {
 	for s.conns.open() != 0 { // the PUTs' connections are gone: the GET gets the one slot
 		time.Sleep(10 * time.Millisecond)
 	}
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-	}}
+	d := smallWindow()
 	c, err := d.Dial("tcp", s.Addr())
 	if err != nil {
 		t.Fatal(err)
