@@ -85,6 +85,22 @@ func sendHead(t *testing.T, c net.Conn, r *http.Request) {
 	}
 }
 
+// putBig creates the bucket at bucketURL and puts "big" in it, 32 MiB (past
+// what socket buffers hold), as root, and waits until the connections of
+// those PUTs are gone, so that the test's own have the server's slots.
+func putBig(t *testing.T, s *Server, bucketURL string) {
+	t.Helper()
+	if st := send(t, signed(t, "PUT", bucketURL, nil, -1)); st != 200 {
+		t.Fatalf("CreateBucket: %d", st)
+	}
+	if st := send(t, signed(t, "PUT", bucketURL+"/big", bytes.Repeat([]byte("x"), 32<<20), -1)); st != 200 {
+		t.Fatalf("PutObject: %d", st)
+	}
+	for s.conns.open() != 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // smallWindow returns a dialer whose connections have a 4 KiB receive
 // buffer: a client that does not read stalls the server's writes soon.
 func smallWindow() net.Dialer {
@@ -123,13 +139,7 @@ func TestSlowReaderLetsGo(t *testing.T) {
 	const idle = time.Second
 	s, _ := start(t, limitedConfig(t, idle, 8*time.Second), testLogger(io.Discard))
 	base := "http://" + s.Addr()
-	if st := send(t, signed(t, "PUT", base+"/slow", nil, -1)); st != 200 {
-		t.Fatalf("CreateBucket: %d", st)
-	}
-	big := bytes.Repeat([]byte("x"), 32<<20) // past what socket buffers hold
-	if st := send(t, signed(t, "PUT", base+"/slow/big", big, -1)); st != 200 {
-		t.Fatalf("PutObject: %d", st)
-	}
+	putBig(t, s, base+"/slow")
 	// A reader with a small window that never reads.
 	d := smallWindow()
 	c, err := d.Dial("tcp", s.Addr())
@@ -283,16 +293,7 @@ func TestConnLimitEvictsStalledWriter(t *testing.T) {
 	cfg.MaxConnections = 3
 	s, _ := start(t, cfg, testLogger(io.Discard))
 	base := "http://" + s.Addr()
-	if st := send(t, signed(t, "PUT", base+"/stall", nil, -1)); st != 200 {
-		t.Fatalf("CreateBucket: %d", st)
-	}
-	big := bytes.Repeat([]byte("x"), 32<<20)
-	if st := send(t, signed(t, "PUT", base+"/stall/big", big, -1)); st != 200 {
-		t.Fatalf("PutObject: %d", st)
-	}
-	for s.conns.open() != 0 { // the PUTs' connections are gone
-		time.Sleep(10 * time.Millisecond)
-	}
+	putBig(t, s, base+"/stall")
 	d := smallWindow()
 	for range cfg.MaxConnections {
 		c, err := d.Dial("tcp", s.Addr())
@@ -337,16 +338,7 @@ func TestConnLimitSparesSlowReader(t *testing.T) {
 	cfg.MaxConnections = 1
 	s, _ := start(t, cfg, testLogger(io.Discard))
 	base := "http://" + s.Addr()
-	if send(t, signed(t, "PUT", base+"/slow", nil, -1)) != 200 {
-		t.Fatal("CreateBucket")
-	}
-	big := bytes.Repeat([]byte("y"), 32<<20)
-	if send(t, signed(t, "PUT", base+"/slow/big", big, -1)) != 200 {
-		t.Fatal("PutObject")
-	}
-	for s.conns.open() != 0 { // the PUTs' connections are gone: the GET gets the one slot
-		time.Sleep(10 * time.Millisecond)
-	}
+	putBig(t, s, base+"/slow")
 	d := smallWindow()
 	c, err := d.Dial("tcp", s.Addr())
 	if err != nil {
