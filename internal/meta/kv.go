@@ -54,6 +54,12 @@ type kvTx interface {
 	lockBucket(bucket string, exclusive bool)
 	lockKey(bucket, key string)
 	lockKeys(bucket string, keys []string)
+	// lockRepair takes bucket's usage repair lock, exclusive, in the
+	// transaction, after the bucket's lock and with no key lock. Only
+	// the merge of a usage repair takes it (usage_repair.go), so that
+	// two merges of one bucket cannot both find the repair generation
+	// they counted at; no writer waits for it.
+	lockRepair(bucket string)
 	// newBatch and newIndexedBatch return a batch whose commit commits
 	// the transaction.
 	newBatch() kvBatch

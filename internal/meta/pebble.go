@@ -278,6 +278,7 @@ func (p *pebbleKV) begin(context.Context) kvTx { return p }
 func (p *pebbleKV) lockBucket(string, bool)   {}
 func (p *pebbleKV) lockKey(string, string)    {}
 func (p *pebbleKV) lockKeys(string, []string) {}
+func (p *pebbleKV) lockRepair(string)         {}
 func (p *pebbleKV) end()                      {}
 
 func (p *pebbleKV) newBatch() kvBatch { return &pebbleBatch{b: p.db.NewBatch(), fail: p.fail} }

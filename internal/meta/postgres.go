@@ -257,6 +257,14 @@ func pgBucketLock(bucket string) int64 {
 	return int64(h.Sum64())
 }
 
+// pgRepairLock is the ID of bucket's usage repair lock (kvTx.lockRepair).
+func pgRepairLock(bucket string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte{'r'})
+	h.Write([]byte(bucket))
+	return int64(h.Sum64())
+}
+
 func pgKeyLock(bucket, key string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte{'k'})
@@ -313,6 +321,11 @@ func (t *pgTx) lockBucket(bucket string, exclusive bool) {
 func (t *pgTx) lockKey(bucket, key string) {
 	t.start()
 	t.pending = append(t.pending, pgStmt{sql: sqlLock, args: []any{pgKeyLock(bucket, key)}})
+}
+
+func (t *pgTx) lockRepair(bucket string) {
+	t.start()
+	t.pending = append(t.pending, pgStmt{sql: sqlLock, args: []any{pgRepairLock(bucket)}})
 }
 
 // lockKeys locks in ascending ID order, each ID once, so that two

@@ -205,9 +205,9 @@ type usageDelta struct {
 	d      Usage
 }
 
-// deleteUsage deletes bucket's usage key (with the bucket) and drops any
-// change counted for it in this batch, which would otherwise be merged
-// after the delete and leave a usage key behind.
+// deleteUsage deletes bucket's usage key and repair generation (with the
+// bucket) and drops any change counted for it in this batch, which would
+// otherwise be merged after the delete and leave a usage key behind.
 func (w *writer) deleteUsage(bucket string) {
 	for i := range w.usage {
 		if w.usage[i].bucket == bucket {
@@ -216,6 +216,7 @@ func (w *writer) deleteUsage(bucket string) {
 		}
 	}
 	w.b.delete(usageKey((*w.buf)[:0], bucket))
+	w.b.delete(repairGenKey(bucket))
 }
 
 // flushUsage adds the batch's usage changes to it as merges. commit calls
