@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -340,6 +341,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		return err
 	}
 	rq.op, rq.bucket, rq.key, rq.query = rt.op, rt.bucket, rt.key, rt.query
+	if !writes(r.Method) {
+		// From here on the pipeline and the handler see the detached
+		// context (see readContext); writeError and finish keep the
+		// request's own, which still tells them the client has gone.
+		r = r.WithContext(readContext(r.Context()))
+	}
 	if rq.op.body == bodyNone && !rq.op.form && rq.idle.rc != nil {
 		// A body sent to an op that takes none (a GET declaring one) is
 		// not waited for: net/http would otherwise read up to 256 KiB of
@@ -387,6 +394,32 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 	}
 	return rq.op.handle(h, w, r, rq)
 }
+
+// readContext detaches a read (a GET or HEAD: any request that changes
+// nothing) from the cancellation of its request, as objects.writeContext
+// does a write once its body is in. A read's request is received whole with
+// its headers, and net/http cancels the request's context when the client
+// merely half-closes its side of the connection after sending it
+// (shutdown(SHUT_WR), as HTTP/1.0-style tools, netcat scripts and some
+// proxies do): the answer would stop before it starts, or be cut short at
+// the next block the object's Body opens.
+//
+// Nothing runs unbounded for a client that has really gone. Before the
+// answer there is only bounded work: lookups, a policy check, one listing
+// page. While the answer streams, writing it to a client that went away
+// fails (EPIPE, ECONNRESET); the handler stops at that write and closes the
+// object's Body, which ends the block store's read (gateway mode's upstream
+// GetObject too, which also has its own stall deadline). A client that
+// reads nothing fails the write after limits.body-idle (the server's
+// progressConn).
+//
+// The detachment is made here rather than in the objects service, where
+// writes detach: the service hands out a Body that its caller streams, so
+// only the caller sees the writes that tell a client that went away from one
+// that half-closed, and the service's other callers (the console's
+// downloads, copies) keep what their context means. The context's values
+// are kept, as writeContext keeps them.
+func readContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // errKeyTooLong answers every operation on a key longer than S3 allows,
 // reads included, as S3 does (a HEAD gets the status without the body).

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/blob/memblob"
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -93,6 +94,29 @@ func newHarnessAt(t testing.TB, cfg Config, now func() time.Time) *harness {
 // (meta.Config.FailWrite), for tests of a failing disk.
 func newHarnessDisk(t testing.TB, cfg Config, now func() time.Time, failWrite func(path string) error) *harness {
 	t.Helper()
+	return newHarnessWith(t, cfg, harnessOptions{now: now, failWrite: failWrite})
+}
+
+// harnessOptions are what newHarnessWith varies. Zero fields take
+// newHarness's choices.
+type harnessOptions struct {
+	now       func() time.Time        // the clocks; nil for testNow
+	failWrite func(path string) error // see newHarnessDisk
+	store     blob.Store              // the block store; nil for a fresh memblob
+	blockSize int64                   // objects.Config.BlockSize; 0 for its default
+}
+
+// newHarnessWith is newHarness as o says.
+func newHarnessWith(t testing.TB, cfg Config, o harnessOptions) *harness {
+	t.Helper()
+	now, failWrite := o.now, o.failWrite
+	if now == nil {
+		now = testNow
+	}
+	store := o.store
+	if store == nil {
+		store = memblob.New()
+	}
 	db, err := meta.Open(meta.Config{Dir: t.TempDir(), Sync: failWrite != nil, FailWrite: failWrite})
 	if err != nil {
 		t.Fatalf("meta.Open: %v", err)
@@ -103,7 +127,7 @@ func newHarnessDisk(t testing.TB, cfg Config, now func() time.Time, failWrite fu
 		}
 	})
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := objects.New(objects.Config{MinPartSize: testMinPart, GCInterval: -1, Clock: now}, db, memblob.New(), logger)
+	svc, err := objects.New(objects.Config{MinPartSize: testMinPart, BlockSize: o.blockSize, GCInterval: -1, Clock: now}, db, store, logger)
 	if err != nil {
 		t.Fatalf("objects.New: %v", err)
 	}

@@ -60,6 +60,27 @@ func (o *recorder) wait(t *testing.T, id string) RequestRecord {
 	}
 }
 
+// waitOp returns the first record of an op, failing if none comes within
+// a few seconds.
+func (o *recorder) waitOp(t *testing.T, op string) RequestRecord {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		o.mu.Lock()
+		for _, r := range o.recs {
+			if r.Op == op {
+				o.mu.Unlock()
+				return r
+			}
+		}
+		o.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s observed within 5 s", op)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // count returns how many records there are.
 func (o *recorder) count() int {
 	o.mu.Lock()

@@ -158,6 +158,38 @@ func TestSlowReaderLetsGo(t *testing.T) {
 	}
 }
 
+// A client that sends its GET and half-closes its connection, as netcat
+// scripts and HTTP/1.0-style tools do, gets the whole object, sent with
+// sendfile(2) from the block files through the progress deadline. net/http
+// cancels the request's context on the half-close, and the read used to
+// stop at the next block.
+func TestHalfClosedGetWhole(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Objects.BlockSize = 1 << 20 // putBig's 32 MiB in 32 blocks
+	s, _ := start(t, cfg, testLogger(io.Discard))
+	base := "http://" + s.Addr()
+	putBig(t, s, base+"/half")
+	r := signed(t, "GET", base+"/half/big", nil, -1)
+	c := dial(t, s.Addr())
+	sendHead(t, c, r)
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), r)
+	if err != nil {
+		t.Fatalf("no answer after the half-close: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("status %d, %d of %d bytes: %v", resp.StatusCode, len(body), resp.ContentLength, err)
+	}
+	if len(body) != 32<<20 || bytes.Count(body, []byte("x")) != len(body) {
+		t.Errorf("body of %d bytes is not the %d stored", len(body), 32<<20)
+	}
+}
+
 // Pipelined requests whose answers are never read: the connection is
 // closed once its writes stall for idle, so it does not hold a connection
 // slot for ever.
