@@ -92,6 +92,9 @@ func TestHalfClosedReadAnsweredWhole(t *testing.T) {
 		{name: "GetObjectAttributes", c: call{method: "GET", path: "/bkt/parts?attributes", header: header("X-Amz-Object-Attributes", "ObjectSize,ObjectParts")},
 			status: 200, contains: fmt.Sprintf("<ObjectSize>%d</ObjectSize>", 17<<20+3)},
 		{name: "ListObjectsV2", c: call{method: "GET", path: "/bkt?list-type=2"}, status: 200, contains: "<Key>parts</Key>"},
+		// An error answer to a read is written too (writeError), not
+		// taken for a client that went away.
+		{name: "NoSuchKey", c: call{method: "GET", path: "/bkt/missing"}, status: 404, contains: "<Code>NoSuchKey</Code>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp, body, err := sendHalfClosed(t, hs, hs.request(tc.c))

@@ -252,6 +252,13 @@ func TestVirtualHosted(t *testing.T) {
 	}
 }
 
+// canceled returns a context that is already cancelled.
+func canceled() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
 func TestWriteError(t *testing.T) {
 	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil)), storageErr: func() error { return nil }}
 	rq := &request{id: "REQ", hostID: "HOST", op: &ops[0]}
@@ -287,11 +294,10 @@ func TestWriteError(t *testing.T) {
 		{name: "invalid range size", err: s3err.New(s3err.InvalidRange, "").With("RangeRequested", "bytes=9-").With("ActualObjectSize", "5"), status: 416,
 			hdr: "Content-Range", val: "bytes */5"},
 		{name: "client gone", err: context.Canceled, abort: true},
-		{name: "context canceled", err: s3err.New(s3err.NoSuchKey, ""), abort: true, ctx: func() context.Context {
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			return ctx
-		}},
+		{name: "context canceled", method: "PUT", err: s3err.New(s3err.NoSuchBucket, ""), abort: true, ctx: canceled},
+		// A read's client that half-closed (its context cancelled) is
+		// still there to read the answer: a 404 is written.
+		{name: "read's context canceled", err: s3err.New(s3err.NoSuchKey, ""), status: 404, ctx: canceled},
 		{name: "status already sent", err: errors.New("stream broke"), status: 206, noBody: true,
 			pre: func(w http.ResponseWriter) { w.WriteHeader(206) }},
 	} {

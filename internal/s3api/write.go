@@ -58,7 +58,13 @@ func (h *Handler) writeError(w *httprec.Writer, r *http.Request, rq *request, er
 	// A body that stopped arriving (idleBody's deadline) cancels the
 	// request's context too, but the client is still there to be told.
 	timedOut := s3err.Is(err, s3err.RequestTimeout)
-	if !timedOut && (errors.Is(err, context.Canceled) || ctx.Err() != nil) {
+	// A read's request context is cancelled by a client that merely
+	// half-closed after sending it, and the read ran detached from it
+	// (readContext): its answer, an error too (a 404, a 304), is written
+	// like any other. Only a read that itself was cut (its error is the
+	// cancellation) or a write is treated as a client that went away.
+	gone := errors.Is(err, context.Canceled) || ctx.Err() != nil && writes(r.Method)
+	if !timedOut && gone {
 		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
 		if w.Status == 0 {
 			// Returning would let net/http send an empty 200 to a
