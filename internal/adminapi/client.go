@@ -18,6 +18,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/audit"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/redact"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
@@ -50,7 +51,9 @@ func NewClient(endpoint, accessKey, secretKey, region string, httpClient *http.C
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port], without credentials", u.Redacted())
+		// Quoted with its user information masked whole: the user name
+		// may be a token.
+		return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port], without credentials", redact.URL(u))
 	}
 	if accessKey == "" || secretKey == "" {
 		return nil, errors.New("adminapi: access key and secret key are required")

@@ -219,7 +219,9 @@ func TestNewClient(t *testing.T) {
 		{endpoint: "ftp://host", ak: "a", sk: "b", wantErr: "want http(s)://host[:port]"},
 		{endpoint: "http://host/prefix", ak: "a", sk: "b", wantErr: "want http(s)://host[:port]"},
 		{endpoint: "http://host?x=1", ak: "a", sk: "b", wantErr: "want http(s)://host[:port]"},
-		{endpoint: "http://u:p@host", ak: "a", sk: "b", wantErr: "want http(s)://host[:port]"},
+		{endpoint: "http://u:p@host", ak: "a", sk: "b", wantErr: `endpoint "http://***@host": want http(s)://host[:port]`},
+		{endpoint: "https://ghp_Sup3rS3cret@host/", ak: "a", sk: "b", wantErr: `endpoint "https://***@host/": want http(s)://host[:port]`},
+		{endpoint: "https://AKID:Sup3rS3cret@host/x", ak: "a", sk: "b", wantErr: `endpoint "https://***@host/x": want http(s)://host[:port]`},
 		{endpoint: "http://host", ak: "", sk: "b", wantErr: "access key and secret key are required"},
 		{endpoint: "http://host", ak: "a", sk: "", wantErr: "access key and secret key are required"},
 		{endpoint: "http://[::1", ak: "a", sk: "b", wantErr: "endpoint"},
@@ -232,6 +234,8 @@ func TestNewClient(t *testing.T) {
 			t.Errorf("NewClient(%q).Endpoint() = %q", tc.endpoint, c.Endpoint())
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("NewClient(%q, %q, %q) error = %v, want %q", tc.endpoint, tc.ak, tc.sk, err, tc.wantErr)
+		case err != nil && strings.Contains(err.Error(), "Sup3rS3cret"):
+			t.Errorf("NewClient(%q) error = %v: it shows the secret in the URL", tc.endpoint, err)
 		}
 	}
 }

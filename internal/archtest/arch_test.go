@@ -56,7 +56,7 @@ type rule struct {
 var rules = []rule{
 	{
 		name:   "leaf packages import nothing of ours but s3err",
-		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize", "internal/policy", "internal/cors", "internal/acl", "internal/memlimit", "internal/procs", "internal/version", "internal/postpolicy", "internal/diskspace", "internal/httprec", "internal/secretfile"},
+		from:   []string{"internal/s3err", "internal/sigv4", "internal/checksum", "internal/s3xml", "internal/bytesize", "internal/policy", "internal/cors", "internal/acl", "internal/memlimit", "internal/procs", "internal/version", "internal/postpolicy", "internal/diskspace", "internal/httprec", "internal/secretfile", "internal/redact"},
 		forbid: []string{mod + "internal/"},
 		except: nil,
 	},

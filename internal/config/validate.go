@@ -12,6 +12,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/bytesize"
 	"github.com/coffer-s3/coffer/internal/console"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/redact"
 )
 
 // Limits checked by Validate.
@@ -276,15 +277,16 @@ func (c Config) validateS3() []error {
 }
 
 // quoteURL quotes a URL-valued setting for an error message, which goes
-// to the terminal or the journal: with its password replaced by "xxxxx"
-// (url.URL.Redacted), and, when it does not parse (err, the result of
-// url.Parse), not at all, since nothing then tells which part of it is a
-// password.
+// to the terminal or the journal: with its user information replaced by
+// "***" (redact.URL; the user name may be a token, which
+// url.URL.Redacted would show), and, when it does not parse (err, the
+// result of url.Parse), not at all, since nothing then tells which part
+// of it is a secret.
 func quoteURL(u *url.URL, err error) string {
 	if err != nil {
 		return "a value that does not parse as a URL (not shown: it may hold a password)"
 	}
-	return strconv.Quote(u.Redacted())
+	return strconv.Quote(redact.URL(u))
 }
 
 // A settingError is a problem with one setting, named by its flag.

@@ -9,7 +9,7 @@ import (
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	const leak = "Sup3rS3cret" // a password in a URL, never to be shown
+	const leak = "Sup3rS3cret" // a password or token in a URL, never to be shown
 	for _, tc := range []struct {
 		name    string
 		mod     func(c *Config)
@@ -57,11 +57,15 @@ func TestValidate(t *testing.T) {
 		{name: "console origin with path", mod: func(c *Config) { c.Console.Origin = "https://coffer.example.com/console" },
 			wantErr: `console.origin: "https://coffer.example.com/console" is not an origin`},
 		{name: "console origin with credentials", mod: func(c *Config) { c.Console.Origin = "https://admin:" + leak + "@coffer.example.com" },
-			wantErr: `console.origin: "https://admin:xxxxx@coffer.example.com" is not an origin`},
+			wantErr: `console.origin: "https://***@coffer.example.com" is not an origin`},
+		{name: "console origin with a token as user", mod: func(c *Config) { c.Console.Origin = "https://ghp_" + leak + "@coffer.example.com" },
+			wantErr: `console.origin: "https://***@coffer.example.com" is not an origin`},
 		{name: "console origin unparsable", mod: func(c *Config) { c.Console.Origin = "https://admin:" + leak + "@coffer.example.com/%zz" },
 			wantErr: `console.origin: a value that does not parse as a URL (not shown: it may hold a password) is not an origin`},
 		{name: "console s3 url with credentials", mod: func(c *Config) { c.Console.S3URL = "https://AKID:" + leak + "@s3.example.com/base" },
-			wantErr: `console.s3-url: "https://AKID:xxxxx@s3.example.com/base" is not a base URL`},
+			wantErr: `console.s3-url: "https://***@s3.example.com/base" is not a base URL`},
+		{name: "console s3 url with a token as user", mod: func(c *Config) { c.Console.S3URL = "https://" + leak + "@s3.example.com/base" },
+			wantErr: `console.s3-url: "https://***@s3.example.com/base" is not a base URL`},
 		{name: "console s3 url unparsable", mod: func(c *Config) { c.Console.S3URL = "https://AKID:" + leak + "@s3.example.com/%zz" },
 			wantErr: `console.s3-url: a value that does not parse as a URL`},
 		{name: "console idle zero", mod: func(c *Config) { c.Console.SessionIdle = 0 }, wantErr: "console.session-idle: must be positive"},
@@ -83,7 +87,13 @@ func TestValidate(t *testing.T) {
 		}, wantErr: "blob.s3.endpoint: \"h:9000\": want http:// or https://"},
 		{name: "s3 endpoint with credentials", mod: func(c *Config) {
 			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://AKID:" + leak + "@s3.example.com", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
-		}, wantErr: `blob.s3.endpoint: "https://AKID:xxxxx@s3.example.com": want http:// or https:// with a host and no path, query or credentials`},
+		}, wantErr: `blob.s3.endpoint: "https://***@s3.example.com": want http:// or https:// with a host and no path, query or credentials`},
+		{name: "s3 endpoint with a secret as user", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://" + leak + "@s3.example.com", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
+		}, wantErr: `blob.s3.endpoint: "https://***@s3.example.com": want http://`},
+		{name: "s3 endpoint without slashes", mod: func(c *Config) {
+			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https:AKID:" + leak + "@s3.example.com", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
+		}, wantErr: `blob.s3.endpoint: "https:***@s3.example.com": want http://`},
 		{name: "s3 endpoint unparsable", mod: func(c *Config) {
 			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://AKID:" + leak + "@s3.example.com/%zz", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
 		}, wantErr: `blob.s3.endpoint: a value that does not parse as a URL (not shown: it may hold a password): want http://`},

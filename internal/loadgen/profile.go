@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/coffer-s3/coffer/internal/redact"
 )
 
 // Profiler captures pprof profiles from one target's pprof listener (coffer
@@ -151,7 +154,7 @@ func (p *Profiler) fetchProfile(ctx context.Context, path, name string, timeout 
 	}
 	prof, err := profile.ParseData(data)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: parse the answer of %s: %w", name, p.endpoint(path), err)
+		return nil, fmt.Errorf("profile %s: parse the answer of %s: %w", name, p.shown(path), err)
 	}
 	return prof, nil
 }
@@ -160,28 +163,43 @@ func (p *Profiler) endpoint(path string) string {
 	return strings.TrimSuffix(p.URL, "/") + path
 }
 
+// shown is the URL of path on the pprof listener as messages quote it:
+// --pprof may carry credentials for a proxy in front of the listener, and
+// the user name may be a token, so the user information is masked whole.
+func (p *Profiler) shown(path string) string {
+	u, err := url.Parse(p.endpoint(path))
+	if err != nil {
+		return "the pprof URL (not shown: it does not parse, and may hold credentials)"
+	}
+	return redact.URL(u)
+}
+
 // get GETs path from the pprof listener.
 func (p *Profiler) get(ctx context.Context, path, name string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	u := p.endpoint(path)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.endpoint(path), nil)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", name, err)
+		// Not err, which quotes the URL whole.
+		return nil, fmt.Errorf("profile %s: %s", name, p.shown(path))
 	}
 	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
 	resp, err := hc.Do(req)
 	if err != nil {
+		// net/http's *url.Error masks only the password.
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			ue.URL = p.shown(path)
+		}
 		return nil, fmt.Errorf("profile %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("profile %s: GET %s: %s: %s", name, u, resp.Status, strings.TrimSpace(string(msg)))
+		return nil, fmt.Errorf("profile %s: GET %s: %s: %s", name, p.shown(path), resp.Status, strings.TrimSpace(string(msg)))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: GET %s: %w", name, u, err)
+		return nil, fmt.Errorf("profile %s: GET %s: %w", name, p.shown(path), err)
 	}
 	return data, nil
 }

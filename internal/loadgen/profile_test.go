@@ -412,6 +412,39 @@ func TestRunMixedProfile(t *testing.T) {
 	}
 }
 
+// TestProfilerErrorsHideCredentials: a --pprof URL with user information
+// (credentials of a proxy in front of the listener, whose user name may
+// be a token) is quoted in errors with it masked whole; net/http's own
+// errors mask only the password.
+func TestProfilerErrorsHideCredentials(t *testing.T) {
+	t.Parallel()
+	const secret = "tok3nSecret"
+	notPprof := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notPprof.Close)
+	host := strings.TrimPrefix(notPprof.URL, "http://")
+	for _, tc := range []struct {
+		name, url, want string
+	}{
+		{name: "answer 404", url: "http://" + secret + "@" + host, want: "GET http://***@" + host + "/debug/pprof/: 404 Not Found"},
+		{name: "answer 404, user and password", url: "http://ak:" + secret + "@" + host, want: "GET http://***@" + host + "/debug/pprof/: 404 Not Found"},
+		// Port 1 (tcpmux): nothing listens there.
+		{name: "no listener", url: "http://" + secret + "@127.0.0.1:1", want: `"http://***@127.0.0.1:1/debug/pprof/"`},
+		{name: "unparsable", url: "http://" + secret + "@127.0.0.1:1/%zz", want: "the pprof URL (not shown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := &Profiler{URL: tc.url, Dir: t.TempDir()}
+			err := p.check(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("check() = %v, want an error containing %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("check() = %v: the error shows the secret in the URL", err)
+			}
+		})
+	}
+}
+
 // syncWriter is a strings.Builder safe for concurrent writes.
 type syncWriter struct {
 	mu sync.Mutex // guards b

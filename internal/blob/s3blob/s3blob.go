@@ -21,6 +21,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/redact"
 )
 
 var (
@@ -151,19 +152,22 @@ func parseEndpoint(s string) (*url.URL, error) {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		// url.Parse quotes the input; it has no userinfo we would accept.
-		return nil, fmt.Errorf("s3blob: endpoint: %w", err)
+		// Not url.Parse's error, which quotes the whole input, user
+		// information and all; nothing tells which part is a secret.
+		return nil, errors.New("s3blob: endpoint does not parse as a URL (not shown: it may hold credentials)")
 	}
+	// Messages quote the endpoint with its user information masked
+	// whole: the user name may be a token.
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("s3blob: endpoint %q: scheme must be http or https", u.Redacted())
+		return nil, fmt.Errorf("s3blob: endpoint %q: scheme must be http or https", redact.URL(u))
 	case u.Host == "":
-		return nil, fmt.Errorf("s3blob: endpoint %q has no host", u.Redacted())
+		return nil, fmt.Errorf("s3blob: endpoint %q has no host", redact.URL(u))
 	case u.User != nil:
 		// Credentials in the URL would end up in error messages and logs.
-		return nil, fmt.Errorf("s3blob: endpoint %q must not contain credentials; use the access and secret key settings", u.Redacted())
+		return nil, fmt.Errorf("s3blob: endpoint %q must not contain credentials; use the access and secret key settings", redact.URL(u))
 	case u.RawQuery != "" || u.Fragment != "":
-		return nil, fmt.Errorf("s3blob: endpoint %q must not have a query or fragment", u.Redacted())
+		return nil, fmt.Errorf("s3blob: endpoint %q must not have a query or fragment", redact.URL(u))
 	}
 	// The SDK appends "/bucket/key" (path-style) or "/key".
 	u.Path = strings.TrimSuffix(u.Path, "/")
