@@ -14,6 +14,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/bytesize"
 	"github.com/coffer-s3/coffer/internal/loadgen"
+	"github.com/coffer-s3/coffer/internal/secretfile"
 )
 
 const benchUsage = `Usage: coffer bench <workload> [flags]
@@ -77,6 +78,29 @@ func (l *targetList) Set(s string) error {
 	return nil
 }
 
+// warnExposedTargets warns on stderr when the --targets file at path,
+// which gave ts, holds a secret (a secret_key or console_password) and
+// group or others may read it. It warns where --secret-key-file refuses:
+// that file is one key, often root's, of the Coffer under test, as the
+// server's own credential files are (refused too); a targets file is the
+// settings of several servers, other products' among them, and is often
+// shared with the scripts that run it, so it is treated as the files that
+// hold another system's secret are (admin migrate's
+// --to-s3-secret-key-file, meta.postgres.password-file): read, with a
+// warning.
+func warnExposedTargets(cmd, path string, ts []loadgen.Target, stderr io.Writer) {
+	if !slices.ContainsFunc(ts, func(t loadgen.Target) bool { return t.SecretKey != "" || t.ConsolePassword != "" }) {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return // it was read a moment ago; a file that went tells nothing
+	}
+	if e := secretfile.Check(path, fi); e != nil {
+		fmt.Fprintf(stderr, "%s: warning: --targets %v, and it holds secret keys or passwords: run chmod 600 %s\n", cmd, e, e.Path)
+	}
+}
+
 // maxBenchSize bounds --size: larger objects are no benchmark a run of
 // seconds can finish.
 const maxBenchSize = 1 << 40
@@ -112,7 +136,7 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		gobench        bool
 	)
 	fs.Var(&targetArgs, "target", "endpoint to benchmark as NAME=URL; repeat for several")
-	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region; console_url, console_user, console_password for the console cases)")
+	fs.StringVar(&targetsFile, "targets", "", "TOML file of [[target]] tables (name, url, optional access_key, secret_key, region; console_url, console_user, console_password for the console cases); a warning when it holds a secret and group or others may read it (chmod 600)")
 	// The environment is read after the flags, not given as the flags'
 	// defaults, which -h prints.
 	fs.StringVar(&ak, "access-key", "", "access key for every target (default $COFFER_ACCESS_KEY)")
@@ -195,6 +219,7 @@ func benchLoad(ctx context.Context, workload string, args []string, stdout, stde
 		if err != nil {
 			return usageErr("%v", err)
 		}
+		warnExposedTargets(cmd, targetsFile, ts, stderr)
 		targets = append(ts, targets...)
 	}
 	if len(targets) == 0 {

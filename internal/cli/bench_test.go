@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -434,6 +435,56 @@ func TestBenchTargetsFile(t *testing.T) {
 		"--access-key", benchAK, "--secret-key", benchSK, "--duration", "1s", "--objects", "4", "--workers", "2")
 	if code != 0 || !strings.Contains(stdout, "| own |") || !strings.Contains(stdout, "| flags |") {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s\nwant both targets in the report", code, stdout, stderr)
+	}
+}
+
+// TestBenchTargetsFileMode: a --targets file that holds a secret key or a
+// console password and that group or others may read is used, with a
+// warning on stderr naming it, its mode and the fix; a private one, or
+// one without secrets, gets none. No output holds the secret.
+func TestBenchTargetsFileMode(t *testing.T) {
+	t.Parallel()
+	const secret = "SECRET-NEVER-PRINTED"
+	withKey := "[[target]]\nname = \"minio\"\nurl = \"http://127.0.0.1:1\"\naccess_key = \"ak\"\nsecret_key = \"" + secret + "\"\n"
+	withPassword := "[[target]]\nname = \"coffer\"\nurl = \"http://127.0.0.1:1\"\nconsole_url = \"http://127.0.0.1:2\"\nconsole_user = \"alice\"\nconsole_password = \"" + secret + "\"\n"
+	noSecret := "[[target]]\nname = \"coffer\"\nurl = \"http://127.0.0.1:1\"\n"
+	for _, tc := range []struct {
+		name     string
+		content  string
+		mode     os.FileMode
+		wantWarn bool
+	}{
+		{name: "secret key, world-readable", content: withKey, mode: 0o644, wantWarn: true},
+		{name: "secret key, group-readable", content: withKey, mode: 0o640, wantWarn: true},
+		{name: "console password, world-readable", content: withPassword, mode: 0o604, wantWarn: true},
+		{name: "secret key, private", content: withKey, mode: 0o600},
+		{name: "secret key, read-only", content: withKey, mode: 0o400},
+		{name: "no secret, world-readable", content: noSecret, mode: 0o644},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			file := writeFile(t, "targets.toml", tc.content)
+			if err := os.Chmod(file, tc.mode); err != nil { // whatever the umask
+				t.Fatal(err)
+			}
+			// An unknown --baseline ends the run after the targets are
+			// read, before any request.
+			env := map[string]string{"COFFER_ACCESS_KEY": "ak", "COFFER_SECRET_KEY": "sk"}
+			code, stdout, stderr := runCLI(t, env, "bench", "get", "--targets", file, "--baseline", "nosuch")
+			if code != 2 || !strings.Contains(stderr, `--baseline "nosuch" is not one of the targets`) {
+				t.Fatalf("exit %d, stderr %q; want exit 2 for the baseline", code, stderr)
+			}
+			want := fmt.Sprintf("coffer bench get: warning: --targets %s has mode %#o, open to group or others, and it holds secret keys or passwords: run chmod 600 %s\n", file, tc.mode, file)
+			if got := strings.Contains(stderr, want); got != tc.wantWarn {
+				t.Errorf("warned %v, want %v; stderr:\n%s", got, tc.wantWarn, stderr)
+			}
+			if !tc.wantWarn && strings.Contains(stderr, "warning") {
+				t.Errorf("unexpected warning:\n%s", stderr)
+			}
+			if strings.Contains(stdout+stderr, secret) {
+				t.Errorf("the secret appears in the output")
+			}
+		})
 	}
 }
 

@@ -3,7 +3,8 @@
 // them. It is the one copy of that check: the server refuses root
 // credentials and master-key files that fail it, the CLI refuses a
 // --secret-key-file that does, and the PostgreSQL password file, admin
-// migrate's bucket-secret file and the TLS key are read with a warning.
+// migrate's bucket-secret file, coffer bench's --targets file (when it
+// holds a key or password) and the TLS key are read with a warning.
 package secretfile
 
 import (
