@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -199,6 +200,10 @@ type Config struct {
 	// Password holds the argon2id parameters of new console password
 	// hashes; the zero value means DefaultPasswordParams.
 	Password PasswordParams
+	// Logger receives what fails without failing the call that caused
+	// it: a sign-in whose password hash upgrade was not saved. Nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // IAM resolves access keys and authorizes requests. Safe for concurrent use.
@@ -208,6 +213,7 @@ type IAM struct {
 	seal           *sealer
 	clock          func() time.Time
 	pwParams       PasswordParams
+	log            *slog.Logger
 	// dummyHash returns a hash of a random password under pwParams, made
 	// once, against which SignIn checks unknown names.
 	dummyHash func() string
@@ -225,9 +231,12 @@ func New(cfg Config) (*IAM, error) {
 	if cfg.RootAccessKey == "" || cfg.RootSecretKey == "" {
 		return nil, errors.New("iam: root credentials are required")
 	}
-	m := &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey), store: cfg.Store, clock: cfg.Clock, pwParams: cfg.Password}
+	m := &IAM{rootAK: []byte(cfg.RootAccessKey), rootSK: []byte(cfg.RootSecretKey), store: cfg.Store, clock: cfg.Clock, pwParams: cfg.Password, log: cfg.Logger}
 	if m.clock == nil {
 		m.clock = time.Now
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
 	}
 	if m.pwParams == (PasswordParams{}) {
 		m.pwParams = DefaultPasswordParams

@@ -234,12 +234,15 @@ var errHashChanged = errors.New("iam: password hash changed meanwhile")
 // store's lock, applied to the stored state and seen by the other nodes),
 // and only while the stored hash is still old, so that a password set
 // meanwhile through any node is kept. PasswordChanged stays: the password
-// is the same, and its sessions remain valid. A failure to save is
-// dropped on purpose: the old hash still verifies, and the upgrade is
-// tried again at the next sign-in.
+// is the same, and its sessions remain valid. A failure to save does not
+// fail the sign-in, whose password was right: the old hash still
+// verifies, and the upgrade is tried again at the next sign-in. It is
+// logged, since until then the password keeps the weaker hash the
+// operator raised console.argon2.* to replace, and a store that cannot
+// save it cannot save other IAM changes either.
 func (m *IAM) upgradeHash(ctx context.Context, name, old, password string) {
 	phc := hashPassword(m.pwParams, password)
-	_ = m.change(ctx, func(d *stateDoc) error {
+	err := m.change(ctx, func(d *stateDoc) error {
 		u, ok := d.Users[name]
 		if !ok || u.Password != old {
 			return errHashChanged
@@ -247,6 +250,15 @@ func (m *IAM) upgradeHash(ctx context.Context, name, old, password string) {
 		u.Password = phc
 		return nil
 	})
+	switch {
+	case err == nil, errors.Is(err, errHashChanged):
+		// Saved, or a password set meanwhile is kept, as it should be.
+	case ctx.Err() != nil:
+		// The client went away (the console's sign-in request ended).
+		m.log.DebugContext(ctx, "console password hash upgrade not saved", "user", name, "err", err)
+	default:
+		m.log.WarnContext(ctx, "console password hash upgrade not saved; it is tried again at the user's next sign-in", "user", name, "err", err)
+	}
 }
 
 // SignInName returns the principal a console sign-in name stands for:

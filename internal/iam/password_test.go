@@ -1,8 +1,10 @@
 package iam
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -330,6 +332,54 @@ func TestSignInUpgradesHash(t *testing.T) {
 	}
 }
 
+// TestSignInUpgradeSaveFails: when the upgraded hash cannot be saved, the
+// sign-in still succeeds (the password was right) and the old hash stays,
+// and the failure is logged at Warn with the user and the cause, never
+// the password; it used to be dropped without a word. Once the store
+// saves again, the next sign-in upgrades the hash, and logs nothing.
+func TestSignInUpgradeSaveFails(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	f.user("alice")
+	if err := f.m.SetPassword(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Fatal(err)
+	}
+	before := storedUser(t, f.store.state, "alice")
+	var logs bytes.Buffer
+	m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: f.store,
+		Clock: func() time.Time { return f.now }, Password: newerPasswordParams, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store.failPut = errors.New("disk full")
+	p, err := m.SignIn(ctx, "alice", "s3cret-pass")
+	if err != nil || p != (Principal{User: "alice", Session: true}) {
+		t.Fatalf("SignIn with the right password and a failing store = %+v, %v; want alice signed in", p, err)
+	}
+	want := `level=WARN msg="console password hash upgrade not saved; it is tried again at the user's next sign-in" user=alice err="iam: save state: disk full"`
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("log does not say %q:\n%s", want, logs.String())
+	}
+	if strings.Contains(logs.String(), "s3cret-pass") {
+		t.Errorf("the log holds the password:\n%s", logs.String())
+	}
+	if got := storedUser(t, f.store.state, "alice").Password; got != before.Password {
+		t.Errorf("stored hash changed although the save failed")
+	}
+
+	f.store.failPut = nil
+	logs.Reset()
+	if _, err := m.SignIn(ctx, "alice", "s3cret-pass"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _, err := parsePHC(storedUser(t, f.store.state, "alice").Password); err != nil || got != newerPasswordParams {
+		t.Errorf("stored hash parameters after the retry = %+v, %v; want %+v", got, err, newerPasswordParams)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("a saved upgrade logged:\n%s", logs.String())
+	}
+}
+
 // TestSignInUpgradeShared: on a shared store the upgrade goes through
 // UpdateIAMState, as any change does, so the other node sees it after
 // Reload; and it never replaces a password that another node set after
@@ -338,8 +388,10 @@ func TestSignInUpgradesHash(t *testing.T) {
 func TestSignInUpgradeShared(t *testing.T) {
 	ctx := t.Context()
 	st := sharedStore{newMemStore()}
+	var logs bytes.Buffer
 	open := func(p PasswordParams) *IAM {
-		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: st, Password: p})
+		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: st, Password: p,
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,6 +437,10 @@ func TestSignInUpgradeShared(t *testing.T) {
 	}
 	if _, err := old.SignIn(ctx, "alice", "second-pass"); err != nil {
 		t.Errorf("the other node, after Reload, with the upgraded hash: %v", err)
+	}
+	// Keeping a password set meanwhile is no failure to report.
+	if logs.Len() != 0 {
+		t.Errorf("the upgrades logged:\n%s", logs.String())
 	}
 }
 

@@ -313,6 +313,7 @@ func (s *Server) handler() (http.Handler, error) {
 		ic.Store = sharedIAMStore{iamStore{s.st.db}}
 	}
 	ic.Password = s.cfg.PasswordHash.Params()
+	ic.Logger = s.log.With("component", "iam")
 	m, err := iam.New(ic)
 	if err != nil {
 		if s.st.db.Shared() {
