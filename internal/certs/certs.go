@@ -15,10 +15,11 @@
 // clients refuse (and that a renewed pair replaces within seconds, without
 // a restart) into an outage of both listeners, health checks included.
 //
-// Every load logs the certificate's expiry (not_after); a certificate
-// that expires within ExpiryWarning is logged at Warn, at the load and
-// when it enters that window while in use, and one that has expired at
-// Error. A key file open to group or others is logged at Warn.
+// Every load logs the certificate's expiry (not_after), and NotAfter
+// tells it at any time, for a metric; a certificate that expires within
+// ExpiryWarning is logged at Warn, at the load and when it enters that
+// window while in use, and one that has expired at Error. A key file open
+// to group or others is logged at Warn.
 package certs
 
 import (
@@ -90,7 +91,7 @@ func New(certFile, keyFile string, log *slog.Logger) (*Reloader, error) {
 	if err := r.load(true); err != nil {
 		return nil, err
 	}
-	r.log.Info("TLS certificate loaded", "cert_file", r.certFile, "not_after", r.notAfter())
+	r.log.Info("TLS certificate loaded", "cert_file", r.certFile, "not_after", r.NotAfter())
 	return r, nil
 }
 
@@ -117,7 +118,7 @@ func (r *Reloader) Reload() error {
 		r.log.Error("TLS certificate not reloaded; the previous one stays in use", "cert_file", r.certFile, "key_file", r.keyFile, "err", err)
 		return err
 	}
-	r.log.Info("TLS certificate reloaded", "cert_file", r.certFile, "not_after", r.notAfter())
+	r.log.Info("TLS certificate reloaded", "cert_file", r.certFile, "not_after", r.NotAfter())
 	return nil
 }
 
@@ -252,8 +253,11 @@ func (r *Reloader) stamps() ([2]stamp, error) {
 	return st, nil
 }
 
-// notAfter is the current certificate's expiry, for the log.
-func (r *Reloader) notAfter() time.Time {
+// NotAfter returns the expiry of the certificate being served: that of
+// the pair last loaded, so a reload that installs a renewed pair changes
+// it. It is cheap and safe to call at any time, as a metrics scrape does
+// (coffer_tls_certificate_not_after_seconds).
+func (r *Reloader) NotAfter() time.Time {
 	if c := r.cur.Load(); c != nil && c.Leaf != nil {
 		return c.Leaf.NotAfter
 	}

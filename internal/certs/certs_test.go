@@ -151,7 +151,8 @@ func current(t *testing.T, r *Reloader) int64 {
 // TestValidity: New serves any certificate that loads, saying at Error
 // when clients will refuse it and at Warn when it expires within
 // ExpiryWarning; a reload refuses a certificate outside its validity
-// window and keeps the one in use.
+// window and keeps the one in use. NotAfter follows the certificate
+// served.
 func TestValidity(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
@@ -183,20 +184,28 @@ func TestValidity(t *testing.T) {
 			if n := current(t, r); n != 10 {
 				t.Errorf("serial %d after New, want 10", n)
 			}
+			// x509 keeps whole seconds.
+			if got := r.NotAfter(); got.Unix() != tc.notAfter.Unix() {
+				t.Errorf("NotAfter() = %v after New, want %v", got, tc.notAfter)
+			}
 			if !strings.Contains(log.String(), tc.wantLog) || !strings.Contains(log.String(), "not_after=") {
 				t.Errorf("log of New does not say %q with not_after:\n%s", tc.wantLog, log.String())
 			}
 
 			// On a reload over a valid certificate: installed or refused.
-			ca.Issue(t, certFile, keyFile, 20)
+			validNotAfter := now.Add(40 * day)
+			ca.IssueValid(t, certFile, keyFile, 20, now.Add(-day), validNotAfter)
 			if err := r.Reload(); err != nil {
 				t.Fatal(err)
 			}
+			if got := r.NotAfter(); got.Unix() != validNotAfter.Unix() {
+				t.Errorf("NotAfter() = %v after a reload, want the new certificate's %v", got, validNotAfter)
+			}
 			ca.IssueValid(t, certFile, keyFile, 30, tc.notBefore, tc.notAfter)
 			err = r.Reload()
-			want := int64(30)
+			want, wantNotAfter := int64(30), tc.notAfter
 			if tc.wantReloadErr != "" {
-				want = 20
+				want, wantNotAfter = 20, validNotAfter
 				if err == nil || !strings.Contains(err.Error(), tc.wantReloadErr) {
 					t.Errorf("Reload = %v, want an error saying %q", err, tc.wantReloadErr)
 				}
@@ -205,6 +214,10 @@ func TestValidity(t *testing.T) {
 			}
 			if n := current(t, r); n != want {
 				t.Errorf("serial %d after the reload, want %d", n, want)
+			}
+			// NotAfter is the certificate served, not the last one read.
+			if got := r.NotAfter(); got.Unix() != wantNotAfter.Unix() {
+				t.Errorf("NotAfter() = %v after the reload, want %v", got, wantNotAfter)
 			}
 		})
 	}

@@ -245,6 +245,11 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		if s.certs, err = certs.New(cfg.TLS.CertFile, cfg.TLS.KeyFile, log.With("component", "tls")); err != nil {
 			return s, err
 		}
+		if s.metrics != nil {
+			if err = registerTLSMetrics(s.metrics, s.certs); err != nil {
+				return s, err
+			}
+		}
 		inner = tls.NewListener(inner, s.certs.Config())
 	}
 	s.conns = newConnLimit(inner, cfg.MaxConnections)
