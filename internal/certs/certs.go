@@ -256,7 +256,7 @@ func (r *Reloader) stamps() ([2]stamp, error) {
 // NotAfter returns the expiry of the certificate being served: that of
 // the pair last loaded, so a reload that installs a renewed pair changes
 // it. It is cheap and safe to call at any time, as a metrics scrape does
-// (coffer_tls_certificate_not_after_seconds).
+// (coffer_tls_certificate_not_after_timestamp_seconds).
 func (r *Reloader) NotAfter() time.Time {
 	if c := r.cur.Load(); c != nil && c.Leaf != nil {
 		return c.Leaf.NotAfter

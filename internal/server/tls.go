@@ -7,12 +7,12 @@ import (
 	"github.com/coffer-s3/coffer/internal/metrics"
 )
 
-// registerTLSMetrics registers coffer_tls_certificate_not_after_seconds,
+// registerTLSMetrics registers coffer_tls_certificate_not_after_timestamp_seconds,
 // read from c at each scrape, so that a renewed certificate shows as soon
 // as it is served, without a restart. One Reloader serves the S3 and the
 // ops listener, so the gauge needs no listener label.
 func registerTLSMetrics(m *metrics.Registry, c *certs.Reloader) error {
-	return m.GaugeFunc("coffer_tls_certificate_not_after_seconds",
+	return m.GaugeFunc("coffer_tls_certificate_not_after_timestamp_seconds",
 		"When the TLS certificate served on the S3 and ops listeners expires (its NotAfter, Unix time); a reload that installs a renewed one changes it.",
 		func() float64 { return float64(c.NotAfter().Unix()) })
 }

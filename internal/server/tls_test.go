@@ -14,7 +14,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/config"
 )
 
-// TestTLSCertificateMetric: coffer_tls_certificate_not_after_seconds is
+// TestTLSCertificateMetric: coffer_tls_certificate_not_after_timestamp_seconds is
 // the expiry of the certificate served, and a reload that installs a
 // renewed pair changes it without a restart.
 func TestTLSCertificateMetric(t *testing.T) {
@@ -32,7 +32,7 @@ func TestTLSCertificateMetric(t *testing.T) {
 		Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: ca.Pool()}},
 		Timeout:   30 * time.Second,
 	}
-	sample := regexp.MustCompile(`(?m)^coffer_tls_certificate_not_after_seconds (\S+)$`)
+	sample := regexp.MustCompile(`(?m)^coffer_tls_certificate_not_after_timestamp_seconds (\S+)$`)
 	notAfter := func() int64 {
 		t.Helper()
 		resp, err := hc.Get("https://" + s.ConsoleAddr() + "/metrics")
@@ -46,7 +46,7 @@ func TestTLSCertificateMetric(t *testing.T) {
 		}
 		m := sample.FindSubmatch(body)
 		if m == nil {
-			t.Fatalf("no sample coffer_tls_certificate_not_after_seconds in /metrics:\n%s", body)
+			t.Fatalf("no sample coffer_tls_certificate_not_after_timestamp_seconds in /metrics:\n%s", body)
 		}
 		v, err := strconv.ParseFloat(string(m[1]), 64)
 		if err != nil {
@@ -57,12 +57,12 @@ func TestTLSCertificateMetric(t *testing.T) {
 
 	// x509 keeps whole seconds.
 	if got := notAfter(); got != first.Unix() {
-		t.Errorf("coffer_tls_certificate_not_after_seconds = %d, want %d", got, first.Unix())
+		t.Errorf("coffer_tls_certificate_not_after_timestamp_seconds = %d, want %d", got, first.Unix())
 	}
 	renewed := now.Add(90 * 24 * time.Hour)
 	ca.IssueValid(t, certFile, keyFile, 2, now.Add(-time.Hour), renewed)
 	s.Reload()
 	if got := notAfter(); got != renewed.Unix() {
-		t.Errorf("coffer_tls_certificate_not_after_seconds after a reload = %d, want the renewed certificate's %d", got, renewed.Unix())
+		t.Errorf("coffer_tls_certificate_not_after_timestamp_seconds after a reload = %d, want the renewed certificate's %d", got, renewed.Unix())
 	}
 }
