@@ -57,7 +57,11 @@ func sendHalfClosed(t *testing.T, hs *harness, r *http.Request) (resp *http.Resp
 // A client that sends a read and half-closes its connection gets the whole
 // answer. net/http cancels the request's context when it sees the
 // half-close; reads used to stop on it, so the client got the first blocks
-// of an object, or no answer at all.
+// of an object, or no answer at all. Only the streaming cases (GetObject,
+// a range, partNumber) fail without readContext: a small answer usually
+// leaves before net/http has seen the half-close. The others are here as
+// the answers such a client must get whole; TestHalfClosedReadQueued and
+// TestWriteError's "read's context canceled" pin the rest.
 func TestHalfClosedReadAnsweredWhole(t *testing.T) {
 	t.Parallel()
 	hs := newHarnessWith(t, Config{}, harnessOptions{blockSize: halfCloseBlock})
@@ -218,6 +222,96 @@ func TestGoneClientEndsRead(t *testing.T) {
 			if n := store.open.Load(); n != 0 {
 				t.Errorf("%d block readers still open after the request ended", n)
 			}
+			// A download abandoned midway is the client's doing, not an
+			// internal error (metrics and the audit log count codes).
+			if rec.Code != "" {
+				t.Errorf("record code %q, want none for a client that went away", rec.Code)
+			}
 		})
+	}
+}
+
+// A read that waits for a request slot is answered when one frees, even
+// if its client half-closed meanwhile: the half-close cancels the
+// request's context, which the queue used to take for a client gone.
+func TestHalfClosedReadQueued(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{MaxRequests: 1, MaxQueued: 1, QueueWait: 10 * time.Second})
+	hs.mkBucket("lim")
+	hs.put("lim", "k", []byte("value")).mustStatus(t, http.StatusOK)
+
+	// A PUT whose body is slow to come holds the only slot.
+	pr, pw := io.Pipe()
+	slow := hs.request(call{method: "PUT", path: "/lim/slow", body: make([]byte, 5), payload: "UNSIGNED-PAYLOAD"})
+	slow.Body = pr
+	slowDone := make(chan reply, 1)
+	go func() { slowDone <- hs.send(slow) }()
+	waitFor(t, func() bool { return hs.h.Load().InFlight == 1 })
+
+	type answer struct {
+		resp *http.Response
+		body []byte
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, body, err := sendHalfClosed(t, hs, hs.request(call{method: "GET", path: "/lim/k"}))
+		got <- answer{resp, body, err}
+	}()
+	waitFor(t, func() bool { return hs.h.Load().Queued == 1 })
+	time.Sleep(50 * time.Millisecond) // for net/http to see the half-close
+	pw.Write([]byte("hello"))
+	pw.Close()
+	(<-slowDone).mustStatus(t, http.StatusOK)
+	a := <-got
+	switch {
+	case a.resp == nil:
+		t.Fatalf("no answer to the queued read after the half-close: %v", a.err)
+	case a.err != nil || a.resp.StatusCode != http.StatusOK || string(a.body) != "value":
+		t.Fatalf("queued read answered %d %q (%v), want 200 \"value\"", a.resp.StatusCode, a.body, a.err)
+	}
+}
+
+// blockingStore is a block store whose reads, once block is set, wait
+// until their context ends, as an unresponsive upstream's do.
+type blockingStore struct {
+	blob.Store
+	block   atomic.Bool
+	waiting atomic.Int64
+}
+
+func (s *blockingStore) Get(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	if s.block.Load() {
+		s.waiting.Add(1)
+		defer s.waiting.Add(-1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.Get(ctx, key, off, n)
+}
+
+// AbortReads ends a read waiting on its block store, which its client's
+// going away no longer does (readContext): the server calls it when it
+// closes connections with requests in flight.
+func TestAbortReadsEndsWaitingRead(t *testing.T) {
+	t.Parallel()
+	store := &blockingStore{Store: memblob.New()}
+	hs := newHarnessWith(t, Config{}, harnessOptions{store: store, blockSize: halfCloseBlock})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "big", bytes.Repeat([]byte("x"), 2*halfCloseBlock)).mustStatus(t, http.StatusOK)
+	store.block.Store(true)
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _ = sendHalfClosed(t, hs, hs.request(call{method: "GET", path: "/bkt/big"}))
+	}()
+	waitFor(t, func() bool { return store.waiting.Load() == 1 })
+	hs.h.AbortReads()
+	waitFor(t, func() bool { return store.waiting.Load() == 0 })
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the aborted read's client got no end of its answer")
 	}
 }

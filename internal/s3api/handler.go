@@ -127,6 +127,10 @@ type Handler struct {
 	lifecycle *lifecycle.Store
 	bufs      sync.Pool // *[]byte of copyBufSize, for streaming object bodies
 	obs       sync.Pool // *observation, when there is an observer
+	// closing ends the reads in flight (see readContext) when the server
+	// closes connections with requests still running (AbortReads).
+	closing    context.Context
+	abortReads context.CancelFunc
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -174,8 +178,16 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		return &b
 	}
 	h.obs.New = func() any { return new(observation) }
+	h.closing, h.abortReads = context.WithCancel(context.Background())
 	return h, nil
 }
+
+// AbortReads cancels the reads in flight, which run detached from their
+// requests' cancellation (readContext): the server calls it when it closes
+// connections with requests still running, before the storage closes, so
+// that a read waiting on its block store (an unresponsive upstream in
+// gateway mode) gives up instead of outliving the close.
+func (h *Handler) AbortReads() { h.abortReads() }
 
 // newRequestIDs returns a generator of S3-style request IDs: 16 upper-case
 // hex digits, a random base plus a counter, so they are unique within the
@@ -310,7 +322,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.writeError(rw, r, rq, s3err.New(s3err.InternalError, ""))
 		}
 	}()
-	if err := h.admit.acquire(r.Context()); err != nil {
+	// A read waits for its slot whatever its context says: a client that
+	// half-closed after sending it cancels that context, yet waits for
+	// the answer (readContext). The wait is bounded by the queue's.
+	qctx := r.Context()
+	if !writes(r.Method) {
+		qctx = context.WithoutCancel(qctx)
+	}
+	if err := h.admit.acquire(qctx); err != nil {
 		if s3err.Is(err, s3err.SlowDown) {
 			rw.Header().Set("Retry-After", retryAfter)
 		}
@@ -345,7 +364,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 		// From here on the pipeline and the handler see the detached
 		// context (see readContext); writeError and finish keep the
 		// request's own, which still tells them the client has gone.
-		r = r.WithContext(readContext(r.Context()))
+		ctx, done := h.readContext(r.Context())
+		defer done()
+		r = r.WithContext(ctx)
 	}
 	if rq.op.body == bodyNone && !rq.op.form && rq.idle.rc != nil {
 		// A body sent to an op that takes none (a GET declaring one) is
@@ -418,8 +439,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, rq *request) err
 // only the caller sees the writes that tell a client that went away from one
 // that half-closed, and the service's other callers (the console's
 // downloads, copies) keep what their context means. The context's values
-// are kept, as writeContext keeps them.
-func readContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+// are kept, as writeContext keeps them. It still ends when the server
+// closes connections with requests in flight (AbortReads); done releases
+// it.
+//
+// What a client that really went away can still cost is bounded by the
+// block store, not by the client: in gateway mode a read waiting on an
+// unresponsive upstream runs until the upstream client's own timeouts
+// (blob.s3.timeout per attempt, with its retries: about 3 times it) end
+// it, holding its request slot that long.
+func (h *Handler) readContext(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(h.closing, cancel)
+	return rctx, func() { stop(); cancel() }
+}
 
 // errKeyTooLong answers every operation on a key longer than S3 allows,
 // reads included, as S3 does (a HEAD gets the status without the body).

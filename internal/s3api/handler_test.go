@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -604,4 +607,33 @@ func TestExpectContinue(t *testing.T) {
 	resp.Body.Close()
 	hs.do(call{method: "HEAD", path: "/bkt/ok"}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "HEAD", path: "/bkt/anon"}).want(t, http.StatusNotFound, "")
+}
+
+// An answer cut because its client reset or closed the connection is the
+// client's doing: no error code (metrics, the audit log), whatever the
+// request's context says yet. A storage failure midway, or an upstream's
+// connection failing in gateway mode, is an internal error.
+func TestWriteErrorMidBody(t *testing.T) {
+	h := &Handler{log: slog.New(slog.NewTextHandler(io.Discard, nil)), storageErr: func() error { return nil }}
+	reset := &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ECONNRESET)}
+	for _, tc := range []struct {
+		name string
+		err  error
+		code s3err.Code
+	}{
+		{name: "client reset", err: fmt.Errorf("stream bkt/k: %w", reset), code: ""},
+		{name: "client closed", err: fmt.Errorf("stream bkt/k: %w", &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}), code: ""},
+		{name: "storage failed", err: fmt.Errorf("stream bkt/k: %w", errors.New("read block: input/output error")), code: s3err.InternalError},
+		{name: "upstream reset", err: fmt.Errorf("stream bkt/k: %w", &url.Error{Op: "Get", URL: "https://up/b", Err: reset}), code: s3err.InternalError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rq := &request{id: "REQ", hostID: "HOST", op: &ops[0]}
+			w := &httprec.Writer{ResponseWriter: httptest.NewRecorder()}
+			w.WriteHeader(http.StatusOK)
+			h.writeError(w, httptest.NewRequest("GET", "/bkt/k", nil), rq, tc.err)
+			if rq.code != tc.code {
+				t.Errorf("code %q, want %q", rq.code, tc.code)
+			}
+		})
+	}
 }

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/coffer-s3/coffer/internal/cors"
 	"github.com/coffer-s3/coffer/internal/httprec"
@@ -61,9 +64,14 @@ func (h *Handler) writeError(w *httprec.Writer, r *http.Request, rq *request, er
 	// A read's request context is cancelled by a client that merely
 	// half-closed after sending it, and the read ran detached from it
 	// (readContext): its answer, an error too (a 404, a 304), is written
-	// like any other. Only a read that itself was cut (its error is the
-	// cancellation) or a write is treated as a client that went away.
-	gone := errors.Is(err, context.Canceled) || ctx.Err() != nil && writes(r.Method)
+	// like any other. A client that went away is a write whose context
+	// ended, a read cut by the cancellation itself, or an answer that
+	// failed to reach the client because it closed or reset the
+	// connection (a download abandoned midway: not an internal error;
+	// net/http may not have cancelled the context yet when the write
+	// fails).
+	gone := errors.Is(err, context.Canceled) || ctx.Err() != nil && writes(r.Method) ||
+		w.Status != 0 && clientWriteFailed(err)
 	if !timedOut && gone {
 		h.log.DebugContext(ctx, "client went away", "request_id", rq.id, "op", rq.opName(), "err", err)
 		if w.Status == 0 {
@@ -218,4 +226,16 @@ func (h *Handler) drainBody(r *http.Request, rq *request) {
 	}
 	var buf [8 << 10]byte // not the pooled 128 KiB: many refused uploads may drain at once
 	_, _ = io.CopyBuffer(io.Discard, io.LimitReader(rq.rawBody, limit), buf[:])
+}
+
+// clientWriteFailed reports whether err is a write to the client's
+// connection refused because the client closed or reset it (EPIPE,
+// ECONNRESET), rather than a failure of the storage the answer came
+// from; an upstream's connection errors in gateway mode come wrapped in
+// a *url.Error and are not the client's.
+func clientWriteFailed(err error) bool {
+	if _, upstream := errors.AsType[*url.Error](err); upstream {
+		return false
+	}
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }

@@ -644,11 +644,17 @@ func (s *Server) shutdown(ctx context.Context, timeout time.Duration) error {
 	if err := s.srv.Shutdown(ctx); err != nil {
 		s.log.Warn("shutdown timeout expired: closing connections with requests in flight",
 			"timeout", timeout, "in_flight", s.inflight.Load())
+		// Reads run detached from their requests' cancellation (a
+		// client may half-close and still read the answer): end them.
+		if s.s3 != nil {
+			s.s3.AbortReads()
+		}
 		if err := s.srv.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close S3 server: %w", err))
 		}
 		// Handlers of closed connections see their request context canceled
-		// and return soon; give them a moment before the storage closes.
+		// (reads their aborted one) and return soon; give them a moment
+		// before the storage closes.
 		deadline := time.Now().Add(handlerDrainTimeout)
 		for !failed && s.inflight.Load() > 0 && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Millisecond)
