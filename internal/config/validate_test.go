@@ -93,7 +93,7 @@ func TestValidate(t *testing.T) {
 		}, wantErr: `blob.s3.endpoint: "https://***@s3.example.com": want http://`},
 		{name: "s3 endpoint without slashes", mod: func(c *Config) {
 			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https:AKID:" + leak + "@s3.example.com", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
-		}, wantErr: `blob.s3.endpoint: "https:***@s3.example.com": want http://`},
+		}, wantErr: `blob.s3.endpoint: "***@s3.example.com": want http://`},
 		{name: "s3 endpoint unparsable", mod: func(c *Config) {
 			c.Blob.Kind, c.Blob.S3 = BlobS3, S3Upstream{Endpoint: "https://AKID:" + leak + "@s3.example.com/%zz", Region: "r", Bucket: "b", AccessKey: "a", SecretKey: "s"}
 		}, wantErr: `blob.s3.endpoint: a value that does not parse as a URL (not shown: it may hold a password): want http://`},

@@ -181,7 +181,7 @@ func (p *Profiler) get(ctx context.Context, path, name string, timeout time.Dura
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.endpoint(path), nil)
 	if err != nil {
 		// Not err, which quotes the URL whole.
-		return nil, fmt.Errorf("profile %s: %s", name, p.shown(path))
+		return nil, fmt.Errorf("profile %s: %s: not a valid pprof URL", name, p.shown(path))
 	}
 	hc := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, DisableKeepAlives: true}}
 	resp, err := hc.Do(req)

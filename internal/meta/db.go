@@ -96,9 +96,8 @@ type DB struct {
 	// repairSem holds a token while a usage repair runs in this process
 	// (usageRepairLease).
 	repairSem chan struct{}
-	// repairMu is held by the merge of a usage repair in this process
-	// while its transaction holds the bucket's repair lock
-	// (kvTx.lockRepair). On Pebble, whose transactions take no locks, it
+	// repairMu is held by the merge of a usage repair on Pebble, whose
+	// transactions take no locks (kvTx.lockRepair is PostgreSQL's): it
 	// is what keeps two merges apart; one lock for every bucket is
 	// enough, as a merge is one short transaction.
 	repairMu sync.Mutex

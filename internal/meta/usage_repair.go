@@ -161,8 +161,13 @@ func (db *DB) mergeRepair(ctx context.Context, bucket string, created time.Time,
 	mu := db.bucketLock(bucket)
 	mu.RLock()
 	defer mu.RUnlock()
-	db.repairMu.Lock()
-	defer db.repairMu.Unlock()
+	if _, shared := db.kv.(*pgKV); !shared {
+		// PostgreSQL's repair lock (below) keeps merges apart there,
+		// across nodes; held here too, it would make every merge of
+		// the process wait for one blocked on another node's.
+		db.repairMu.Lock()
+		defer db.repairMu.Unlock()
+	}
 	tx := db.kv.begin(ctx)
 	defer tx.end()
 	tx.lockBucket(bucket, false)

@@ -20,10 +20,15 @@ func TestURL(t *testing.T) {
 		{name: "empty user", in: "https://@h/p", want: "https://***@h/p"},
 		{name: "userinfo without host", in: "http://" + secret + "@", want: "http://***@"},
 		{name: "userinfo and query", in: "http://" + secret + "@h?a=b", want: "http://***@h?a=b"},
-		{name: "opaque", in: "https:AKID:" + secret + "@s3.example.com", want: "https:***@s3.example.com"},
-		{name: "opaque with a path", in: "https:" + secret + "@h/p@q", want: "https:***@h/p@q"},
+		{name: "opaque", in: "https:AKID:" + secret + "@s3.example.com", want: "***@s3.example.com"},
+		{name: "opaque with a path", in: "https:" + secret + "@h/p@q", want: "***@q"}, // masked up to the last "@": the safe side
+		{name: "opaque, slash in the secret", in: "https:AKID:wJalrXUtn/K7MDENG" + secret + "@s3.example.com", want: "***@s3.example.com"},
+		{name: "opaque, ? in the secret", in: "https:user:pa?ss" + secret + "@h", want: "***@h"},
+		{name: "opaque, # in the secret", in: "https:user:pa#ss" + secret + "@h", want: "***@h"},
+		{name: "user as scheme, slash in the secret", in: "akid:wJalrXUtn/K7MDENG" + secret + "@s3.example.com:9000", want: "***@s3.example.com:9000"},
 		{name: "no scheme", in: "ghp_" + secret + "@s3.example.com/x", want: "***@s3.example.com/x"},
-		{name: "no scheme no userinfo", in: "s3.example.com/a@b", want: "s3.example.com/a@b"},
+		{name: "no scheme, slash in the secret", in: "user:se/cr?et" + secret + "@s3.example.com", want: "***@s3.example.com"},
+		{name: "no scheme, at sign in the path", in: "s3.example.com/a@b", want: "***@b"}, // the safe side
 		{name: "postgres", in: "postgres://coffer:" + secret + "@db:5432/coffer?sslmode=verify-full", want: "postgres://***@db:5432/coffer?sslmode=verify-full"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
