@@ -93,6 +93,11 @@ func startCluster(t *testing.T, cfg clusterConfig) *cluster {
 		cl.nodes = append(cl.nodes, n)
 		cl.live.add(n.addr)
 	}
+	// Every node started on the first one's claim of the prefix: the
+	// nodes share one metadata store, and so its ID.
+	if o := upstreamClaim(t, cl.upc, cl.bucket, clusterBlockPrefix); len(o.StoreID) != 32 {
+		t.Fatalf("the cluster's claim of %s = %+v, want a store ID", clusterBlockPrefix, o)
+	}
 	return cl
 }
 
@@ -176,10 +181,11 @@ func (cl *cluster) admin(t *testing.T, i int) *adminapi.Client {
 	return ac
 }
 
-// blocks returns the keys of every block in the upstream.
+// blocks returns the keys of every block in the upstream: those under
+// the object service's b/, not the nodes' claim of the prefix beside them.
 func (cl *cluster) blocks(t *testing.T) []string {
 	t.Helper()
-	return upstreamKeys(t, cl.upc, cl.bucket, clusterBlockPrefix)
+	return upstreamKeys(t, cl.upc, cl.bucket, clusterBlockPrefix+"b/")
 }
 
 // kill takes node i out of the round-robin rotation, as a balancer's

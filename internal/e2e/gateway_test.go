@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -9,7 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/go-cmp/cmp"
 
+	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/server"
 )
@@ -61,8 +65,9 @@ func TestGateway(t *testing.T) {
 	if err != nil || !bytes.Equal(got, big[1048000:2097301]) {
 		t.Errorf("ranged GET across blocks: %d bytes, err %v", len(got), err)
 	}
-	if n := len(upstreamKeys(t, upc, blocks, "gw1/")); n != 4 {
-		t.Errorf("upstream holds %d blocks under gw1/, want 4 (the small object is inline)", n)
+	// Blocks are under gw1/b/; gw1/ holds the gateway's claim as well.
+	if n := len(upstreamKeys(t, upc, blocks, "gw1/b/")); n != 4 {
+		t.Errorf("upstream holds %d blocks under gw1/b/, want 4 (the small object is inline)", n)
 	}
 
 	p1, p2 := randBytes(5*mib), randBytes(mib+3)
@@ -79,8 +84,11 @@ func TestGateway(t *testing.T) {
 	}
 	admin := adminCLI{t: t, bin: cofferBinary(t), endpoint: gw.endpoint, ak: gw.ak, sk: gw.sk}
 	admin.must("gc", "--grace", "0s")
-	if keys := upstreamKeys(t, upc, blocks, "gw1/"); len(keys) != 2 {
-		t.Errorf("after GC the upstream holds %d blocks under gw1/, want the new big object's 2: %v", len(keys), keys)
+	if keys := upstreamKeys(t, upc, blocks, "gw1/b/"); len(keys) != 2 {
+		t.Errorf("after GC the upstream holds %d blocks under gw1/b/, want the new big object's 2: %v", len(keys), keys)
+	}
+	if keys := upstreamKeys(t, upc, blocks, "gw1/"+s3blob.ClaimName); len(keys) != 1 {
+		t.Errorf("after GC the gateway's claim is gone: %v", keys)
 	}
 	if keys := upstreamKeys(t, upc, blocks, "other/"); len(keys) != 1 {
 		t.Errorf("GC touched keys outside the gateway's prefix: %v", keys)
@@ -127,5 +135,111 @@ func TestGatewayStartErrors(t *testing.T) {
 				t.Error("the upstream secret appears in the error or the log")
 			}
 		})
+	}
+}
+
+// TestGatewayClaim points two deployments, each with a metadata store of
+// its own, at one upstream bucket and prefix. The first claims the prefix;
+// the second refuses to start, and so does its `admin gc`, saying whose
+// the prefix is and what to do, so that it deletes none of the first's
+// blocks (without the claim, its GC would delete them all: its metadata
+// references none). The first deployment starts again on its own claim,
+// and one that has no claim (as after an upgrade from a Coffer before
+// claims) gets it back.
+func TestGatewayClaim(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	up := startServer(t)
+	upc := up.client(t)
+	blocks := mkBucket(t, upc, "blocks")
+	const prefix = "shared/"
+	gwArgs := []string{"--blob.kind", "s3", "--blob.s3.endpoint", up.endpoint, "--blob.s3.bucket", blocks,
+		"--blob.s3.prefix", prefix, "--blob.s3.access-key", up.ak}
+	env := map[string]string{"COFFER_BLOB_S3_SECRET_KEY": up.sk}
+	first := startServerEnv(t, env, gwArgs...)
+	c := first.client(t)
+	b := mkBucket(t, c, "data")
+	big := randBytes(2*mib + 1)
+	put(t, c, b, "big", big)
+	held := upstreamKeys(t, upc, blocks, prefix+"b/")
+	if len(held) != 3 {
+		t.Fatalf("upstream holds %d blocks, want 3: %v", len(held), held)
+	}
+	owner := upstreamClaim(t, upc, blocks, prefix)
+	if len(owner.StoreID) != 32 {
+		t.Fatalf("claim %+v, want a store ID", owner)
+	}
+
+	// The second deployment: a storage path, and so a metadata store, of
+	// its own.
+	env2 := map[string]string{"COFFER_ROOT_ACCESS_KEY": testAccessKey, "COFFER_ROOT_SECRET_KEY": testSecretKey,
+		"COFFER_BLOB_S3_SECRET_KEY": up.sk}
+	args := append([]string{"--storage-path", t.TempDir()}, inProcessArgs...)
+	cfg, err := config.Load(append(args, gwArgs...), func(k string) string { return env2[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if srv, err := server.New(cfg, log, io.Discard); err == nil {
+		srv.Close()
+		t.Error("the second deployment started on the first's prefix")
+	} else {
+		wantClaimed(t, "server.New", err, blocks, prefix, owner.StoreID)
+	}
+	if _, err := server.GC(ctx, cfg, log, 0); err == nil {
+		t.Error("the second deployment's gc ran on the first's prefix")
+	} else {
+		wantClaimed(t, "GC", err, blocks, prefix, owner.StoreID)
+	}
+	if diff := cmp.Diff(held, upstreamKeys(t, upc, blocks, prefix+"b/")); diff != "" {
+		t.Errorf("blocks upstream after the second deployment tried (-before +after):\n%s", diff)
+	}
+	if got := upstreamClaim(t, upc, blocks, prefix); got != owner {
+		t.Errorf("claim after the second deployment tried = %+v, want %+v", got, owner)
+	}
+
+	// The first deployment restarts on its own claim; without a claim (a
+	// deployment older than claims) it claims the prefix anew.
+	first.stop()
+	again := startServerEnv(t, env, append(gwArgs, "--storage-path", first.dir)...)
+	checkBody(t, "GET big after a restart", get(t, again.client(t), b, "big"), big)
+	again.stop()
+	if _, err := upc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(blocks), Key: aws.String(prefix + s3blob.ClaimName)}); err != nil {
+		t.Fatal(err)
+	}
+	upgraded := startServerEnv(t, env, append(gwArgs, "--storage-path", first.dir)...)
+	checkBody(t, "GET big after the upgrade", get(t, upgraded.client(t), b, "big"), big)
+	if got := upstreamClaim(t, upc, blocks, prefix); got.StoreID != owner.StoreID || !got.Claimed.After(owner.Claimed) {
+		t.Errorf("claim after the upgrade = %+v, want a new one for store %s", got, owner.StoreID)
+	}
+}
+
+// upstreamClaim returns the claim of prefix in an upstream bucket.
+func upstreamClaim(t *testing.T, c *s3.Client, bucket, prefix string) s3blob.Owner {
+	t.Helper()
+	out, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + s3blob.ClaimName)})
+	if err != nil {
+		t.Fatalf("get the claim of %s: %v", prefix, err)
+	}
+	defer out.Body.Close()
+	var o s3blob.Owner
+	if err := json.NewDecoder(out.Body).Decode(&o); err != nil {
+		t.Fatalf("decode the claim of %s: %v", prefix, err)
+	}
+	return o
+}
+
+// wantClaimed checks that err is the refusal of a prefix claimed by
+// another store, naming what an operator needs.
+func wantClaimed(t *testing.T, what string, err error, bucket, prefix, owner string) {
+	t.Helper()
+	if !errors.Is(err, s3blob.ErrClaimed) {
+		t.Errorf("%s: %v; want ErrClaimed", what, err)
+		return
+	}
+	for _, want := range []string{bucket, prefix, owner, "--blob.s3.prefix", prefix + s3blob.ClaimName} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want it to name %q", what, err, want)
+		}
 	}
 }

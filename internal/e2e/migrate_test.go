@@ -254,7 +254,7 @@ func TestMigrate(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	for n := 0; n < 6; n = len(upstreamKeys(t, upc, upBucket, "mig/")) {
+	for n := 0; n < 6; n = len(upstreamKeys(t, upc, upBucket, "mig/b/")) {
 		select {
 		case err := <-exited:
 			t.Fatalf("migrate ended (%v) before it could be killed; output:\n%s", err, killedOut.String())
@@ -289,9 +289,11 @@ func TestMigrate(t *testing.T) {
 	if cres.Keys != res.Keys || cres.Verified != res.Verified {
 		t.Errorf("uninterrupted migration %+v, interrupted %+v: want the same keys and records", cres, res)
 	}
+	// The blocks, under b/; each prefix holds its target database's
+	// claim beside them (the two targets are two stores).
 	rel := func(prefix string) []string {
 		var ks []string
-		for _, k := range upstreamKeys(t, upc, upBucket, prefix) {
+		for _, k := range upstreamKeys(t, upc, upBucket, prefix+"b/") {
 			ks = append(ks, strings.TrimPrefix(k, prefix))
 		}
 		slices.Sort(ks)
@@ -302,6 +304,20 @@ func TestMigrate(t *testing.T) {
 	}
 	if n := len(rel("mig/")); n != 16 {
 		t.Errorf("%d blocks upstream, want 16 (4 big, 7 multipart, 3 of the old version, 2 of the pending part)", n)
+	}
+	if a, b := upstreamClaim(t, upc, upBucket, "mig/"), upstreamClaim(t, upc, upBucket, "clean/"); a.StoreID == b.StoreID {
+		t.Errorf("the claims of two targets name one store %s", a.StoreID)
+	}
+	// A third database cannot take a prefix the first one claimed: its
+	// servers would refuse to start, and their GC would have deleted the
+	// first one's blocks. The migration refuses before copying anything.
+	third := tg
+	third.pgURL = pg.NewSchema(t)
+	if out, errOut, err := runMigrate(t, dir, third); err == nil || !strings.Contains(errOut, "prefix claimed by another metadata store") {
+		t.Errorf("migrate into a prefix another database claimed: %v\nstdout: %s\nstderr: %s", err, out, errOut)
+	}
+	if n := len(rel("mig/")); n != 16 {
+		t.Errorf("%d blocks upstream after the refused migration, want 16", n)
 	}
 
 	// Serve it: a new node with its own storage path, given the master key

@@ -87,6 +87,8 @@ type DB struct {
 	// onGarbage, if set, is called after each commit that queued garbage.
 	onGarbage atomic.Pointer[func()]
 	fail      *failure // shared with the engine adapter, which sets it
+	// storeID is the store's ID, read (or made) by Open: see StoreID.
+	storeID string
 	// own holds the garbage entries this process's commits queued, on a
 	// shared store only (nil with Pebble): see QueuedHere.
 	own *ownGarbage
@@ -108,7 +110,8 @@ type DB struct {
 // database open; or in PostgreSQL, whose schema it creates or upgrades
 // first (postgres_schema.go). A
 // database written before usage accounting has its usage counted from its
-// records here, once (a scan of every object record).
+// records here, once (a scan of every object record); one without a store
+// ID gets one (see StoreID).
 func Open(cfg Config) (*DB, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -140,6 +143,9 @@ func Open(cfg Config) (*DB, error) {
 		db.own = &ownGarbage{m: make(map[string]time.Time)}
 	}
 	if err := db.migrate(context.Background(), log); err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	if err := db.loadStoreID(context.Background()); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	return db, nil

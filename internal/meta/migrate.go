@@ -313,9 +313,11 @@ func (db *DB) HasRecords(ctx context.Context) (bool, error) {
 // copySkip reports whether the keys of table t stay behind in a copy: the
 // garbage queue (blocks nothing references, not copied either: the
 // target's GC would only delete them), the format key and the readiness
-// probe (each engine has its own), and a migration's progress.
+// probe (each engine has its own), a migration's progress, and the store
+// ID (the target is another store, with the ID its Open made: two stores
+// with one ID would pass each other's claims of an upstream prefix).
 func copySkip(t byte) bool {
-	return t == tableGarbage || t == tableFormat || t == tableProbe || t == tableMigration
+	return t == tableGarbage || t == tableFormat || t == tableProbe || t == tableMigration || t == tableStoreID
 }
 
 // CopyLimits bound one batch of CopyFrom. A batch holds at least one key.
@@ -333,10 +335,11 @@ type CopyLimits struct {
 // it. When src has no more keys m.Phase becomes MigrationVerifying, in the
 // same commit, and CopyFrom reports done.
 //
-// Every table is copied as it is, but the garbage queue, the format key
-// and the readiness probe (copySkip). A usage value is read from src
-// merged and written to db whole, which on PostgreSQL replaces the
-// bucket's counter shards with one row.
+// Every table is copied as it is, but the garbage queue, the format key,
+// the readiness probe, the migration's progress and the store ID
+// (copySkip). A usage value is read from src merged and written to db
+// whole, which on PostgreSQL replaces the bucket's counter shards with one
+// row.
 func (db *DB) CopyFrom(ctx context.Context, src *DB, m *Migration, lim CopyLimits, blocks func(context.Context, []Block) error) (done bool, err error) {
 	if m.Phase != MigrationCopying {
 		return false, fmt.Errorf("meta: copy in phase %q", m.Phase)

@@ -147,6 +147,10 @@ func testCopyFrom(t *testing.T, e engine) {
 	if gs := garbageKeys(t, dst); len(gs) != 0 {
 		t.Errorf("garbage copied: %q", gs)
 	}
+	// The target keeps the store ID of its own: it is another store.
+	if v, err := dst.kv.get(storeIDKey, nil); err != nil || string(v) != dst.StoreID() || string(v) == src.StoreID() {
+		t.Errorf("target's stored store ID = %q, %v; want its own %q, not the source's %q", v, err, dst.StoreID(), src.StoreID())
+	}
 	slices.Sort(copied)
 	copied = slices.Compact(copied)
 	want := []string{"b/00/big1", "b/00/big2", "b/00/new", "b/01/v2", "b/02/part1", "b/02/part2", "b/02/part3"}

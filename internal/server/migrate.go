@@ -101,6 +101,14 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 		AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle,
 		Logger: log.With("component", "s3blob"),
 	})
+	if err == nil {
+		// The blocks go where the target's servers will keep them: a
+		// prefix another deployment claimed would refuse them at start,
+		// after the whole copy.
+		if err = claimPrefix(octx, dstBlobs, dst); err != nil {
+			dstBlobs.Close()
+		}
+	}
 	cancel()
 	if err != nil {
 		return res, fmt.Errorf("open the target bucket: %w", err)

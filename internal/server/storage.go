@@ -18,6 +18,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/version"
 )
 
 // upstreamCheckTimeout bounds the check, at start, that the upstream
@@ -72,11 +73,16 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 			AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle, Timeout: u.Timeout,
 			Logger: log.With("component", "s3blob"),
 		})
-		cancel()
 		if err != nil {
+			cancel()
 			return nil, errors.Join(fmt.Errorf("open the upstream block store (blob.s3.*): %w", err), st.close())
 		}
 		st.blobs = s3
+		err = claimPrefix(ctx, s3, db)
+		cancel()
+		if err != nil {
+			return nil, errors.Join(err, st.close())
+		}
 	default:
 		return nil, errors.Join(fmt.Errorf("unknown blob kind %q", cfg.Blob.Kind), st.close())
 	}
@@ -104,6 +110,22 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		st.objects.UseSpace(st.space)
 	}
 	return st, nil
+}
+
+// claimPrefix claims the upstream prefix of gateway mode for the metadata
+// store db (see s3blob.Store.Claim), before anything may write or delete
+// blocks there: every deployment's garbage collection deletes the blocks
+// under its prefix that its own metadata does not reference, so a prefix
+// shared by two deployments with different metadata stores (two
+// single-node servers, a test instance pointed at production's) would
+// lose data silently. It fails if another store claimed the prefix first.
+// The nodes of one cluster share one store, and so its claim.
+func claimPrefix(ctx context.Context, s *s3blob.Store, db *meta.DB) error {
+	_, err := s.Claim(ctx, s3blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()})
+	if err != nil {
+		return fmt.Errorf("claim the upstream prefix (blob.s3.prefix): %w", err)
+	}
+	return nil
 }
 
 // warnOpenStoragePath warns when group or others may enter or list the

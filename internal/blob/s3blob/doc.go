@@ -112,14 +112,35 @@
 // upstream's return without waiting for a client's request. Nothing needs
 // restarting: connections are made afresh.
 //
+// # The prefix claim
+//
+// Garbage collection deletes every blob under Prefix that the local
+// metadata does not reference, so a prefix shared by two deployments with
+// different metadata stores loses data: each deletes the other's blocks.
+// Claim prevents that. The object Prefix+ClaimName ("coffer-owner.json")
+// names the metadata store that owns the prefix (its ID, and for people,
+// when and by which Coffer it was claimed); Claim creates it with
+// If-None-Match: * (a plain PutObject on an upstream that answers 501
+// NotImplemented) and reads it back, and fails with ErrClaimed if it names
+// another store. The server claims its prefix at start, before its
+// garbage collection may run, and so do coffer admin gc and coffer admin
+// migrate; the nodes of one cluster share one metadata store and so one
+// claim. List never returns the claim, and the object service keeps its
+// blocks under "b/", the only place its garbage collection lists.
+//
 // # Operator notes
 //
 // The bucket must exist; New fails with an error naming it and the
 // endpoint otherwise. Give the store a bucket, or a Prefix ending in "/",
 // of its own: garbage collection deletes every blob under Prefix that the
 // local metadata does not reference (List skips names that are not valid
-// blob keys, but that is no protection for names that are). The
-// credentials need, on the bucket and prefix:
+// blob keys, but that is no protection for names that are). The server
+// enforces it with the claim above; if it refuses to start because another
+// store claimed the prefix, give this deployment a prefix of its own, or,
+// only if this metadata store really is the owner now (its database was
+// restored to a new server and the old deployment is gone), delete
+// Prefix+"coffer-owner.json" by hand. The credentials need, on the bucket
+// and prefix:
 //
 //   - s3:ListBucket (HeadBucket in New, and List for GC),
 //   - s3:PutObject, s3:GetObject and s3:DeleteObject on Prefix*.

@@ -39,8 +39,8 @@ func (s *Store) delete(ctx context.Context, key string, opts ...func(*s3.Options
 // ListObjectsV2 under Prefix+prefix, with Prefix removed. Upstream objects
 // under Prefix whose names are not valid blob keys (which Put would have
 // refused) are skipped, so that GC never sees, and never deletes, what
-// another program left there. If fn returns an error, List stops and
-// returns it unwrapped. See blob.Store.
+// another program left there; so is the prefix's claim (ClaimName). If fn
+// returns an error, List stops and returns it unwrapped. See blob.Store.
 func (s *Store) List(ctx context.Context, prefix string, fn func(key string) error) error {
 	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
@@ -65,7 +65,7 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(key string) err
 		}
 		for _, obj := range page.Contents {
 			key, ok := strings.CutPrefix(aws.ToString(obj.Key), s.prefix)
-			if !ok || checkKey(key) != nil {
+			if !ok || key == ClaimName || checkKey(key) != nil {
 				continue
 			}
 			if err := fn(key); err != nil {
