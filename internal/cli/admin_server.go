@@ -46,6 +46,9 @@ type metaStatusResult struct {
 	Engine        string `json:"engine"`
 	SchemaVersion int    `json:"schema_version"`
 	KnownVersion  int    `json:"known_version"`
+	// StoreID names the metadata store in a gateway's claim of its
+	// upstream prefix (docs/scale-out.md).
+	StoreID string `json:"store_id"`
 }
 
 func adminMetaStatus(fs *flag.FlagSet) adminRun {
@@ -66,11 +69,11 @@ func adminMetaStatus(fs *flag.FlagSet) adminRun {
 		if err != nil {
 			return err
 		}
-		res := metaStatusResult{Engine: st.Engine, SchemaVersion: st.SchemaVersion, KnownVersion: st.KnownVersion}
+		res := metaStatusResult{Engine: st.Engine, SchemaVersion: st.SchemaVersion, KnownVersion: st.KnownVersion, StoreID: st.StoreID}
 		if s.g.json {
 			return s.printJSON(res)
 		}
-		s.printf("engine: %s\nschema version: %d (this Coffer knows up to %d)\n", res.Engine, res.SchemaVersion, res.KnownVersion)
+		s.printf("engine: %s\nschema version: %d (this Coffer knows up to %d)\nstore id: %s\n", res.Engine, res.SchemaVersion, res.KnownVersion, res.StoreID)
 		return nil
 	}
 }

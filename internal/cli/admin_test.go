@@ -556,8 +556,8 @@ func TestAdminGCOffline(t *testing.T) {
 	}
 }
 
-// TestAdminMetaStatus shows the engine and schema version of a stopped
-// server's metadata (the offline gc pass creates it).
+// TestAdminMetaStatus shows the engine, schema version and store ID of a
+// stopped server's metadata (the offline gc pass creates it).
 func TestAdminMetaStatus(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -568,15 +568,18 @@ func TestAdminMetaStatus(t *testing.T) {
 	if code, _, stderr := runCLI(t, nil, "admin", "gc", "--offline", "--storage-path", dir); code != 0 {
 		t.Fatalf("admin gc --offline: exit %d\nstderr: %s", code, stderr)
 	}
-	code, stdout, stderr := runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir}, "admin", "meta", "status")
-	if want := "engine: pebble\nschema version: 1 (this Coffer knows up to 1)\n"; code != 0 || stdout != want {
-		t.Errorf("admin meta status: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
-	}
-	code, stdout, _ = runCLI(t, nil, "admin", "meta", "status", "--storage-path", dir, "--json")
+	code, stdout, _ := runCLI(t, nil, "admin", "meta", "status", "--storage-path", dir, "--json")
 	var res metaStatusResult
 	decode(t, stdout, &res)
-	if want := (metaStatusResult{Engine: "pebble", SchemaVersion: 1, KnownVersion: 1}); code != 0 || res != want {
+	if len(res.StoreID) != 32 {
+		t.Errorf("admin meta status --json: store ID %q, want 32 hex digits", res.StoreID)
+	}
+	if want := (metaStatusResult{Engine: "pebble", SchemaVersion: 1, KnownVersion: 1, StoreID: res.StoreID}); code != 0 || res != want {
 		t.Errorf("admin meta status --json: exit %d, %+v; want %+v", code, res, want)
+	}
+	code, stdout, stderr = runCLI(t, map[string]string{"COFFER_STORAGE_PATH": dir}, "admin", "meta", "status")
+	if want := "engine: pebble\nschema version: 1 (this Coffer knows up to 1)\nstore id: " + res.StoreID + "\n"; code != 0 || stdout != want {
+		t.Errorf("admin meta status: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
 	}
 }
 

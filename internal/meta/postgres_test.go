@@ -177,7 +177,7 @@ func TestStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1}
+		want := Status{Engine: e.name, SchemaVersion: 1, KnownVersion: 1, StoreID: db.StoreID()}
 		if e.name == EnginePostgres {
 			want.SchemaVersion, want.KnownVersion = 6, 6 // 0006_audit_batches
 		}
