@@ -84,7 +84,7 @@ func settings(c *Config) []setting {
 		{name: "blob.s3.bucket", value: &stringValue{&c.Blob.S3.Bucket},
 			usage: "with blob.kind s3: upstream bucket holding the blocks; it must exist"},
 		{name: "blob.s3.prefix", value: &stringValue{&c.Blob.S3.Prefix},
-			usage: "with blob.kind s3: key prefix of the blocks in the bucket, \"\" or ending in /; every Coffer storage path needs its own (GC removes what its metadata does not reference)"},
+			usage: "with blob.kind s3: key prefix of the blocks in the bucket, \"\" or ending in /; one metadata store's own (GC removes what its metadata does not reference), claimed at start"},
 		{name: "blob.s3.access-key", value: &stringValue{&c.Blob.S3.AccessKey},
 			usage: "with blob.kind s3: upstream access key ID (the secret comes only from COFFER_BLOB_S3_SECRET_KEY)"},
 		{name: "blob.s3.path-style", value: &boolValue{&c.Blob.S3.PathStyle},

@@ -121,9 +121,12 @@ Coffer, MinIO, Ceph, AWS) set by the ` + "`blob.s3.*`" + ` settings; metadata st
 | ` + "`" + EnvBlobS3SecretKey + "`" + ` | secret access key of ` + "`blob.s3.access-key`" + ` |
 
 The bucket must exist, and the key needs s3:PutObject, s3:GetObject,
-s3:DeleteObject and s3:ListBucket on it. Give every Coffer storage path its own
-` + "`blob.s3.prefix`" + `: garbage collection deletes the blocks under its prefix that its
-own metadata does not reference.
+s3:DeleteObject and s3:ListBucket on it. Give every deployment (one node, or
+the nodes of one PostgreSQL database) its own ` + "`blob.s3.prefix`" + `: garbage
+collection deletes the blocks under its prefix that its own metadata does not
+reference. A server claims its prefix at start with the object
+` + "`<prefix>coffer-owner.json`" + `, which names its metadata store, and refuses to
+start on a prefix another store claimed (docs/scale-out.md).
 
 ## Metadata in PostgreSQL
 
