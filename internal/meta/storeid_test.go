@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 )
@@ -61,7 +62,10 @@ func testStoreID(t *testing.T, e engine) {
 }
 
 // TestStoreIDSharedPostgres opens one new PostgreSQL database from several
-// nodes at once: they all read the one ID the first of them made.
+// nodes at once: they all read the one ID the first of them made. Opens
+// are staggered by the schema lock, so the nodes then also make the ID of
+// a database without one all at the same moment (loadStoreID, as Open
+// calls it), which only the transaction's lock keeps to one ID.
 func TestStoreIDSharedPostgres(t *testing.T) {
 	e := engines[1]
 	if e.name != EnginePostgres {
@@ -69,7 +73,7 @@ func TestStoreIDSharedPostgres(t *testing.T) {
 	}
 	place := e.place(t)
 	const nodes = 6
-	ids := make([]string, nodes)
+	dbs := make([]*DB, nodes)
 	var wg sync.WaitGroup
 	for i := range nodes {
 		wg.Go(func() {
@@ -78,14 +82,42 @@ func TestStoreIDSharedPostgres(t *testing.T) {
 				t.Errorf("Open: %v", err)
 				return
 			}
-			ids[i] = db.StoreID()
-			_ = db.Close()
+			t.Cleanup(func() { _ = db.Close() })
+			dbs[i] = db
 		})
 	}
 	wg.Wait()
-	for i, id := range ids {
-		if id != ids[0] || !validStoreID([]byte(id)) {
-			t.Fatalf("node %d read store ID %q; the nodes read %q", i, id, ids)
+	if t.Failed() {
+		t.FailNow()
+	}
+	checkOneID := func(when string) {
+		t.Helper()
+		for i, db := range dbs {
+			if id := db.StoreID(); id != dbs[0].StoreID() || !validStoreID([]byte(id)) {
+				t.Fatalf("%s: node %d has store ID %q, node 0 %q", when, i, id, dbs[0].StoreID())
+			}
 		}
+	}
+	checkOneID("after opening")
+
+	for round := range 5 {
+		b := dbs[0].kv.newBatch()
+		b.delete(storeIDKey)
+		if err := b.commit(true); err != nil {
+			t.Fatal(err)
+		}
+		b.close()
+		start := make(chan struct{})
+		for _, db := range dbs {
+			wg.Go(func() {
+				<-start
+				if err := db.loadStoreID(t.Context()); err != nil {
+					t.Errorf("loadStoreID: %v", err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		checkOneID(fmt.Sprintf("round %d of making the ID at once", round))
 	}
 }
