@@ -93,7 +93,8 @@ func (s *Store) Claim(ctx context.Context, want Owner) (Owner, error) {
 func (s *Store) claimedError(got, want Owner) error {
 	return fmt.Errorf("%w: bucket %q, prefix %q at %s belongs to metadata store %s (claimed %s by Coffer %s), "+
 		"not to this server's metadata store %s; its garbage collection would delete the blocks of the other, "+
-		"and the other's would delete this one's. Give this deployment a --blob.s3.prefix of its own; "+
+		"and the other's would delete this one's. Give this deployment a prefix of its own (--blob.s3.prefix; "+
+		"for coffer admin migrate, the PREFIX of --to-s3); "+
 		"or, if this metadata store really is the owner now (its database was restored to a new server, "+
 		"and the old one is gone), delete the object %s from the bucket by hand and start again",
 		ErrClaimed, s.bucket, s.prefix, s.endpoint, got.StoreID, got.Claimed.Format(time.RFC3339), got.Version,
