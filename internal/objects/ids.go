@@ -8,12 +8,16 @@ import (
 	"time"
 )
 
+// BlockPrefix is the prefix of every block key the service makes: the
+// keys its garbage collection lists and may delete.
+const BlockPrefix = "b/"
+
 // Blob keys embed their creation time so that the orphan sweep can tell a
 // crash leftover from a write in progress in another process:
 // b/<2 hex>/<16 hex unix nanos><16 hex random>. The 2-hex shard spreads
 // blobs over 256 directories.
 const (
-	blobPrefix  = "b/"
+	blobPrefix  = BlockPrefix
 	blobNameLen = 32
 	blobKeyLen  = len(blobPrefix) + 3 + blobNameLen
 )

@@ -121,7 +121,12 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 // lose data silently. It fails if another store claimed the prefix first.
 // The nodes of one cluster share one store, and so its claim.
 func claimPrefix(ctx context.Context, s *s3blob.Store, db *meta.DB) error {
-	_, err := s.Claim(ctx, s3blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()})
+	has, err := db.HasRecords(ctx)
+	if err != nil {
+		return fmt.Errorf("claim the upstream prefix (blob.s3.prefix): %w", err)
+	}
+	_, err = s.Claim(ctx, s3blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()},
+		s3blob.Local{HasRecords: has, Blocks: objects.BlockPrefix})
 	if err != nil {
 		return fmt.Errorf("claim the upstream prefix (blob.s3.prefix): %w", err)
 	}

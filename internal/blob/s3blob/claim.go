@@ -15,10 +15,10 @@ import (
 )
 
 // ClaimName is the name, under Prefix, of the object that claims the
-// prefix for one metadata store (see Claim). It is a valid blob key, but
-// not one the object service makes (its blocks are under "b/", the only
-// place its garbage collection lists), and List skips it, so nothing that
-// lists blobs ever sees it, let alone deletes it.
+// prefix for one metadata store (see Claim). It is no blob key: Put, Get
+// and Delete refuse it (checkKey), the object service's blocks are under
+// "b/" (the only place its garbage collection lists), and List skips it,
+// so nothing that handles blobs ever sees it, let alone deletes it.
 const ClaimName = "coffer-owner.json"
 
 // maxClaimSize bounds what Claim reads of a claim object: it is a few
@@ -28,6 +28,23 @@ const maxClaimSize = 64 << 10
 // ErrClaimed is returned (wrapped) by Claim when the prefix is claimed by
 // another metadata store.
 var ErrClaimed = errors.New("s3blob: prefix claimed by another metadata store")
+
+// ErrUnclaimedBlocks is returned (wrapped) by Claim when the prefix holds
+// blocks but no claim, and the claiming metadata store holds no records:
+// the blocks are another deployment's that has not claimed its prefix yet
+// (it does at its next start), or the garbage of a lost one.
+var ErrUnclaimedBlocks = errors.New("s3blob: unclaimed prefix holds blocks and the metadata store is empty")
+
+// Local describes the deployment that claims a prefix, for Claim's
+// checks and messages.
+type Local struct {
+	// HasRecords says its metadata store holds buckets or objects
+	// (meta.DB.HasRecords).
+	HasRecords bool
+	// Blocks is the key prefix of the object service's blocks under
+	// Prefix; "" skips the check of an unclaimed prefix for blocks.
+	Blocks string
+}
 
 // Owner is the content of a claim object: the metadata store that claims
 // the prefix, and for the operator who finds it, when and by which Coffer.
@@ -60,13 +77,25 @@ const claimNote = "Coffer keeps the blocks of the metadata store store_id under 
 // claim of another store (someone else's write came first, or last on an
 // upstream without conditional writes) fails with ErrClaimed, naming the
 // bucket, the prefix, both IDs and what to do. want.Note is set by Claim.
-func (s *Store) Claim(ctx context.Context, want Owner) (Owner, error) {
+//
+// A prefix without a claim that holds blocks (local.Blocks) is claimed
+// only by a metadata store that holds records: a deployment that used the
+// prefix before claims existed claims it at its next start, and until
+// then a new, empty deployment given the same prefix (a test instance
+// pointed at production's) would otherwise claim it and, an hour later,
+// delete every block there. It fails with ErrUnclaimedBlocks.
+func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, error) {
 	if want.StoreID == "" {
 		return Owner{}, errors.New("s3blob: claim without a store ID")
 	}
 	got, found, err := s.readClaim(ctx)
 	if err != nil {
 		return Owner{}, err
+	}
+	if !found && !local.HasRecords && local.Blocks != "" {
+		if err := s.checkNoBlocks(ctx, local.Blocks); err != nil {
+			return Owner{}, err
+		}
 	}
 	if !found {
 		want.Note = claimNote
@@ -84,21 +113,54 @@ func (s *Store) Claim(ctx context.Context, want Owner) (Owner, error) {
 		}
 	}
 	if got.StoreID != want.StoreID {
-		return got, s.claimedError(got, want)
+		return got, s.claimedError(got, want, local)
 	}
 	return got, nil
 }
 
+// errFound stops checkNoBlocks's listing at the first block.
+var errFound = errors.New("found")
+
+// checkNoBlocks fails with ErrUnclaimedBlocks if the prefix holds a key
+// under blocks.
+func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
+	var first string
+	err := s.List(ctx, blocks, func(k string) error {
+		first = k
+		return errFound
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return fmt.Errorf("%w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
+			"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
+			"Give this deployment a prefix of its own (--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3); "+
+			"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
+			ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
+	case err != nil:
+		return fmt.Errorf("s3blob: look for blocks under the unclaimed prefix %q: %w", s.prefix, err)
+	}
+	return nil
+}
+
 // claimedError is Claim's error for a prefix claimed by got, not want.
-func (s *Store) claimedError(got, want Owner) error {
-	return fmt.Errorf("%w: bucket %q, prefix %q at %s belongs to metadata store %s (claimed %s by Coffer %s), "+
-		"not to this server's metadata store %s; its garbage collection would delete the blocks of the other, "+
-		"and the other's would delete this one's. Give this deployment a prefix of its own (--blob.s3.prefix; "+
-		"for coffer admin migrate, the PREFIX of --to-s3); "+
-		"or, if this metadata store really is the owner now (its database was restored to a new server, "+
-		"and the old one is gone), delete the object %s from the bucket by hand and start again",
-		ErrClaimed, s.bucket, s.prefix, s.endpoint, got.StoreID, got.Claimed.Format(time.RFC3339), got.Version,
-		want.StoreID, s.prefix+ClaimName)
+// What to do depends on which deployment holds the data: one whose
+// metadata store has records keeps its blocks under this prefix, and
+// moving it to another would orphan them for the other deployment's
+// garbage collection to delete.
+func (s *Store) claimedError(got, want Owner, local Local) error {
+	advice := "This server's metadata store has no buckets: give this deployment a prefix of its own " +
+		"(--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3)."
+	if local.HasRecords {
+		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its prefix. " +
+			"Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID) and stop it; " +
+			"if it was never meant to use this prefix, give it a prefix of its own, and once no deployment of that store " +
+			"is left, delete the object " + s.prefix + ClaimName + " from the bucket by hand and start this one again. " +
+			"Beware: that store's garbage collection deletes every block here it does not know."
+	}
+	return fmt.Errorf("%w: bucket %q, prefix %q at %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
+		"not to this server's metadata store %s; the garbage collection of each would delete the blocks of the other. %s",
+		ErrClaimed, s.bucket, s.prefix, s.endpoint, got.StoreID, s.prefix+ClaimName, got.Claimed.Format(time.RFC3339), got.Version,
+		want.StoreID, advice)
 }
 
 // readClaim reads the claim object; found is false if it is absent.

@@ -62,7 +62,7 @@ func TestClaim(t *testing.T) {
 			a, b := newStore(t, cfg), newStore(t, cfg)
 
 			claimed := time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC)
-			got, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"})
+			got, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"}, s3blob.Local{HasRecords: true})
 			if err != nil {
 				t.Fatalf("first Claim: %v", err)
 			}
@@ -72,10 +72,10 @@ func TestClaim(t *testing.T) {
 			if !tc.conditional && refused.Load() == 0 {
 				t.Error("the claim was not tried as a conditional write first")
 			}
-			if _, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}); err != nil {
+			if _, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}, s3blob.Local{HasRecords: true}); err != nil {
 				t.Errorf("Claim again for the same store: %v", err)
 			}
-			_, err = b.Claim(ctx, s3blob.Owner{StoreID: storeB, Claimed: claimed})
+			_, err = b.Claim(ctx, s3blob.Owner{StoreID: storeB, Claimed: claimed}, s3blob.Local{})
 			if !errors.Is(err, s3blob.ErrClaimed) {
 				t.Fatalf("Claim for another store = %v, want ErrClaimed", err)
 			}
@@ -110,7 +110,9 @@ func TestClaimRace(t *testing.T) {
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i := range stores {
-			wg.Go(func() { _, errs[i] = stores[i].Claim(t.Context(), s3blob.Owner{StoreID: ids[i]}) })
+			wg.Go(func() {
+				_, errs[i] = stores[i].Claim(t.Context(), s3blob.Owner{StoreID: ids[i]}, s3blob.Local{HasRecords: true})
+			})
 		}
 		wg.Wait()
 		won := 0
@@ -144,7 +146,7 @@ func TestClaimForeignObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, u.config(bucket, prefix))
-	_, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA})
+	_, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true})
 	if err == nil || errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "not a claim") {
 		t.Errorf("Claim over a foreign object = %v, want an error saying it is not a claim", err)
 	}
@@ -155,6 +157,44 @@ func TestClaimForeignObject(t *testing.T) {
 	defer out.Body.Close()
 	if b, _ := io.ReadAll(out.Body); string(b) != "not json" {
 		t.Errorf("the foreign object now holds %q", b)
+	}
+}
+
+// TestClaimUnclaimedBlocks: a prefix that holds blocks but no claim (a
+// deployment from before claims, not restarted since) is claimed only by
+// a metadata store with records: an empty one (a new test instance given
+// production's prefix) would otherwise claim it, and its garbage
+// collection delete every block there.
+func TestClaimUnclaimedBlocks(t *testing.T) {
+	t.Parallel()
+	u := startUpstream(t)
+	bucket, prefix := u.newBucket(t), u.prefix()
+	if _, err := u.admin.PutObject(t.Context(), &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String(prefix + "b/00/block"), Body: strings.NewReader("data"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, u.config(bucket, prefix))
+	_, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{Blocks: "b/"})
+	if !errors.Is(err, s3blob.ErrUnclaimedBlocks) || !strings.Contains(err.Error(), "b/00/block") {
+		t.Fatalf("an empty store's claim of a prefix with blocks = %v, want ErrUnclaimedBlocks naming a block", err)
+	}
+	if _, err := u.admin.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + s3blob.ClaimName)}); err == nil {
+		t.Error("the refused claim was written")
+	}
+	// The deployment that has used the prefix, with its records, claims it.
+	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
+		t.Fatalf("claim by a store with records: %v", err)
+	}
+	// And the empty store is now told whose it is, and to take another.
+	_, err = s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{Blocks: "b/"})
+	if !errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "prefix of its own") {
+		t.Errorf("empty store's claim after the owner's = %v, want ErrClaimed advising a prefix of its own", err)
+	}
+	// A store with records is not advised to move away from its blocks.
+	_, err = s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{HasRecords: true, Blocks: "b/"})
+	if !errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "do not change its prefix") {
+		t.Errorf("claim by another store with records = %v, want ErrClaimed advising not to move", err)
 	}
 }
 
@@ -172,4 +212,29 @@ func readClaim(t *testing.T, u *upstream, bucket, prefix string) s3blob.Owner {
 		t.Fatalf("decode the claim: %v", err)
 	}
 	return o
+}
+
+// The claim's name is no blob key: no Put, Get or Delete can replace,
+// read or remove the claim.
+func TestClaimNotABlob(t *testing.T) {
+	t.Parallel()
+	u := startUpstream(t)
+	bucket, prefix := u.newBucket(t), u.prefix()
+	s := newStore(t, u.config(bucket, prefix))
+	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(t.Context(), s3blob.ClaimName, strings.NewReader("x"), 1); err == nil {
+		t.Error("Put of the claim's name succeeded")
+	}
+	if err := s.Delete(t.Context(), s3blob.ClaimName); err == nil {
+		t.Error("Delete of the claim's name succeeded")
+	}
+	if rc, err := s.Get(t.Context(), s3blob.ClaimName, 0, -1); err == nil {
+		rc.Close()
+		t.Error("Get of the claim's name succeeded")
+	}
+	if o := readClaim(t, u, bucket, prefix); o.StoreID != storeA {
+		t.Errorf("claim now %+v", o)
+	}
 }
