@@ -207,6 +207,15 @@ func TestGatewayClaim(t *testing.T) {
 	if _, err := upc.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(blocks), Key: aws.String(prefix + s3blob.ClaimName)}); err != nil {
 		t.Fatal(err)
 	}
+	// Meanwhile, an empty deployment does not claim an unclaimed prefix
+	// that holds blocks: they are a deployment's that has not restarted
+	// on a Coffer with claims yet.
+	if srv, err := server.New(cfg, log, io.Discard); err == nil {
+		srv.Close()
+		t.Error("an empty deployment claimed an unclaimed prefix holding blocks")
+	} else if !errors.Is(err, s3blob.ErrUnclaimedBlocks) {
+		t.Errorf("server.New of an empty deployment on unclaimed blocks: %v, want ErrUnclaimedBlocks", err)
+	}
 	upgraded := startServerEnv(t, env, append(gwArgs, "--storage-path", first.dir)...)
 	checkBody(t, "GET big after the upgrade", get(t, upgraded.client(t), b, "big"), big)
 	if got := upstreamClaim(t, upc, blocks, prefix); got.StoreID != owner.StoreID || !got.Claimed.After(owner.Claimed) {

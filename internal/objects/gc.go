@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/meta"
 )
 
@@ -128,6 +129,13 @@ func (s *Service) sweepOrphans(ctx context.Context, cutoff time.Time, st *GCStat
 		return fmt.Errorf("gc: %w", err)
 	}
 	s.lastRefs.Store(int64(refs.n))
+	if c, ok := s.store.(blob.Claimer); ok {
+		// The blobs under a claimed prefix are this store's to judge
+		// only while the claim is still its own.
+		if err := c.CheckClaim(ctx); err != nil {
+			return fmt.Errorf("gc: no orphan sweep: %w", err)
+		}
+	}
 	err = s.store.List(ctx, blobPrefix, func(k string) error {
 		st.Scanned++
 		// Keys of another format are not ours to judge; keys younger

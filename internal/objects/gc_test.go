@@ -434,3 +434,49 @@ func TestGCSparesWriteAfterClockStep(t *testing.T) {
 		t.Error("the object written during the sweep lost its blocks")
 	}
 }
+
+// claimedStore is a block store under a claim (blob.Claimer) that err says
+// is lost, or not.
+type claimedStore struct {
+	blob.Store
+	mu  sync.Mutex
+	err error
+}
+
+func (c *claimedStore) CheckClaim(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *claimedStore) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}
+
+// A block store whose claim names another metadata store (another
+// deployment claimed the prefix while this one ran) gets no orphan sweep:
+// the blobs there are no longer this store's to judge.
+func TestGCSweepsOnlyUnderOwnClaim(t *testing.T) {
+	ctx := context.Background()
+	e := &env{store: memblob.New(), dir: t.TempDir()}
+	cs := &claimedStore{Store: e.store}
+	e.open(t, Config{InlineThreshold: testInline, BlockSize: testBlock}, cs)
+	old := time.Now().Add(-48 * time.Hour)
+	if err := e.store.Put(ctx, newBlobKey(old), strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err) // someone's block, old: an orphan to this store
+	}
+	lost := errors.New("prefix claimed by another metadata store")
+	cs.setErr(lost)
+	if st, err := e.s.GC(ctx, time.Hour); !errors.Is(err, lost) || st.Deleted != 0 {
+		t.Errorf("GC under a lost claim = %+v, %v; want no deletion and the claim's error", st, err)
+	}
+	if got := e.blobs(t); len(got) != 1 {
+		t.Errorf("store after GC under a lost claim = %v, want the block kept", got)
+	}
+	cs.setErr(nil)
+	if st, err := e.s.GC(ctx, time.Hour); err != nil || st.Deleted != 1 {
+		t.Errorf("GC under its own claim = %+v, %v; want the orphan deleted", st, err)
+	}
+}

@@ -115,7 +115,34 @@ func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, erro
 	if got.StoreID != want.StoreID {
 		return got, s.claimedError(got, want, local)
 	}
+	s.claimed.Store(&want)
 	return got, nil
+}
+
+// CheckClaim reads the prefix's claim again and fails (ErrClaimed) if it
+// now names another metadata store than the one Claim claimed it for:
+// garbage collection asks before every orphan sweep (blob.Claimer), so that
+// a claim replaced while servers run (by hand, or by a second deployment's
+// first claim on an upstream without conditional writes) stops the sweep
+// instead of letting two deployments delete each other's blocks. A claim
+// deleted meanwhile is written again. Before any Claim it does nothing.
+func (s *Store) CheckClaim(ctx context.Context) error {
+	want := s.claimed.Load()
+	if want == nil {
+		return nil
+	}
+	got, found, err := s.readClaim(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		s.log.WarnContext(ctx, "upstream prefix claim gone: claiming it again", "bucket", s.bucket, "prefix", s.prefix)
+		_, err := s.Claim(ctx, *want, Local{HasRecords: true})
+		return err
+	case got.StoreID != want.StoreID:
+		return s.claimedError(got, *want, Local{HasRecords: true})
+	}
+	return nil
 }
 
 // errFound stops checkNoBlocks's listing at the first block.

@@ -238,3 +238,39 @@ func TestClaimNotABlob(t *testing.T) {
 		t.Errorf("claim now %+v", o)
 	}
 }
+
+// TestCheckClaim: CheckClaim, which GC asks before every orphan sweep,
+// fails once the claim names another store, and writes a deleted claim
+// again.
+func TestCheckClaim(t *testing.T) {
+	t.Parallel()
+	u := startUpstream(t)
+	bucket, prefix := u.newBucket(t), u.prefix()
+	s := newStore(t, u.config(bucket, prefix))
+	if err := s.CheckClaim(t.Context()); err != nil {
+		t.Fatalf("CheckClaim before any claim: %v", err)
+	}
+	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckClaim(t.Context()); err != nil {
+		t.Fatalf("CheckClaim under its own claim: %v", err)
+	}
+	key := prefix + s3blob.ClaimName
+	if _, err := u.admin.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		Body: strings.NewReader(`{"store_id":"` + storeB + `"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckClaim(t.Context()); !errors.Is(err, s3blob.ErrClaimed) {
+		t.Errorf("CheckClaim after another store's claim replaced it = %v, want ErrClaimed", err)
+	}
+	if _, err := u.admin.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckClaim(t.Context()); err != nil {
+		t.Fatalf("CheckClaim after the claim was deleted: %v", err)
+	}
+	if o := readClaim(t, u, bucket, prefix); o.StoreID != storeA {
+		t.Errorf("claim after CheckClaim = %+v, want store A's again", o)
+	}
+}
