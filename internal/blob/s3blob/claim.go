@@ -102,8 +102,21 @@ func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, erro
 		if err := s.writeClaim(ctx, want); err != nil {
 			return Owner{}, err
 		}
-		if got, found, err = s.readClaim(ctx); err != nil {
-			return Owner{}, err
+		// A claim written at the same moment by another node of the
+		// cluster (a 409 from AWS: another conditional write under way)
+		// may not be readable yet: ask a few times.
+		for wait := 100 * time.Millisecond; ; wait *= 2 {
+			if got, found, err = s.readClaim(ctx); err != nil {
+				return Owner{}, err
+			}
+			if found || wait > 2*time.Second {
+				break
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return Owner{}, ctx.Err()
+			}
 		}
 		if !found {
 			return Owner{}, fmt.Errorf("s3blob: claim %s in bucket %q at %s: written, but not found when read back", s.prefix+ClaimName, s.bucket, s.endpoint)

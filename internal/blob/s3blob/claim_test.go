@@ -1,6 +1,7 @@
 package s3blob_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -272,5 +273,38 @@ func TestCheckClaim(t *testing.T) {
 	}
 	if o := readClaim(t, u, bucket, prefix); o.StoreID != storeA {
 		t.Errorf("claim after CheckClaim = %+v, want store A's again", o)
+	}
+}
+
+// TestClaimConflictThenVisible: two nodes of one cluster claim at once; one
+// gets 409 (AWS's ConditionalRequestConflict while the other's conditional
+// write is under way) and the other's claim becomes readable only a moment
+// later. The node waits for it instead of failing its start.
+func TestClaimConflictThenVisible(t *testing.T) {
+	t.Parallel()
+	u := startUpstream(t)
+	p := startProxy(t, u)
+	bucket, prefix := u.newBucket(t), u.prefix()
+	cfg := u.config(bucket, prefix)
+	cfg.Endpoint = p.endpoint
+	s := newStore(t, cfg)
+	key := prefix + s3blob.ClaimName
+	var once sync.Once
+	p.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodPut || r.Header.Get("If-None-Match") == "" {
+			return false
+		}
+		once.Do(func() {
+			go func() { // the other node's write lands later
+				time.Sleep(300 * time.Millisecond)
+				_, _ = u.admin.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+					Body: strings.NewReader(`{"store_id":"` + storeA + `"}`)})
+			}()
+		})
+		writeS3Error(w, http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is in progress")
+		return true
+	})
+	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+		t.Fatalf("Claim while the cluster's other node claims: %v", err)
 	}
 }
