@@ -87,6 +87,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Claim, if set, claims TargetBlobs's prefix for Target (gateway
+	// mode's claim, see s3blob.Store.Claim). Run calls it once the target
+	// is found fit for this migration and before anything is marked or
+	// copied, so that a run refused for its target leaves no claim on a
+	// prefix no migration uses, and one refused for its claim leaves the
+	// source unmarked.
+	Claim func(ctx context.Context) error
 }
 
 // Run migrates cfg.Source into cfg.Target, or resumes the migration the
@@ -185,6 +192,14 @@ func newRun(cfg Config) (*run, error) {
 }
 
 // start returns the target's migration, beginning one if it has none.
+// claim runs Config.Claim, if set.
+func (r *run) claim(ctx context.Context) error {
+	if r.cfg.Claim == nil {
+		return nil
+	}
+	return r.cfg.Claim(ctx)
+}
+
 func (r *run) start(ctx context.Context) (meta.Migration, error) {
 	m, err := r.cfg.Target.Migration(ctx)
 	switch {
@@ -195,6 +210,9 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 		}
 		if has {
 			return m, errors.New("the target already holds buckets, IAM state or bucket policies that no migration wrote: migrate into an empty database")
+		}
+		if err := r.claim(ctx); err != nil {
+			return m, err
 		}
 		m = meta.Migration{Source: r.cfg.SourceID, Target: r.cfg.TargetID, TargetEndpoint: r.cfg.TargetEndpoint, Phase: meta.MigrationCopying, Started: r.now().UTC()}
 		// Marked first: from here on no server opens the source.
@@ -224,6 +242,9 @@ func (r *run) start(ctx context.Context) (meta.Migration, error) {
 		}
 		if diff := meta.DigestDiff(m.SourceDigest, now, "when it began"); diff != "" {
 			return m, fmt.Errorf("%w (%s): was a node started on it? What was copied before no longer matches it: start over into an empty database", ErrSourceChanged, diff)
+		}
+		if err := r.claim(ctx); err != nil {
+			return m, err
 		}
 		if m.TargetEndpoint != r.cfg.TargetEndpoint {
 			r.log.Warn("migration resumed at another endpoint of the target bucket: it must be the same bucket", "target", m.Target, "was", m.TargetEndpoint, "target_endpoint", r.cfg.TargetEndpoint)

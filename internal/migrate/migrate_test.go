@@ -263,12 +263,38 @@ func TestRunNotEmpty(t *testing.T) {
 	if err := dst.CreateBucket(ctx, meta.Bucket{Name: "mine", Created: testTime}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Run(ctx, Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data"})
+	claimed := false
+	_, err := Run(ctx, Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data",
+		Claim: func(context.Context) error { claimed = true; return nil }})
 	if err == nil || !strings.Contains(err.Error(), "empty database") {
 		t.Fatalf("Run into a store with a bucket: %v, want a refusal", err)
 	}
 	if _, err := dst.Migration(ctx); !errors.Is(err, meta.ErrNotFound) {
 		t.Errorf("migration state written into a refused target: %v", err)
+	}
+	if claimed {
+		t.Error("the refused target's prefix was claimed")
+	}
+}
+
+// TestRunClaimRefused: a migration whose target prefix cannot be claimed
+// (another deployment's) is refused before it marks the source or writes
+// its state into the target.
+func TestRunClaimRefused(t *testing.T) {
+	ctx := t.Context()
+	src := newSource(t)
+	dst := openPebble(t)
+	refused := errors.New("prefix claimed by another metadata store")
+	_, err := Run(ctx, Config{Source: src.db, SourceBlobs: src.blobs, Target: dst, TargetBlobs: memblob.New(), SourceID: "/data",
+		Claim: func(context.Context) error { return refused }})
+	if !errors.Is(err, refused) {
+		t.Fatalf("Run with a refused claim: %v, want the claim's error", err)
+	}
+	if _, err := dst.Migration(ctx); !errors.Is(err, meta.ErrNotFound) {
+		t.Errorf("migration state written despite the refused claim: %v", err)
+	}
+	if mk, err := src.db.MigrationMark(ctx); err == nil {
+		t.Errorf("source marked despite the refused claim: %+v", mk)
 	}
 }
 

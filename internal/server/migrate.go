@@ -101,14 +101,6 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 		AccessKey: u.AccessKey, SecretKey: u.SecretKey, PathStyle: u.PathStyle,
 		Logger: log.With("component", "s3blob"),
 	})
-	if err == nil {
-		// The blocks go where the target's servers will keep them: a
-		// prefix another deployment claimed would refuse them at start,
-		// after the whole copy.
-		if err = claimPrefix(octx, dstBlobs, dst); err != nil {
-			dstBlobs.Close()
-		}
-	}
 	cancel()
 	if err != nil {
 		return res, fmt.Errorf("open the target bucket: %w", err)
@@ -118,6 +110,14 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 	res.Migration, err = migrate.Run(ctx, migrate.Config{
 		Source: src, SourceBlobs: srcBlobs, Target: dst, TargetBlobs: dstBlobs,
 		SourceID: abs, TargetID: u.Bucket + "/" + u.Prefix, TargetEndpoint: u.Endpoint, Workers: mc.Workers, Limits: meta.CopyLimits{Keys: mc.BatchKeys}, AcceptMismatches: mc.AcceptMismatches, Logger: log.With("component", "migrate"),
+		// The blocks go where the target's servers will keep them: a
+		// prefix another deployment claimed would refuse them at start,
+		// after the whole copy.
+		Claim: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, upstreamCheckTimeout)
+			defer cancel()
+			return claimPrefix(ctx, dstBlobs, dst)
+		},
 	})
 	if err != nil {
 		return res, err
