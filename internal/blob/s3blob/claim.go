@@ -158,6 +158,10 @@ func (s *Store) CheckClaim(ctx context.Context) error {
 	return nil
 }
 
+// prefixSettings names where an operator sets a deployment's prefix, for
+// the errors that tell one to take a prefix of its own.
+const prefixSettings = "--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3"
+
 // errFound stops checkNoBlocks's listing at the first block.
 var errFound = errors.New("found")
 
@@ -173,7 +177,7 @@ func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
 	case errors.Is(err, errFound):
 		return fmt.Errorf("%w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
 			"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
-			"Give this deployment a prefix of its own (--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3); "+
+			"Give this deployment a prefix of its own ("+prefixSettings+"); "+
 			"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
 			ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
 	case err != nil:
@@ -188,8 +192,7 @@ func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
 // moving it to another would orphan them for the other deployment's
 // garbage collection to delete.
 func (s *Store) claimedError(got, want Owner, local Local) error {
-	advice := "This server's metadata store has no buckets: give this deployment a prefix of its own " +
-		"(--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3)."
+	advice := "This server's metadata store has no buckets: give this deployment a prefix of its own (" + prefixSettings + ")."
 	if local.HasRecords {
 		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its prefix. " +
 			"Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID) and stop it; " +
