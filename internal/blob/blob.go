@@ -81,15 +81,6 @@ type Store interface {
 	List(ctx context.Context, prefix string, fn func(key string) error) error
 }
 
-// Claimer is implemented by a Store that holds its blobs where other
-// deployments could too, under a claim for one metadata store (gateway
-// mode's upstream prefix: s3blob). CheckClaim fails if the claim no longer
-// names this server's metadata store: garbage collection asks before every
-// sweep for orphans and, on an error, deletes nothing.
-type Claimer interface {
-	CheckClaim(ctx context.Context) error
-}
-
 // SizeUnknown, as the size of a Put, stores whatever the reader yields up to
 // its end: a browser form upload (POST) learns the length of its file only
 // at the closing boundary. A store that must send a length up front

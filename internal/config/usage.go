@@ -170,7 +170,7 @@ path: without it the users' secret keys cannot be recovered (root's can).
 | Path | Contents |
 | --- | --- |
 | ` + "`<storage-path>/meta/`" + ` | metadata (Pebble, with ` + "`meta.kind = \"pebble\"`" + `; directory mode 0700, files 0600); locked while a server or ` + "`coffer admin gc`" + ` uses it |
-| ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `; directories mode 0700, files 0600) |
+| ` + "`<storage-path>/blobs/`" + ` | object blocks (with ` + "`blob.kind = \"fs\"`" + `; directories mode 0700, files 0600); locked (` + "`LOCK`" + `) while a server or ` + "`coffer admin gc`" + ` uses it, and claimed (` + "`coffer-owner.json`" + `) for the metadata store that first used it (below) |
 | ` + "`<storage-path>/root-credentials`" + ` | generated root credentials (JSON, mode 0600) |
 | ` + "`<storage-path>/master-key`" + ` | generated master key (base64, mode 0600), unless ` + "`" + EnvMasterKey + "`" + ` is set |
 | ` + "`<storage-path>/audit.db`" + ` (and ` + "`-wal`, `-shm`" + `) | the audit log (SQLite, mode 0600), unless ` + "`audit.path`" + ` names another file |
@@ -181,6 +181,18 @@ data: at every start the server takes group's and others' permissions away from
 ` + "`<storage-path>/meta`" + ` and everything in it, logging a warning when it had to,
 and it warns (changing nothing) when the storage path itself is open to group or
 others.
+
+The blob directory belongs to one metadata store. Garbage collection deletes
+every block there that its metadata store does not reference, so a server whose
+metadata store is another one (started with ` + "`meta.kind = \"postgres\"`" + ` on a single
+node's storage path, or after ` + "`<storage-path>/meta`" + ` was removed while the blocks
+stayed) would delete every block of the objects it does not know. The first
+server to use the directory writes ` + "`<storage-path>/blobs/coffer-owner.json`" + `,
+naming its metadata store's ID (` + "`coffer admin meta status`" + ` shows it), and a
+server of another store refuses to start there, saying what to do; so does an
+empty metadata store on a directory that holds blocks but no claim yet. A
+second process on the same directory, such as ` + "`coffer admin gc --offline`" + `
+beside a running node with its metadata on PostgreSQL, is refused by the lock.
 
 Put the audit log on a filesystem of its own with ` + "`audit.path`" + ` where you can: it is
 capped (` + "`audit.max-bytes`" + `) and its writes from refused and unauthenticated requests

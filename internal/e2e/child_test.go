@@ -267,18 +267,16 @@ func runCofferStdout(t *testing.T, args ...string) (string, error) {
 	return string(out), err
 }
 
-// blockFiles counts the regular files under <dir>/blobs, excluding the
-// temporary directory blobs/.tmp.
+// blockFiles counts the block files of the storage path dir: the regular
+// files under <dir>/blobs/b (objects.BlockPrefix), where the object
+// service keeps every block; not blobs/.tmp, the lock or the claim.
 func blockFiles(t *testing.T, dir string) int {
 	t.Helper()
-	root := filepath.Join(dir, "blobs")
+	root := filepath.Join(dir, "blobs", "b")
 	n := 0
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
-		}
-		if d.IsDir() && p == filepath.Join(root, ".tmp") {
-			return filepath.SkipDir
 		}
 		if d.Type().IsRegular() {
 			n++

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/server"
@@ -213,7 +214,7 @@ func TestGatewayClaim(t *testing.T) {
 	if srv, err := server.New(cfg, log, io.Discard); err == nil {
 		srv.Close()
 		t.Error("an empty deployment claimed an unclaimed prefix holding blocks")
-	} else if !errors.Is(err, s3blob.ErrUnclaimedBlocks) {
+	} else if !errors.Is(err, blob.ErrUnclaimedBlocks) {
 		t.Errorf("server.New of an empty deployment on unclaimed blocks: %v, want ErrUnclaimedBlocks", err)
 	}
 	upgraded := startServerEnv(t, env, append(gwArgs, "--storage-path", first.dir)...)
@@ -224,14 +225,14 @@ func TestGatewayClaim(t *testing.T) {
 }
 
 // upstreamClaim returns the claim of prefix in an upstream bucket.
-func upstreamClaim(t *testing.T, c *s3.Client, bucket, prefix string) s3blob.Owner {
+func upstreamClaim(t *testing.T, c *s3.Client, bucket, prefix string) blob.Owner {
 	t.Helper()
 	out, err := c.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + s3blob.ClaimName)})
 	if err != nil {
 		t.Fatalf("get the claim of %s: %v", prefix, err)
 	}
 	defer out.Body.Close()
-	var o s3blob.Owner
+	var o blob.Owner
 	if err := json.NewDecoder(out.Body).Decode(&o); err != nil {
 		t.Fatalf("decode the claim of %s: %v", prefix, err)
 	}
@@ -242,7 +243,7 @@ func upstreamClaim(t *testing.T, c *s3.Client, bucket, prefix string) s3blob.Own
 // another store, naming what an operator needs.
 func wantClaimed(t *testing.T, what string, err error, bucket, prefix, owner string) {
 	t.Helper()
-	if !errors.Is(err, s3blob.ErrClaimed) {
+	if !errors.Is(err, blob.ErrClaimed) {
 		t.Errorf("%s: %v; want ErrClaimed", what, err)
 		return
 	}

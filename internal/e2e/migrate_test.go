@@ -389,8 +389,8 @@ func TestMigrateCorrupt(t *testing.T) {
 	put(t, c, b, "intact", randBytes(2*mib))
 	node.stop()
 	var files []string
-	err := filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() && !strings.Contains(p, "/.tmp/") {
+	err := filepath.WalkDir(filepath.Join(dir, "blobs", "b"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
 			files = append(files, p)
 		}
 		return err
@@ -403,8 +403,8 @@ func TestMigrateCorrupt(t *testing.T) {
 	put(t, newClient(t, node.endpoint), b, "damaged", randBytes(mib+100))
 	node.stop()
 	var damaged string
-	err = filepath.WalkDir(filepath.Join(dir, "blobs"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() && !strings.Contains(p, "/.tmp/") && !slices.Contains(files, p) && damaged == "" {
+	err = filepath.WalkDir(filepath.Join(dir, "blobs", "b"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && !slices.Contains(files, p) && damaged == "" {
 			damaged = p
 		}
 		return err

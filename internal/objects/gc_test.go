@@ -443,6 +443,10 @@ type claimedStore struct {
 	err error
 }
 
+func (c *claimedStore) Claim(_ context.Context, want blob.Owner, _ blob.Local) (blob.Owner, error) {
+	return want, c.CheckClaim(context.Background())
+}
+
 func (c *claimedStore) CheckClaim(context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

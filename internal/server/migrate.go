@@ -116,7 +116,7 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 		Claim: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, upstreamCheckTimeout)
 			defer cancel()
-			return claimPrefix(ctx, dstBlobs, dst)
+			return claimBlobs(ctx, dstBlobs, dst, "the upstream prefix (blob.s3.prefix)")
 		},
 	})
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	neturl "net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
+	"github.com/coffer-s3/coffer/internal/blob"
+	"github.com/coffer-s3/coffer/internal/blob/fsblob"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/meta/pgtest"
@@ -444,4 +448,46 @@ func (c *consoleClient) do(method, path, form string) (int, http.Header, string)
 		c.t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// A server with its metadata on PostgreSQL started on the storage path of
+// a single-node (Pebble) deployment is refused: its garbage collection
+// would delete every block of the single node's objects. And while a
+// PostgreSQL node runs, coffer admin gc --offline on its storage path
+// (which Pebble's lock refuses for a single node) is refused by the blob
+// directory's lock, before it removes anything from .tmp.
+func TestPostgresStoragePathClaimed(t *testing.T) {
+	url := testPG.Get(t).NewSchema(t)
+	single := testConfig(t)
+	st, err := openStorage(single, testLogger(io.Discard), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := single
+	cfg.Root.MasterKey = bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
+	cfg.Meta.Kind = config.MetaPostgres
+	cfg.Meta.Postgres.URL = url
+	cfg.Meta.Postgres.MaxConns = 4
+	if s, err := newServer(cfg, testLogger(io.Discard), io.Discard, testHooks{}); !errors.Is(err, blob.ErrClaimed) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("PostgreSQL server on a single node's storage path = %v, want ErrClaimed", err)
+	}
+
+	cfg.StoragePath = t.TempDir()
+	start(t, cfg, testLogger(io.Discard))
+	inFlight := filepath.Join(cfg.StoragePath, blobDir, ".tmp", "x-in-flight")
+	if err := os.WriteFile(inFlight, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GC(t.Context(), cfg, testLogger(io.Discard), 0); !errors.Is(err, fsblob.ErrLocked) {
+		t.Errorf("offline GC beside a running PostgreSQL node = %v, want fsblob.ErrLocked", err)
+	}
+	if _, err := os.Stat(inFlight); err != nil {
+		t.Errorf("the refused GC removed a file of the running node's .tmp: %v", err)
+	}
 }

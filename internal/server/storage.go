@@ -65,6 +65,9 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 			return nil, errors.Join(err, st.close())
 		}
 		st.blobs = fs
+		if err := claimBlobs(context.Background(), fs, db, "the blob directory"); err != nil {
+			return nil, errors.Join(err, st.close())
+		}
 	case config.BlobS3:
 		u := cfg.Blob.S3
 		ctx, cancel := context.WithTimeout(context.Background(), upstreamCheckTimeout)
@@ -78,7 +81,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 			return nil, errors.Join(fmt.Errorf("open the upstream block store (blob.s3.*): %w", err), st.close())
 		}
 		st.blobs = s3
-		err = claimPrefix(ctx, s3, db)
+		err = claimBlobs(ctx, s3, db, "the upstream prefix (blob.s3.prefix)")
 		cancel()
 		if err != nil {
 			return nil, errors.Join(err, st.close())
@@ -112,23 +115,26 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	return st, nil
 }
 
-// claimPrefix claims the upstream prefix of gateway mode for the metadata
-// store db (see s3blob.Store.Claim), before anything may write or delete
-// blocks there: every deployment's garbage collection deletes the blocks
-// under its prefix that its own metadata does not reference, so a prefix
-// shared by two deployments with different metadata stores (two
-// single-node servers, a test instance pointed at production's) would
-// lose data silently. It fails if another store claimed the prefix first.
-// The nodes of one cluster share one store, and so its claim.
-func claimPrefix(ctx context.Context, s *s3blob.Store, db *meta.DB) error {
+// claimBlobs claims the block store c — gateway mode's upstream prefix,
+// or the blob directory of the storage path — for the metadata store db
+// (see blob.Claimer), before anything may write or delete blocks there:
+// every deployment's garbage collection deletes the blocks its own
+// metadata does not reference, so a block store shared by two
+// deployments with different metadata stores (two single-node gateways on
+// one prefix, a PostgreSQL deployment started on a single-node one's
+// storage path, a test instance pointed at production's) would lose data
+// silently. It fails if another store claimed it first. The nodes of one
+// cluster share one store, and so its claim. what names the store for
+// errors.
+func claimBlobs(ctx context.Context, c blob.Claimer, db *meta.DB, what string) error {
 	has, err := db.HasRecords(ctx)
 	if err != nil {
-		return fmt.Errorf("claim the upstream prefix (blob.s3.prefix): %w", err)
+		return fmt.Errorf("claim %s: %w", what, err)
 	}
-	_, err = s.Claim(ctx, s3blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()},
-		s3blob.Local{HasRecords: has, Blocks: objects.BlockPrefix})
+	_, err = c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()},
+		blob.Local{HasRecords: has, Blocks: objects.BlockPrefix})
 	if err != nil {
-		return fmt.Errorf("claim the upstream prefix (blob.s3.prefix): %w", err)
+		return fmt.Errorf("claim %s: %w", what, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/config"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/sigv4"
@@ -116,5 +117,45 @@ func TestOpenStoragePathWarning(t *testing.T) {
 				t.Errorf("metadata directory has mode %#o, want 0700", perm)
 			}
 		})
+	}
+}
+
+// The blob directory of a storage path is claimed for the metadata store
+// that first opened it: a store that replaced it (the meta directory
+// removed while the blocks stayed) is refused, before its garbage
+// collection could delete blocks it does not know.
+func TestStorageClaim(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	st, err := openStorage(cfg, testLogger(io.Discard), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := st.db.StoreID()
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := os.ReadFile(filepath.Join(cfg.StoragePath, blobDir, blob.ClaimName))
+	if err != nil || !strings.Contains(string(claim), id) {
+		t.Fatalf("claim file = %q, %v; want one naming store %s", claim, err, id)
+	}
+	// Reopening the same store is fine.
+	st, err = openStorage(cfg, testLogger(io.Discard), nil)
+	if err != nil {
+		t.Fatalf("reopen = %v", err)
+	}
+	if err := st.close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(cfg.StoragePath, metaDir)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := openStorage(cfg, testLogger(io.Discard), nil); !errors.Is(err, blob.ErrClaimed) {
+		if err == nil {
+			st.close()
+		}
+		t.Fatalf("open with a new metadata store = %v, want ErrClaimed", err)
+	} else if !strings.Contains(err.Error(), "claim the blob directory") || !strings.Contains(err.Error(), id) {
+		t.Errorf("error %q does not say what was claimed by whom", err)
 	}
 }

@@ -62,6 +62,7 @@ func TestPutDirect(t *testing.T) {
 						}
 					}
 				}
+				s.Close() // the next Open of root would find it locked
 			}
 		})
 	}

@@ -178,9 +178,13 @@
 // # Crashes
 //
 // A crash can leave files in .tmp: blobs whose Put never returned. The root
-// is used by one process at a time (the server holds the data directory's
-// lock), so every file in .tmp is garbage when Open runs, and Open removes
-// them all. A crash cannot leave a partial file under a key: the name
+// is used by one process at a time: Open takes an exclusive flock(2) on the
+// file LOCK in the root, held until Close or the process's end, before it
+// looks at .tmp, and fails with ErrLocked if another Store holds it (a
+// server or an admin command, in this process or another; with metadata
+// on PostgreSQL nothing else stops a coffer admin gc --offline beside a
+// running node). So every file in .tmp is garbage when Open runs, and Open
+// removes them all. A crash cannot leave a partial file under a key: the name
 // appears only by rename, after the data was written (and, with Sync,
 // synced). Blobs that were renamed into place but whose Put did not return
 // (or whose metadata never committed) are orphans that the object service's
@@ -189,6 +193,23 @@
 // Delete does not fsync: a deletion (or a move into the reuse pool) lost in
 // a crash brings back a blob that no metadata references, which GC removes
 // again.
+//
+// # The claim
+//
+// Garbage collection deletes every block that its metadata store does not
+// reference, so a directory that two deployments with different metadata
+// stores use in turn loses data: a server started with meta.kind postgres
+// on a single node's storage path, or one whose meta directory was
+// removed, would delete the blocks of every object it does not know. Claim
+// (blob.Claimer) prevents that as s3blob's prefix claim does: the file
+// blob.ClaimName ("coffer-owner.json") in the root names the metadata
+// store that owns the directory; Claim writes it if it is absent (synced
+// in .tmp, then linked into place, which never replaces a claim) and fails
+// with blob.ErrClaimed if it names another store. The server claims its
+// blob directory at start, and so do coffer admin gc; garbage collection
+// checks the claim again before every sweep (CheckClaim). Neither the
+// claim nor LOCK is a key: Put, Get and Delete refuse them and List skips
+// them.
 //
 // # Reads
 //

@@ -94,6 +94,7 @@ const (
 // use. Open makes one; Close releases it.
 type Store struct {
 	root      *os.Root
+	lock      *os.File // holds the root's lock (lockRoot) until Close; nil where there is none
 	sync      bool
 	tmpPrefix string        // start of this Store's temporary file names
 	tmpSeq    atomic.Uint64 // makes temporary file names unique
@@ -125,6 +126,8 @@ type Store struct {
 
 	dirs dirCache // open directories under the root
 
+	claimed atomic.Pointer[blob.Owner] // the claim Claim made or found, for CheckClaim
+
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
 	syncers map[string]*dirSyncer // directory → its syncer, while in use
 	durable map[string]struct{}   // directories whose entry, and their ancestors', are durable
@@ -143,8 +146,15 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open blob store: %w", err)
 	}
+	// Before anything is removed from .tmp: it may be another process's.
+	lock, err := lockRoot(root)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("open blob store %s: %w", cfg.Root, err)
+	}
 	s := &Store{
 		root:      root,
+		lock:      lock,
 		sync:      cfg.Sync,
 		tmpPrefix: strconv.FormatUint(rand.Uint64(), 36) + "-",
 		syncers:   make(map[string]*dirSyncer),
@@ -164,6 +174,7 @@ func Open(cfg Config) (*Store, error) {
 	s.dirFsync = s.fsyncDir
 	if err := s.init(cfg.Root); err != nil {
 		root.Close()
+		s.unlock()
 		return nil, fmt.Errorf("open blob store %s: %w", cfg.Root, err)
 	}
 	if cfg.Reuse > 0 {
@@ -236,7 +247,7 @@ func fsyncPath(p string) error {
 	return err
 }
 
-// Close releases the root directory. Readers returned by Get stay usable
+// Close releases the root directory and its lock. Readers returned by Get stay usable
 // until closed. Freed files kept for reuse stay in .tmp until the next
 // Open.
 func (s *Store) Close() error {
@@ -250,7 +261,16 @@ func (s *Store) Close() error {
 		s.stopSpares = nil
 	}
 	s.closeDirs()
-	return s.root.Close()
+	err := s.root.Close()
+	s.unlock()
+	return err
+}
+
+// unlock releases the root's lock (lockRoot).
+func (s *Store) unlock() {
+	if s.lock != nil {
+		s.lock.Close()
+	}
 }
 
 // Put stores exactly size bytes from r under key, following the protocol

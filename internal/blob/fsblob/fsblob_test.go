@@ -160,7 +160,7 @@ func TestInvalidKeys(t *testing.T) {
 	ctx := t.Context()
 	for _, key := range []string{
 		"../x", "/abs", "a/../../b", "a\x00b", "", "A", "a b", `a\b`, "a/", "a//b", "a/./b", ".", "..",
-		"a/..", "./a", ".tmp", ".tmp/x", strings.Repeat("k", 201), "x\n",
+		"a/..", "./a", ".tmp", ".tmp/x", strings.Repeat("k", 201), "x\n", lockName, blob.ClaimName,
 	} {
 		t.Run(key, func(t *testing.T) {
 			err := s.Put(ctx, key, strings.NewReader("x"), 1)
@@ -176,7 +176,7 @@ func TestInvalidKeys(t *testing.T) {
 		})
 	}
 	// Nothing was created anywhere, inside the root or next to it.
-	if diff := cmp.Diff([]string{"blobs", "blobs/" + tmpDir}, tree(t, parent)); diff != "" {
+	if diff := cmp.Diff([]string{"blobs", "blobs/" + tmpDir, "blobs/" + lockName}, tree(t, parent)); diff != "" {
 		t.Errorf("files after rejected keys (-want +got):\n%s", diff)
 	}
 	for _, key := range []string{"a", strings.Repeat("k", 200), "b/00/0123abc", ".x/y", ".tmpx/y", "x/.tmp", "a.b/c_d-e"} {

@@ -4,10 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/coffer-s3/coffer/internal/blob"
 )
 
 // tmpDir is the directory under the root that holds files being written.
 const tmpDir = ".tmp"
+
+// lockName is the file in the root that an open Store holds locked
+// (lockRoot). Being upper case it is no key, and List never sees it.
+const lockName = "LOCK"
 
 // maxKeyLen is the longest key blob.Store allows.
 const maxKeyLen = 200
@@ -18,7 +24,8 @@ var errInvalidKey = errors.New("invalid key")
 // checkKey enforces blob.Store's key syntax, which also makes every key a
 // clean relative path: printable [0-9a-z/._-], 1 to 200 bytes, no leading
 // or trailing slash, no "..", and no empty or "." segment (those would make
-// two keys name one file). Keys under .tmp are refused too. It does not
+// two keys name one file). Keys under .tmp, and the claim's name
+// (blob.ClaimName), are refused too. It does not
 // touch the filesystem.
 func checkKey(key string) error {
 	if len(key) == 0 || len(key) > maxKeyLen {
@@ -42,6 +49,9 @@ func checkKey(key string) error {
 	}
 	if key == tmpDir || strings.HasPrefix(key, tmpDir+"/") {
 		return fmt.Errorf("%w: %s is reserved for temporary files", errInvalidKey, tmpDir)
+	}
+	if key == blob.ClaimName {
+		return fmt.Errorf("%w: %s is the store's claim", errInvalidKey, blob.ClaimName)
 	}
 	return nil
 }

@@ -12,54 +12,17 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/coffer-s3/coffer/internal/blob"
 )
 
 // ClaimName is the name, under Prefix, of the object that claims the
-// prefix for one metadata store (see Claim). It is no blob key: Put, Get
-// and Delete refuse it (checkKey), the object service's blocks are under
-// "b/" (the only place its garbage collection lists), and List skips it,
-// so nothing that handles blobs ever sees it, let alone deletes it.
-const ClaimName = "coffer-owner.json"
+// prefix for one metadata store (see Claim and blob.ClaimName). The object
+// service's blocks are under "b/", the only place its garbage collection
+// lists.
+const ClaimName = blob.ClaimName
 
-// maxClaimSize bounds what Claim reads of a claim object: it is a few
-// hundred bytes, and anything much larger was not written by Claim.
-const maxClaimSize = 64 << 10
-
-// ErrClaimed is returned (wrapped) by Claim when the prefix is claimed by
-// another metadata store.
-var ErrClaimed = errors.New("s3blob: prefix claimed by another metadata store")
-
-// ErrUnclaimedBlocks is returned (wrapped) by Claim when the prefix holds
-// blocks but no claim, and the claiming metadata store holds no records:
-// the blocks are another deployment's that has not claimed its prefix yet
-// (it does at its next start), or the garbage of a lost one.
-var ErrUnclaimedBlocks = errors.New("s3blob: unclaimed prefix holds blocks and the metadata store is empty")
-
-// Local describes the deployment that claims a prefix, for Claim's
-// checks and messages.
-type Local struct {
-	// HasRecords says its metadata store holds buckets or objects
-	// (meta.DB.HasRecords).
-	HasRecords bool
-	// Blocks is the key prefix of the object service's blocks under
-	// Prefix; "" skips the check of an unclaimed prefix for blocks.
-	Blocks string
-}
-
-// Owner is the content of a claim object: the metadata store that claims
-// the prefix, and for the operator who finds it, when and by which Coffer.
-type Owner struct {
-	StoreID string    `json:"store_id"`       // the metadata store's ID (meta.DB.StoreID)
-	Claimed time.Time `json:"claimed"`        // when the claim was written
-	Version string    `json:"coffer_version"` // the version of the Coffer that wrote it
-	// Note says what the object is for, to whoever lists the bucket.
-	Note string `json:"note,omitempty"`
-}
-
-// claimNote is Owner.Note of the claims Claim writes.
-const claimNote = "Coffer keeps the blocks of the metadata store store_id under this prefix; " +
-	"its garbage collection deletes every block here that store does not reference. " +
-	"Do not point another Coffer deployment at this prefix."
+var _ blob.Claimer = (*Store)(nil)
 
 // Claim makes sure that the prefix belongs to the metadata store
 // want.StoreID, and returns the claim it found or wrote. Garbage
@@ -75,7 +38,7 @@ const claimNote = "Coffer keeps the blocks of the metadata store store_id under 
 // conditional writes (501 NotImplemented) gets a plain PutObject instead.
 // Either way Claim reads the claim back, and what it reads decides: a
 // claim of another store (someone else's write came first, or last on an
-// upstream without conditional writes) fails with ErrClaimed, naming the
+// upstream without conditional writes) fails with blob.ErrClaimed, naming the
 // bucket, the prefix, both IDs and what to do. want.Note is set by Claim.
 //
 // A prefix without a claim that holds blocks (local.Blocks) is claimed
@@ -83,31 +46,31 @@ const claimNote = "Coffer keeps the blocks of the metadata store store_id under 
 // prefix before claims existed claims it at its next start, and until
 // then a new, empty deployment given the same prefix (a test instance
 // pointed at production's) would otherwise claim it and, an hour later,
-// delete every block there. It fails with ErrUnclaimedBlocks.
-func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, error) {
+// delete every block there. It fails with blob.ErrUnclaimedBlocks.
+func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (blob.Owner, error) {
 	if want.StoreID == "" {
-		return Owner{}, errors.New("s3blob: claim without a store ID")
+		return blob.Owner{}, errors.New("s3blob: claim without a store ID")
 	}
 	got, found, err := s.readClaim(ctx)
 	if err != nil {
-		return Owner{}, err
+		return blob.Owner{}, err
 	}
 	if !found && !local.HasRecords && local.Blocks != "" {
 		if err := s.checkNoBlocks(ctx, local.Blocks); err != nil {
-			return Owner{}, err
+			return blob.Owner{}, err
 		}
 	}
 	if !found {
-		want.Note = claimNote
+		want.Note = blob.ClaimNote
 		if err := s.writeClaim(ctx, want); err != nil {
-			return Owner{}, err
+			return blob.Owner{}, err
 		}
 		// A claim written at the same moment by another node of the
 		// cluster (a 409 from AWS: another conditional write under way)
 		// may not be readable yet: ask a few times.
 		for wait := 100 * time.Millisecond; ; wait *= 2 {
 			if got, found, err = s.readClaim(ctx); err != nil {
-				return Owner{}, err
+				return blob.Owner{}, err
 			}
 			if found || wait > 2*time.Second {
 				break
@@ -115,11 +78,11 @@ func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, erro
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():
-				return Owner{}, ctx.Err()
+				return blob.Owner{}, ctx.Err()
 			}
 		}
 		if !found {
-			return Owner{}, fmt.Errorf("s3blob: claim %s in bucket %q at %s: written, but not found when read back", s.prefix+ClaimName, s.bucket, s.endpoint)
+			return blob.Owner{}, fmt.Errorf("s3blob: claim %s in bucket %q at %s: written, but not found when read back", s.prefix+ClaimName, s.bucket, s.endpoint)
 		}
 		if got.StoreID == want.StoreID {
 			s.log.InfoContext(ctx, "upstream prefix claimed", "bucket", s.bucket, "prefix", s.prefix, "store_id", want.StoreID)
@@ -132,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, want Owner, local Local) (Owner, erro
 	return got, nil
 }
 
-// CheckClaim reads the prefix's claim again and fails (ErrClaimed) if it
+// CheckClaim reads the prefix's claim again and fails (blob.ErrClaimed) if it
 // now names another metadata store than the one Claim claimed it for:
 // garbage collection asks before every orphan sweep (blob.Claimer), so that
 // a claim replaced while servers run (by hand, or by a second deployment's
@@ -150,10 +113,10 @@ func (s *Store) CheckClaim(ctx context.Context) error {
 		return err
 	case !found:
 		s.log.WarnContext(ctx, "upstream prefix claim gone: claiming it again", "bucket", s.bucket, "prefix", s.prefix)
-		_, err := s.Claim(ctx, *want, Local{HasRecords: true})
+		_, err := s.Claim(ctx, *want, blob.Local{HasRecords: true})
 		return err
 	case got.StoreID != want.StoreID:
-		return s.claimedError(got, *want, Local{HasRecords: true})
+		return s.claimedError(got, *want, blob.Local{HasRecords: true})
 	}
 	return nil
 }
@@ -165,7 +128,7 @@ const prefixSettings = "--blob.s3.prefix; for coffer admin migrate, the PREFIX o
 // errFound stops checkNoBlocks's listing at the first block.
 var errFound = errors.New("found")
 
-// checkNoBlocks fails with ErrUnclaimedBlocks if the prefix holds a key
+// checkNoBlocks fails with blob.ErrUnclaimedBlocks if the prefix holds a key
 // under blocks.
 func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
 	var first string
@@ -175,11 +138,11 @@ func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
 	})
 	switch {
 	case errors.Is(err, errFound):
-		return fmt.Errorf("%w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
+		return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
 			"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
 			"Give this deployment a prefix of its own ("+prefixSettings+"); "+
 			"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
-			ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
+			blob.ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
 	case err != nil:
 		return fmt.Errorf("s3blob: look for blocks under the unclaimed prefix %q: %w", s.prefix, err)
 	}
@@ -191,7 +154,7 @@ func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
 // metadata store has records keeps its blocks under this prefix, and
 // moving it to another would orphan them for the other deployment's
 // garbage collection to delete.
-func (s *Store) claimedError(got, want Owner, local Local) error {
+func (s *Store) claimedError(got, want blob.Owner, local blob.Local) error {
 	advice := "This server's metadata store has no buckets: give this deployment a prefix of its own (" + prefixSettings + ")."
 	if local.HasRecords {
 		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its prefix. " +
@@ -200,30 +163,30 @@ func (s *Store) claimedError(got, want Owner, local Local) error {
 			"is left, delete the object " + s.prefix + ClaimName + " from the bucket by hand and start this one again. " +
 			"Beware: that store's garbage collection deletes every block here it does not know."
 	}
-	return fmt.Errorf("%w: bucket %q, prefix %q at %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
+	return fmt.Errorf("s3blob: prefix %w: bucket %q, prefix %q at %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
 		"not to this server's metadata store %s; the garbage collection of each would delete the blocks of the other. %s",
-		ErrClaimed, s.bucket, s.prefix, s.endpoint, got.StoreID, s.prefix+ClaimName, got.Claimed.Format(time.RFC3339), got.Version,
+		blob.ErrClaimed, s.bucket, s.prefix, s.endpoint, got.StoreID, s.prefix+ClaimName, got.Claimed.Format(time.RFC3339), got.Version,
 		want.StoreID, advice)
 }
 
 // readClaim reads the claim object; found is false if it is absent.
-func (s *Store) readClaim(ctx context.Context) (o Owner, found bool, err error) {
+func (s *Store) readClaim(ctx context.Context) (o blob.Owner, found bool, err error) {
 	key := s.prefix + ClaimName
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
 	if isNotFound(err) {
-		return Owner{}, false, nil
+		return blob.Owner{}, false, nil
 	}
 	if err = s.upstreamErr(ctx, err); err != nil {
-		return Owner{}, false, fmt.Errorf("s3blob: read the claim %s in bucket %q at %s%s: %w", key, s.bucket, s.endpoint, describeAPIError(err), err)
+		return blob.Owner{}, false, fmt.Errorf("s3blob: read the claim %s in bucket %q at %s%s: %w", key, s.bucket, s.endpoint, describeAPIError(err), err)
 	}
 	defer out.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(out.Body, maxClaimSize+1))
+	b, err := io.ReadAll(io.LimitReader(out.Body, blob.MaxClaimSize+1))
 	if err != nil {
-		return Owner{}, false, fmt.Errorf("s3blob: read the claim %s in bucket %q at %s: %w", key, s.bucket, s.endpoint, err)
+		return blob.Owner{}, false, fmt.Errorf("s3blob: read the claim %s in bucket %q at %s: %w", key, s.bucket, s.endpoint, err)
 	}
-	if err := json.Unmarshal(b, &o); err != nil || len(b) > maxClaimSize || o.StoreID == "" {
+	if err := json.Unmarshal(b, &o); err != nil || len(b) > blob.MaxClaimSize || o.StoreID == "" {
 		// Not ours to overwrite: whoever wrote it may own the prefix.
-		return Owner{}, false, fmt.Errorf("s3blob: the claim %s in bucket %q at %s is not a claim Coffer wrote (no store_id in a small JSON object); "+
+		return blob.Owner{}, false, fmt.Errorf("s3blob: the claim %s in bucket %q at %s is not a claim Coffer wrote (no store_id in a small JSON object); "+
 			"if the prefix is this deployment's, delete the object by hand", key, s.bucket, s.endpoint)
 	}
 	return o, true, nil
@@ -232,7 +195,7 @@ func (s *Store) readClaim(ctx context.Context) (o Owner, found bool, err error) 
 // writeClaim writes o as the claim object if there is none, or, on an
 // upstream without conditional writes, whatever is there. A write that
 // finds a claim already there is not an error: Claim reads it next.
-func (s *Store) writeClaim(ctx context.Context, o Owner) error {
+func (s *Store) writeClaim(ctx context.Context, o blob.Owner) error {
 	key := s.prefix + ClaimName
 	body, err := json.MarshalIndent(o, "", "  ")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 )
 
@@ -63,7 +64,7 @@ func TestClaim(t *testing.T) {
 			a, b := newStore(t, cfg), newStore(t, cfg)
 
 			claimed := time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC)
-			got, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"}, s3blob.Local{HasRecords: true})
+			got, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"}, blob.Local{HasRecords: true})
 			if err != nil {
 				t.Fatalf("first Claim: %v", err)
 			}
@@ -73,11 +74,11 @@ func TestClaim(t *testing.T) {
 			if !tc.conditional && refused.Load() == 0 {
 				t.Error("the claim was not tried as a conditional write first")
 			}
-			if _, err := a.Claim(ctx, s3blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}, s3blob.Local{HasRecords: true}); err != nil {
+			if _, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}, blob.Local{HasRecords: true}); err != nil {
 				t.Errorf("Claim again for the same store: %v", err)
 			}
-			_, err = b.Claim(ctx, s3blob.Owner{StoreID: storeB, Claimed: claimed}, s3blob.Local{})
-			if !errors.Is(err, s3blob.ErrClaimed) {
+			_, err = b.Claim(ctx, blob.Owner{StoreID: storeB, Claimed: claimed}, blob.Local{})
+			if !errors.Is(err, blob.ErrClaimed) {
 				t.Fatalf("Claim for another store = %v, want ErrClaimed", err)
 			}
 			for _, want := range []string{bucket, prefix, storeA, storeB, "--blob.s3.prefix", prefix + s3blob.ClaimName, "v9.9.9"} {
@@ -112,7 +113,7 @@ func TestClaimRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range stores {
 			wg.Go(func() {
-				_, errs[i] = stores[i].Claim(t.Context(), s3blob.Owner{StoreID: ids[i]}, s3blob.Local{HasRecords: true})
+				_, errs[i] = stores[i].Claim(t.Context(), blob.Owner{StoreID: ids[i]}, blob.Local{HasRecords: true})
 			})
 		}
 		wg.Wait()
@@ -124,7 +125,7 @@ func TestClaimRace(t *testing.T) {
 				if o := readClaim(t, u, bucket, cfg.Prefix); o.StoreID != ids[i] {
 					t.Errorf("store %s won, but the claim is %s's", ids[i], o.StoreID)
 				}
-			case !errors.Is(err, s3blob.ErrClaimed):
+			case !errors.Is(err, blob.ErrClaimed):
 				t.Fatalf("Claim(%s): %v", ids[i], err)
 			}
 		}
@@ -147,8 +148,8 @@ func TestClaimForeignObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, u.config(bucket, prefix))
-	_, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true})
-	if err == nil || errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "not a claim") {
+	_, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true})
+	if err == nil || errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "not a claim") {
 		t.Errorf("Claim over a foreign object = %v, want an error saying it is not a claim", err)
 	}
 	out, err := u.admin.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
@@ -176,39 +177,39 @@ func TestClaimUnclaimedBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, u.config(bucket, prefix))
-	_, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{Blocks: "b/"})
-	if !errors.Is(err, s3blob.ErrUnclaimedBlocks) || !strings.Contains(err.Error(), "b/00/block") {
+	_, err := s.Claim(t.Context(), blob.Owner{StoreID: storeB}, blob.Local{Blocks: "b/"})
+	if !errors.Is(err, blob.ErrUnclaimedBlocks) || !strings.Contains(err.Error(), "b/00/block") {
 		t.Fatalf("an empty store's claim of a prefix with blocks = %v, want ErrUnclaimedBlocks naming a block", err)
 	}
 	if _, err := u.admin.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + s3blob.ClaimName)}); err == nil {
 		t.Error("the refused claim was written")
 	}
 	// The deployment that has used the prefix, with its records, claims it.
-	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
 		t.Fatalf("claim by a store with records: %v", err)
 	}
 	// And the empty store is now told whose it is, and to take another.
-	_, err = s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{Blocks: "b/"})
-	if !errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "prefix of its own") {
+	_, err = s.Claim(t.Context(), blob.Owner{StoreID: storeB}, blob.Local{Blocks: "b/"})
+	if !errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "prefix of its own") {
 		t.Errorf("empty store's claim after the owner's = %v, want ErrClaimed advising a prefix of its own", err)
 	}
 	// A store with records is not advised to move away from its blocks.
-	_, err = s.Claim(t.Context(), s3blob.Owner{StoreID: storeB}, s3blob.Local{HasRecords: true, Blocks: "b/"})
-	if !errors.Is(err, s3blob.ErrClaimed) || !strings.Contains(err.Error(), "do not change its prefix") {
+	_, err = s.Claim(t.Context(), blob.Owner{StoreID: storeB}, blob.Local{HasRecords: true, Blocks: "b/"})
+	if !errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "do not change its prefix") {
 		t.Errorf("claim by another store with records = %v, want ErrClaimed advising not to move", err)
 	}
 }
 
 // readClaim returns the claim of prefix in bucket, read behind the store's
 // back.
-func readClaim(t *testing.T, u *upstream, bucket, prefix string) s3blob.Owner {
+func readClaim(t *testing.T, u *upstream, bucket, prefix string) blob.Owner {
 	t.Helper()
 	out, err := u.admin.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(prefix + s3blob.ClaimName)})
 	if err != nil {
 		t.Fatalf("get the claim: %v", err)
 	}
 	defer out.Body.Close()
-	var o s3blob.Owner
+	var o blob.Owner
 	if err := json.NewDecoder(out.Body).Decode(&o); err != nil {
 		t.Fatalf("decode the claim: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestClaimNotABlob(t *testing.T) {
 	u := startUpstream(t)
 	bucket, prefix := u.newBucket(t), u.prefix()
 	s := newStore(t, u.config(bucket, prefix))
-	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Put(t.Context(), s3blob.ClaimName, strings.NewReader("x"), 1); err == nil {
@@ -251,7 +252,7 @@ func TestCheckClaim(t *testing.T) {
 	if err := s.CheckClaim(t.Context()); err != nil {
 		t.Fatalf("CheckClaim before any claim: %v", err)
 	}
-	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CheckClaim(t.Context()); err != nil {
@@ -262,7 +263,7 @@ func TestCheckClaim(t *testing.T) {
 		Body: strings.NewReader(`{"store_id":"` + storeB + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CheckClaim(t.Context()); !errors.Is(err, s3blob.ErrClaimed) {
+	if err := s.CheckClaim(t.Context()); !errors.Is(err, blob.ErrClaimed) {
 		t.Errorf("CheckClaim after another store's claim replaced it = %v, want ErrClaimed", err)
 	}
 	if _, err := u.admin.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err != nil {
@@ -304,7 +305,7 @@ func TestClaimConflictThenVisible(t *testing.T) {
 		writeS3Error(w, http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is in progress")
 		return true
 	})
-	if _, err := s.Claim(t.Context(), s3blob.Owner{StoreID: storeA}, s3blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
 		t.Fatalf("Claim while the cluster's other node claims: %v", err)
 	}
 }

@@ -121,7 +121,7 @@
 // names the metadata store that owns the prefix (its ID, and for people,
 // when and by which Coffer it was claimed); Claim creates it with
 // If-None-Match: * (a plain PutObject on an upstream that answers 501
-// NotImplemented) and reads it back, and fails with ErrClaimed if it names
+// NotImplemented) and reads it back, and fails with blob.ErrClaimed if it names
 // another store. The server claims its prefix at start, before its
 // garbage collection may run, and so do coffer admin gc and coffer admin
 // migrate; the nodes of one cluster share one metadata store and so one

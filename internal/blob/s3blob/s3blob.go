@@ -240,7 +240,7 @@ type Store struct {
 	log       *slog.Logger
 	transport *http.Transport // ours, closed by Close; nil for Config.HTTPClient
 	health    health
-	claimed   atomic.Pointer[Owner] // the claim Claim made or found, for CheckClaim
+	claimed   atomic.Pointer[blob.Owner] // the claim Claim made or found, for CheckClaim
 }
 
 // New returns a Store for cfg. It checks that the bucket exists and can be

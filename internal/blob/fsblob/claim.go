@@ -1,0 +1,200 @@
+package fsblob
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/blob"
+)
+
+// ErrLocked is returned (wrapped) by Open when another open Store holds
+// the root: a server or an admin command, in this process or another, on
+// this machine or, over a shared filesystem, on another.
+var ErrLocked = errors.New("fsblob: the blob directory is in use by another process (a server, or a coffer admin command, on this storage path): stop it first")
+
+var _ blob.Claimer = (*Store)(nil)
+
+// Claim makes sure that the directory belongs to the metadata store
+// want.StoreID (see blob.Claimer). The lock Open takes keeps a second
+// process out while this one runs; the claim keeps out a second
+// deployment after it, such as a server started with meta.kind postgres
+// on the storage path of a single-node one, or two PostgreSQL
+// deployments on one shared filesystem: either's garbage collection would
+// delete the other's blocks.
+//
+// The claim is the file blob.ClaimName in the root. If it is absent,
+// Claim writes want to a file in .tmp, syncs it, and links it into place,
+// which fails if a claim appeared meanwhile; then it reads the claim back,
+// and what it reads decides: another store's fails with blob.ErrClaimed,
+// naming the directory, both IDs and what to do. An unclaimed directory
+// holding blocks (local.Blocks) is claimed only by a metadata store that
+// holds records, or fails with blob.ErrUnclaimedBlocks.
+func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (blob.Owner, error) {
+	if want.StoreID == "" {
+		return blob.Owner{}, errors.New("fsblob: claim without a store ID")
+	}
+	got, found, err := s.readClaim()
+	if err != nil {
+		return blob.Owner{}, err
+	}
+	if !found && !local.HasRecords && local.Blocks != "" {
+		if err := s.checkNoBlocks(ctx, local.Blocks); err != nil {
+			return blob.Owner{}, err
+		}
+	}
+	if !found {
+		want.Note = blob.ClaimNote
+		if err := s.writeClaim(want); err != nil {
+			return blob.Owner{}, err
+		}
+		if got, found, err = s.readClaim(); err != nil {
+			return blob.Owner{}, err
+		}
+		if !found {
+			return blob.Owner{}, fmt.Errorf("fsblob: claim %s: written, but not found when read back", s.claimPath())
+		}
+	}
+	if got.StoreID != want.StoreID {
+		return got, s.claimedError(got, want, local)
+	}
+	s.claimed.Store(&want)
+	return got, nil
+}
+
+// CheckClaim reads the claim again and fails (blob.ErrClaimed) if it now
+// names another metadata store than the one Claim claimed the directory
+// for: a claim file replaced by hand, or copied over with a backup of
+// another store's blocks. A claim deleted meanwhile is written again.
+// Before any Claim it does nothing.
+func (s *Store) CheckClaim(ctx context.Context) error {
+	want := s.claimed.Load()
+	if want == nil {
+		return nil
+	}
+	got, found, err := s.readClaim()
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		_, err := s.Claim(ctx, *want, blob.Local{HasRecords: true})
+		return err
+	case got.StoreID != want.StoreID:
+		return s.claimedError(got, *want, blob.Local{HasRecords: true})
+	}
+	return nil
+}
+
+// claimPath is the claim file's path, for messages.
+func (s *Store) claimPath() string { return s.root.Name() + string(os.PathSeparator) + blob.ClaimName }
+
+// errFound stops checkNoBlocks's listing at the first block.
+var errFound = errors.New("found")
+
+// checkNoBlocks fails with blob.ErrUnclaimedBlocks if the directory holds
+// a key under blocks.
+func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
+	var first string
+	err := s.List(ctx, blocks, func(k string) error {
+		first = k
+		return errFound
+	})
+	switch {
+	case errors.Is(err, errFound):
+		return fmt.Errorf("fsblob: unclaimed blob directory %w: %s holds blocks (%s, …) but no claim (%s), and this server's metadata store has no buckets: "+
+			"they belong to another deployment that has not claimed the directory yet (it will at its next start), "+
+			"or to one whose metadata is lost (a storage path whose meta directory was removed, a meta.postgres.url naming a new database). "+
+			"If this server should have that metadata, fix its settings; otherwise give it a storage path of its own (--storage-path). "+
+			"If no deployment uses these blocks any more, delete them by hand and start again",
+			blob.ErrUnclaimedBlocks, s.root.Name(), first, blob.ClaimName)
+	case err != nil:
+		return fmt.Errorf("fsblob: look for blocks in the unclaimed directory %s: %w", s.root.Name(), err)
+	}
+	return nil
+}
+
+// claimedError is Claim's error for a directory claimed by got, not want.
+// What to do depends on which deployment holds the data, as for s3blob's
+// prefix.
+func (s *Store) claimedError(got, want blob.Owner, local blob.Local) error {
+	advice := "This server's metadata store has no buckets: if it should be store " + got.StoreID +
+		" (a storage path whose meta directory was replaced, a meta.postgres.url naming another database), fix its settings; " +
+		"otherwise give this deployment a storage path of its own (--storage-path)."
+	if local.HasRecords {
+		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its storage path. " +
+			"Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID) and stop it; " +
+			"if it was never meant to use this directory, give it a storage path of its own, and once no deployment of that store " +
+			"is left, delete " + s.claimPath() + " by hand and start this one again. " +
+			"Beware: that store's garbage collection deletes every block here it does not know."
+	}
+	return fmt.Errorf("fsblob: blob directory %w: %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
+		"not to this server's metadata store %s; the garbage collection of each would delete the blocks of the other. %s",
+		blob.ErrClaimed, s.root.Name(), got.StoreID, blob.ClaimName, got.Claimed.Format(time.RFC3339), got.Version,
+		want.StoreID, advice)
+}
+
+// readClaim reads the claim file; found is false if it is absent.
+func (s *Store) readClaim() (o blob.Owner, found bool, err error) {
+	f, err := s.root.Open(blob.ClaimName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return blob.Owner{}, false, nil
+	}
+	if err != nil {
+		return blob.Owner{}, false, fmt.Errorf("fsblob: read the claim: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, blob.MaxClaimSize+1))
+	if err != nil {
+		return blob.Owner{}, false, fmt.Errorf("fsblob: read the claim %s: %w", s.claimPath(), err)
+	}
+	if err := json.Unmarshal(b, &o); err != nil || len(b) > blob.MaxClaimSize || o.StoreID == "" {
+		// Not ours to overwrite: whoever wrote it may own the directory.
+		return blob.Owner{}, false, fmt.Errorf("fsblob: the claim %s is not a claim Coffer wrote (no store_id in a small JSON object); "+
+			"if the directory is this deployment's, delete the file by hand", s.claimPath())
+	}
+	return o, true, nil
+}
+
+// writeClaim writes o as the claim file if there is none. The file is
+// written and synced in .tmp and linked into place, so that the name never
+// shows a partial claim and a claim that appeared meanwhile is kept: Claim
+// reads whichever is there next.
+func (s *Store) writeClaim(o blob.Owner) error {
+	body, err := json.MarshalIndent(o, "", "  ")
+	if err != nil {
+		return fmt.Errorf("fsblob: encode the claim: %w", err)
+	}
+	body = append(body, '\n')
+	// "claim." never starts a temporary file's name (tmpPrefix is digits
+	// and letters and a dash).
+	tmp := tmpDir + "/claim." + s.tmpPrefix
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, filePerm)
+	if err != nil {
+		return fmt.Errorf("fsblob: write the claim: %w", err)
+	}
+	defer s.root.Remove(tmp)
+	_, err = f.Write(body)
+	if err == nil && s.sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsblob: write the claim: %w", err)
+	}
+	if err := s.root.Link(tmp, blob.ClaimName); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("fsblob: write the claim %s: %w", s.claimPath(), err)
+	}
+	if s.sync {
+		if err := s.fsyncDir("."); err != nil {
+			return fmt.Errorf("fsblob: write the claim %s: %w", s.claimPath(), err)
+		}
+	}
+	return nil
+}
