@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -349,6 +350,66 @@ func TestLockout(t *testing.T) {
 	f.clock.advance(15 * time.Minute)
 	if resp := f.do(t, request{method: "POST", path: "/login", form: right}); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("after the window: %d, want 303", resp.StatusCode)
+	}
+}
+
+// TestLockoutSurvivesFlood: a name locked out stays locked, for its
+// right password too, while an attacker fails once each with more names
+// than the limiter keeps, from as many addresses.
+func TestLockoutSurvivesFlood(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "alice", "alice-password")
+	wrong := url.Values{"username": {"alice"}, "password": {"nope-nope"}}
+	for i := range 10 {
+		if resp := f.do(t, request{method: "POST", path: "/login", form: wrong}); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d: status %d, want 401", i+1, resp.StatusCode)
+		}
+		f.clock.advance(time.Second)
+	}
+	flood(f.h.limiter, 2*limiterKeys)
+	right := url.Values{"username": {"alice"}, "password": {"alice-password"}}
+	resp := f.do(t, request{method: "POST", path: "/login", form: right, addr: "198.51.100.7"})
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "890" {
+		t.Fatalf("right password after the flood: %d, Retry-After %q; want 429 and 890", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	f.clock.advance(889 * time.Second)
+	if resp := f.do(t, request{method: "POST", path: "/login", form: right, addr: "198.51.100.7"}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("right password a second before the lock ends: %d, want 429", resp.StatusCode)
+	}
+	f.clock.advance(time.Second)
+	if resp := f.do(t, request{method: "POST", path: "/login", form: right, addr: "198.51.100.7"}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("right password when the lock ended: %d, want 303", resp.StatusCode)
+	}
+}
+
+// TestLoginLimiterFull: with every name the limiter keeps locked out, a
+// sign-in as another name gets the lock-out's answer (no name is
+// unlocked to make room), until the first lock ends.
+func TestLoginLimiterFull(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "bob", "bob-password")
+	for i := range 10 * limiterKeys {
+		f.h.limiter.begin(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprintf("locked%d", i/10))
+	}
+	calls := f.iam.calls.Load()
+	bob := url.Values{"username": {"bob"}, "password": {"bob-password"}}
+	resp := f.do(t, request{method: "POST", path: "/login", form: bob})
+	if b := body(t, resp); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "900" ||
+		!strings.Contains(b, "Too many failed sign-ins. Try again in 15m0s.") {
+		t.Fatalf("new name with every kept name locked: %d, Retry-After %q; want 429 and 900 with the lock-out's message\n%s",
+			resp.StatusCode, resp.Header.Get("Retry-After"), b)
+	}
+	if f.iam.calls.Load() != calls {
+		t.Errorf("a refused sign-in still checked the password")
+	}
+	if n := len(f.h.limiter.names.byKey); n != limiterKeys {
+		t.Errorf("the name table holds %d keys, want %d", n, limiterKeys)
+	}
+	f.clock.advance(15 * time.Minute)
+	if resp := f.do(t, request{method: "POST", path: "/login", form: bob}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("after the locks ended: %d, want 303", resp.StatusCode)
 	}
 }
 

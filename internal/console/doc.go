@@ -23,7 +23,9 @@
 // with Retry-After, even for the right password (limiter). Password
 // checks run at most one per CPU at once; the others wait in a bounded
 // queue for Config.LoginQueueTimeout, then get 503 (gate). Memory is
-// bounded: sessions, limiter keys and waiting sign-ins are capped.
+// bounded: sessions, limiter keys and waiting sign-ins are capped. The
+// limiter never drops a locked key to make room; when all its keys are
+// locked, new ones get the same 429.
 //
 // # Request checks
 //

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"container/heap"
 	"container/list"
 	"net/netip"
 	"slices"
@@ -18,8 +19,10 @@ import (
 // concurrent attempts cannot overshoot the limit while their hashes run.
 //
 // Memory is bounded: each table keeps at most capacity keys, each with
-// at most max timestamps; past capacity the key whose last failure is
-// oldest is dropped. Safe for concurrent use.
+// at most max timestamps. A full table drops a key to make room for a
+// new one, but never a locked one (failureTable says which and why); a
+// table full of locked keys refuses new keys like a locked one, until
+// the first lock ends. Safe for concurrent use.
 type limiter struct {
 	max      int
 	window   time.Duration
@@ -31,15 +34,61 @@ type limiter struct {
 	names failureTable
 }
 
-// failureTable holds recent failures by key, least recently failed last.
+// failureTable holds recent failures by key.
+//
+// A locked key (max failures in the window) is never dropped to make
+// room: dropping it lifted its lock, and anyone with enough addresses
+// could do that at will, failing once each with capacity other names.
+// Locked keys sit in a heap by the end of their lock, which expire
+// watches. When every key is locked, a new key is refused (wait): the
+// table fails closed rather than grow past its bound.
+//
+// Dropping an unlocked key forgets its failures: a name with k < max of
+// them gets k guesses back. Keeping them all would take unbounded
+// memory, and refusing new keys as soon as the table is full would let
+// capacity single failures shut out of the console every name that has
+// not failed lately. So the unlocked keys sit in one list per failure
+// count, and a full table drops the least recently failed key of the
+// lowest count: to drop a key with k failures, every other unlocked key
+// must hold k or more (those with exactly k, failed since its last). In
+// least recently failed order alone, a flood of capacity one-off names
+// (capacity failures, each a password check through the gate) won back
+// max-1 guesses on a name; now it wins none from a name with two
+// failures or more. An attacker must raise its own names to the count of
+// the one it wants dropped, about capacity failures a count: the first
+// guesses cost k×capacity failures for k, a sustained attack about twice
+// the failures per guess of least recent order.
+//
+// What neither order holds: once some max×capacity failures within a
+// window leave the table nearly full of locked keys, or of keys one
+// short of their lock, the few slots left churn, and a name among them
+// loses its count to a failure or two of new names. That takes 100,000
+// password checks per 15 minutes by default, from thousands of
+// addresses: with at most four at once, each tens of milliseconds, much
+// of a server's sign-in capacity (the rest are answered 503). Holding
+// the line there would mean refusing new names while some keys are
+// unlocked: a cheaper way to shut everyone out.
+//
+// Per attempt this is a map lookup, list moves, a heap push or removal
+// (O(log capacity)) when a key locks or unlocks, and a look at the back
+// of each count's list (max-1 lists, 9 by default): no walk over keys.
 type failureTable struct {
-	byKey map[string]*list.Element // of *failures
-	order list.List                // front: most recent failure
+	byKey map[string]*failures
+	// levels[n] holds the unlocked keys filed with n failures (n from 1
+	// to max-1), most recently filed first; levels[0] is unused.
+	levels []list.List // of *failures
+	locked lockHeap
 }
 
 type failures struct {
 	key   string
-	times []time.Time // oldest first, all within the window (after pruning)
+	times []time.Time // oldest first, at most max
+	// Where the key is filed: while unlocked, elem in levels[level];
+	// while locked, index in locked and until the end of the lock.
+	level int
+	elem  *list.Element
+	index int
+	until time.Time
 }
 
 // attempt is a sign-in attempt counted by begin, for forgive.
@@ -54,8 +103,10 @@ const maxNameKey = 256
 
 func newLimiter(max int, window time.Duration, capacity int, clock func() time.Time) *limiter {
 	l := &limiter{max: max, window: window, capacity: capacity, clock: clock}
-	l.addrs.byKey = make(map[string]*list.Element)
-	l.names.byKey = make(map[string]*list.Element)
+	for _, t := range []*failureTable{&l.addrs, &l.names} {
+		t.byKey = make(map[string]*failures)
+		t.levels = make([]list.List, max)
+	}
 	return l
 }
 
@@ -70,9 +121,9 @@ func addrKey(a netip.Addr) string {
 	return a.String()
 }
 
-// begin counts an attempt by addr for name. If either is over the limit
-// it counts nothing and returns how long until the next attempt may be
-// made.
+// begin counts an attempt by addr for name. If either is over the limit,
+// or new to a table full of locked keys, it counts nothing and returns
+// how long until the next attempt may be made.
 func (l *limiter) begin(addr netip.Addr, name string) (attempt, time.Duration, bool) {
 	if len(name) > maxNameKey {
 		name = name[:maxNameKey]
@@ -94,8 +145,8 @@ func (l *limiter) begin(addr netip.Addr, name string) (attempt, time.Duration, b
 func (l *limiter) forgive(a attempt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.addrs.remove(a.addr, a.at)
-	l.names.remove(a.name, a.at)
+	l.addrs.remove(a.addr, a.at, l)
+	l.names.remove(a.name, a.at, l)
 }
 
 // len returns the number of keys held in both tables.
@@ -115,67 +166,148 @@ func (l *limiter) prune(f *failures, now time.Time) {
 	f.times = f.times[i:]
 }
 
-// wait returns how long key must wait at now: zero while it has fewer
-// than max failures in the window.
+// wait returns how long an attempt with key must wait at now: until its
+// lock ends if it is locked; if it is new and every key of the full
+// table is locked, until the first lock ends; else zero.
 func (t *failureTable) wait(key string, now time.Time, l *limiter) time.Duration {
 	t.expire(now, l)
-	e, ok := t.byKey[key]
-	if !ok {
+	if f, ok := t.byKey[key]; ok {
+		if f.elem == nil {
+			return f.until.Sub(now)
+		}
 		return 0
 	}
-	f := e.Value.(*failures)
-	l.prune(f, now)
-	if len(f.times) < l.max {
+	if len(t.byKey) < l.capacity || len(t.locked) < len(t.byKey) {
 		return 0
 	}
-	return f.times[len(f.times)-l.max].Add(l.window).Sub(now)
+	return t.locked[0].until.Sub(now)
 }
 
-// add records a failure of key at now.
+// add records a failure of key at now. wait has seen to it that key is
+// not locked and that there is room for it.
 func (t *failureTable) add(key string, now time.Time, l *limiter) {
-	if e, ok := t.byKey[key]; ok {
-		f := e.Value.(*failures)
-		f.times = append(f.times, now)
-		if len(f.times) > l.max {
-			f.times = slices.Delete(f.times, 0, len(f.times)-l.max)
+	f, ok := t.byKey[key]
+	if ok {
+		t.unfile(f)
+		l.prune(f, now)
+	} else {
+		for len(t.byKey) >= l.capacity {
+			if !t.drop() {
+				return // every key locked: never past the bound
+			}
 		}
-		t.order.MoveToFront(e)
-		return
+		f = &failures{key: key, times: make([]time.Time, 0, 1)}
+		t.byKey[key] = f
 	}
-	for len(t.byKey) >= l.capacity {
-		oldest := t.order.Back()
-		delete(t.byKey, oldest.Value.(*failures).key)
-		t.order.Remove(oldest)
+	f.times = append(f.times, now)
+	if len(f.times) > l.max {
+		f.times = slices.Delete(f.times, 0, len(f.times)-l.max)
 	}
-	t.byKey[key] = t.order.PushFront(&failures{key: key, times: append(make([]time.Time, 0, 1), now)})
+	t.file(f, l)
 }
 
 // remove takes back one failure of key at at.
-func (t *failureTable) remove(key string, at time.Time) {
-	e, ok := t.byKey[key]
+func (t *failureTable) remove(key string, at time.Time, l *limiter) {
+	f, ok := t.byKey[key]
 	if !ok {
 		return
 	}
-	f := e.Value.(*failures)
-	if i := slices.IndexFunc(f.times, at.Equal); i >= 0 {
-		f.times = slices.Delete(f.times, i, i+1)
+	i := slices.IndexFunc(f.times, at.Equal)
+	if i < 0 {
+		return
 	}
-	if len(f.times) == 0 {
-		delete(t.byKey, key)
-		t.order.Remove(e)
+	t.unfile(f)
+	f.times = slices.Delete(f.times, i, i+1)
+	t.file(f, l)
+}
+
+// file puts f where its failures say: out of the table if it has none,
+// in the heap if it has max (locked until the oldest leaves the window),
+// else first in its count's list.
+func (t *failureTable) file(f *failures, l *limiter) {
+	switch n := len(f.times); {
+	case n == 0:
+		delete(t.byKey, f.key)
+	case n >= l.max:
+		f.until = f.times[n-l.max].Add(l.window)
+		heap.Push(&t.locked, f)
+	default:
+		f.level = n
+		f.elem = t.levels[n].PushFront(f)
 	}
 }
 
-// expire drops the keys whose last failure left the window: they sit at
-// the back of the order.
-func (t *failureTable) expire(now time.Time, l *limiter) {
-	cut := now.Add(-l.window)
-	for e := t.order.Back(); e != nil; e = t.order.Back() {
-		f := e.Value.(*failures)
-		if len(f.times) > 0 && f.times[len(f.times)-1].After(cut) {
-			return
-		}
-		delete(t.byKey, f.key)
-		t.order.Remove(e)
+// unfile takes f out of its list or the heap, to be filed again.
+func (t *failureTable) unfile(f *failures) {
+	if f.elem == nil {
+		heap.Remove(&t.locked, f.index)
+		return
 	}
+	t.levels[f.level].Remove(f.elem)
+	f.elem = nil
+}
+
+// drop makes room: it drops the least recently filed of the unlocked
+// keys with the fewest failures. It reports false if every key is
+// locked.
+func (t *failureTable) drop() bool {
+	for n := 1; n < len(t.levels); n++ {
+		if e := t.levels[n].Back(); e != nil {
+			delete(t.byKey, e.Value.(*failures).key)
+			t.levels[n].Remove(e)
+			return true
+		}
+	}
+	return false
+}
+
+// expire files again the keys whose lock ended, and drops those whose
+// last failure left the window: they sit at the back of their lists. A
+// key filed again (its lock ended, a failure forgiven) goes first in its
+// list though its last failure may be older than the next key's: it
+// then leaves after that key, or when dropped for room; late, but never
+// past the bound.
+func (t *failureTable) expire(now time.Time, l *limiter) {
+	for len(t.locked) > 0 && !t.locked[0].until.After(now) {
+		f := heap.Pop(&t.locked).(*failures)
+		l.prune(f, now) // fewer than max left: the oldest left the window
+		t.file(f, l)
+	}
+	cut := now.Add(-l.window)
+	for n := 1; n < len(t.levels); n++ {
+		for e := t.levels[n].Back(); e != nil; e = t.levels[n].Back() {
+			f := e.Value.(*failures)
+			if f.times[len(f.times)-1].After(cut) {
+				break
+			}
+			delete(t.byKey, f.key)
+			t.levels[n].Remove(e)
+		}
+	}
+}
+
+// lockHeap holds locked keys, the first lock to end first
+// (container/heap).
+type lockHeap []*failures
+
+func (h lockHeap) Len() int           { return len(h) }
+func (h lockHeap) Less(i, j int) bool { return h[i].until.Before(h[j].until) }
+
+func (h lockHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *lockHeap) Push(x any) {
+	f := x.(*failures)
+	f.index = len(*h)
+	*h = append(*h, f)
+}
+
+func (h *lockHeap) Pop() any {
+	old := *h
+	f := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return f
 }
