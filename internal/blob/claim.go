@@ -3,6 +3,8 @@ package blob
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -89,4 +91,114 @@ type Claimer interface {
 	// error, deletes nothing. A claim deleted meanwhile is written again.
 	// Before any Claim it does nothing.
 	CheckClaim(ctx context.Context) error
+}
+
+// ClaimIO is what a Store gives Claims to read and write its claim.
+type ClaimIO interface {
+	// ReadClaim reads the claim; found is false if there is none. A claim
+	// Coffer did not write is an error: whoever wrote it may own the
+	// Store, and it is not Claims' to replace.
+	ReadClaim(ctx context.Context) (o Owner, found bool, err error)
+	// WriteClaim writes o as the claim if there is none. Finding one
+	// there is not an error: Claims reads whichever is there next.
+	WriteClaim(ctx context.Context, o Owner) error
+	// List is the Store's List (Claims looks for blocks with it).
+	List(ctx context.Context, prefix string, fn func(key string) error) error
+	// ClaimedError is the error (wrapping ErrClaimed) for a Store claimed
+	// by got, not want; UnclaimedBlocksError (wrapping
+	// ErrUnclaimedBlocks) the one for an unclaimed Store holding the
+	// block first. Their advice is the Store's: where an operator sets
+	// its location.
+	ClaimedError(got, want Owner, local Local) error
+	UnclaimedBlocksError(first string) error
+}
+
+// errFound stops Claim's look for blocks at the first.
+var errFound = errors.New("found")
+
+// Claims runs the claim protocol of Claimer over a Store's ClaimIO and
+// remembers what it claimed, for Check. The zero value is ready; a Store
+// embeds one.
+type Claims struct {
+	claimed atomic.Pointer[Owner]
+}
+
+// Claim is Claimer.Claim over cio. wrote reports that this call wrote the
+// claim it returns (for the Store's log).
+//
+// The claim is written only where there was none, and always read back:
+// what the read finds decides, so that of two deployments claiming at once
+// the one whose write landed wins on both. A claim written at the same
+// moment by another node of the cluster may not be readable at once (a
+// 409 from AWS: another conditional write under way), so the read back is
+// tried a few times over about three seconds.
+func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local) (got Owner, wrote bool, err error) {
+	if want.StoreID == "" {
+		return Owner{}, false, errors.New("blob: claim without a store ID")
+	}
+	got, found, err := cio.ReadClaim(ctx)
+	if err != nil {
+		return Owner{}, false, err
+	}
+	if !found && !local.HasRecords && local.Blocks != "" {
+		var first string
+		err := cio.List(ctx, local.Blocks, func(k string) error {
+			first = k
+			return errFound
+		})
+		if err != nil && !errors.Is(err, errFound) {
+			return Owner{}, false, fmt.Errorf("blob: look for blocks under %q in an unclaimed store: %w", local.Blocks, err)
+		}
+		if first != "" {
+			return Owner{}, false, cio.UnclaimedBlocksError(first)
+		}
+	}
+	if !found {
+		want.Note = ClaimNote
+		if err := cio.WriteClaim(ctx, want); err != nil {
+			return Owner{}, false, err
+		}
+		for wait := 100 * time.Millisecond; ; wait *= 2 {
+			if got, found, err = cio.ReadClaim(ctx); err != nil {
+				return Owner{}, false, err
+			}
+			if found || wait > 2*time.Second {
+				break
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return Owner{}, false, ctx.Err()
+			}
+		}
+		if !found {
+			return Owner{}, false, errors.New("blob: claim written, but not found when read back")
+		}
+		wrote = got.StoreID == want.StoreID
+	}
+	if got.StoreID != want.StoreID {
+		return got, false, cio.ClaimedError(got, want, local)
+	}
+	c.claimed.Store(&want)
+	return got, wrote, nil
+}
+
+// Check is Claimer.CheckClaim over cio. rewrote reports that the claim was
+// gone and has been written again (for the Store's log).
+func (c *Claims) Check(ctx context.Context, cio ClaimIO) (rewrote bool, err error) {
+	want := c.claimed.Load()
+	if want == nil {
+		return false, nil
+	}
+	got, found, err := cio.ReadClaim(ctx)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		_, wrote, err := c.Claim(ctx, cio, *want, Local{HasRecords: true})
+		return wrote, err
+	case got.StoreID != want.StoreID:
+		return false, cio.ClaimedError(got, *want, Local{HasRecords: true})
+	}
+	return false, nil
 }

@@ -13,11 +13,6 @@ import (
 	"github.com/coffer-s3/coffer/internal/blob"
 )
 
-// ErrLocked is returned (wrapped) by Open when another open Store holds
-// the root: a server or an admin command, in this process or another, on
-// this machine or, over a shared filesystem, on another.
-var ErrLocked = errors.New("fsblob: the blob directory is in use by another process (a server, or a coffer admin command, on this storage path): stop it first")
-
 var _ blob.Claimer = (*Store)(nil)
 
 // Claim makes sure that the directory belongs to the metadata store
@@ -31,40 +26,14 @@ var _ blob.Claimer = (*Store)(nil)
 // The claim is the file blob.ClaimName in the root. If it is absent,
 // Claim writes want to a file in .tmp, syncs it, and links it into place,
 // which fails if a claim appeared meanwhile; then it reads the claim back,
-// and what it reads decides: another store's fails with blob.ErrClaimed,
-// naming the directory, both IDs and what to do. An unclaimed directory
-// holding blocks (local.Blocks) is claimed only by a metadata store that
-// holds records, or fails with blob.ErrUnclaimedBlocks.
+// and what it reads decides (blob.Claims): another store's fails with
+// blob.ErrClaimed, naming the directory, both IDs and what to do. An
+// unclaimed directory holding blocks (local.Blocks) is claimed only by a
+// metadata store that holds records, or fails with
+// blob.ErrUnclaimedBlocks.
 func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (blob.Owner, error) {
-	if want.StoreID == "" {
-		return blob.Owner{}, errors.New("fsblob: claim without a store ID")
-	}
-	got, found, err := s.readClaim()
-	if err != nil {
-		return blob.Owner{}, err
-	}
-	if !found && !local.HasRecords && local.Blocks != "" {
-		if err := s.checkNoBlocks(ctx, local.Blocks); err != nil {
-			return blob.Owner{}, err
-		}
-	}
-	if !found {
-		want.Note = blob.ClaimNote
-		if err := s.writeClaim(want); err != nil {
-			return blob.Owner{}, err
-		}
-		if got, found, err = s.readClaim(); err != nil {
-			return blob.Owner{}, err
-		}
-		if !found {
-			return blob.Owner{}, fmt.Errorf("fsblob: claim %s: written, but not found when read back", s.claimPath())
-		}
-	}
-	if got.StoreID != want.StoreID {
-		return got, s.claimedError(got, want, local)
-	}
-	s.claimed.Store(&want)
-	return got, nil
+	got, _, err := s.claims.Claim(ctx, claimIO{s}, want, local)
+	return got, err
 }
 
 // CheckClaim reads the claim again and fails (blob.ErrClaimed) if it now
@@ -73,49 +42,31 @@ func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (b
 // another store's blocks. A claim deleted meanwhile is written again.
 // Before any Claim it does nothing.
 func (s *Store) CheckClaim(ctx context.Context) error {
-	want := s.claimed.Load()
-	if want == nil {
-		return nil
-	}
-	got, found, err := s.readClaim()
-	switch {
-	case err != nil:
-		return err
-	case !found:
-		_, err := s.Claim(ctx, *want, blob.Local{HasRecords: true})
-		return err
-	case got.StoreID != want.StoreID:
-		return s.claimedError(got, *want, blob.Local{HasRecords: true})
-	}
-	return nil
+	_, err := s.claims.Check(ctx, claimIO{s})
+	return err
 }
 
 // claimPath is the claim file's path, for messages.
 func (s *Store) claimPath() string { return s.root.Name() + string(os.PathSeparator) + blob.ClaimName }
 
-// errFound stops checkNoBlocks's listing at the first block.
-var errFound = errors.New("found")
+// claimIO is the blob.ClaimIO of a Store (List is the Store's).
+type claimIO struct{ *Store }
 
-// checkNoBlocks fails with blob.ErrUnclaimedBlocks if the directory holds
-// a key under blocks.
-func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
-	var first string
-	err := s.List(ctx, blocks, func(k string) error {
-		first = k
-		return errFound
-	})
-	switch {
-	case errors.Is(err, errFound):
-		return fmt.Errorf("fsblob: unclaimed blob directory %w: %s holds blocks (%s, …) but no claim (%s), and this server's metadata store has no buckets: "+
-			"they belong to another deployment that has not claimed the directory yet (it will at its next start), "+
-			"or to one whose metadata is lost (a storage path whose meta directory was removed, a meta.postgres.url naming a new database). "+
-			"If this server should have that metadata, fix its settings; otherwise give it a storage path of its own (--storage-path). "+
-			"If no deployment uses these blocks any more, delete them by hand and start again",
-			blob.ErrUnclaimedBlocks, s.root.Name(), first, blob.ClaimName)
-	case err != nil:
-		return fmt.Errorf("fsblob: look for blocks in the unclaimed directory %s: %w", s.root.Name(), err)
-	}
-	return nil
+func (c claimIO) ReadClaim(context.Context) (blob.Owner, bool, error) { return c.Store.readClaim() }
+func (c claimIO) WriteClaim(_ context.Context, o blob.Owner) error    { return c.Store.writeClaim(o) }
+func (c claimIO) ClaimedError(got, want blob.Owner, local blob.Local) error {
+	return c.Store.claimedError(got, want, local)
+}
+
+// UnclaimedBlocksError is Claim's error for an unclaimed directory that
+// holds the block first, claimed by a store without records.
+func (c claimIO) UnclaimedBlocksError(first string) error {
+	return fmt.Errorf("fsblob: unclaimed blob directory %w: %s holds blocks (%s, …) but no claim (%s), and this server's metadata store has no buckets: "+
+		"they belong to another deployment that has not claimed the directory yet (it will at its next start), "+
+		"or to one whose metadata is lost (a storage path whose meta directory was removed, a meta.postgres.url naming a new database). "+
+		"If this server should have that metadata, fix its settings; otherwise give it a storage path of its own (--storage-path). "+
+		"If no deployment uses these blocks any more, delete them by hand and start again",
+		blob.ErrUnclaimedBlocks, c.Store.root.Name(), first, blob.ClaimName)
 }
 
 // claimedError is Claim's error for a directory claimed by got, not want.

@@ -126,7 +126,7 @@ type Store struct {
 
 	dirs dirCache // open directories under the root
 
-	claimed atomic.Pointer[blob.Owner] // the claim Claim made or found, for CheckClaim
+	claims blob.Claims // the claim Claim made or found, for CheckClaim
 
 	mu      sync.Mutex            // guards syncers, durable and dirSyncer.refs
 	syncers map[string]*dirSyncer // directory → its syncer, while in use

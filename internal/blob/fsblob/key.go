@@ -11,10 +11,6 @@ import (
 // tmpDir is the directory under the root that holds files being written.
 const tmpDir = ".tmp"
 
-// lockName is the file in the root that an open Store holds locked
-// (lockRoot). Being upper case it is no key, and List never sees it.
-const lockName = "LOCK"
-
 // maxKeyLen is the longest key blob.Store allows.
 const maxKeyLen = 200
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,51 +47,11 @@ var _ blob.Claimer = (*Store)(nil)
 // pointed at production's) would otherwise claim it and, an hour later,
 // delete every block there. It fails with blob.ErrUnclaimedBlocks.
 func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (blob.Owner, error) {
-	if want.StoreID == "" {
-		return blob.Owner{}, errors.New("s3blob: claim without a store ID")
+	got, wrote, err := s.claims.Claim(ctx, claimIO{s}, want, local)
+	if wrote {
+		s.log.InfoContext(ctx, "upstream prefix claimed", "bucket", s.bucket, "prefix", s.prefix, "store_id", want.StoreID)
 	}
-	got, found, err := s.readClaim(ctx)
-	if err != nil {
-		return blob.Owner{}, err
-	}
-	if !found && !local.HasRecords && local.Blocks != "" {
-		if err := s.checkNoBlocks(ctx, local.Blocks); err != nil {
-			return blob.Owner{}, err
-		}
-	}
-	if !found {
-		want.Note = blob.ClaimNote
-		if err := s.writeClaim(ctx, want); err != nil {
-			return blob.Owner{}, err
-		}
-		// A claim written at the same moment by another node of the
-		// cluster (a 409 from AWS: another conditional write under way)
-		// may not be readable yet: ask a few times.
-		for wait := 100 * time.Millisecond; ; wait *= 2 {
-			if got, found, err = s.readClaim(ctx); err != nil {
-				return blob.Owner{}, err
-			}
-			if found || wait > 2*time.Second {
-				break
-			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return blob.Owner{}, ctx.Err()
-			}
-		}
-		if !found {
-			return blob.Owner{}, fmt.Errorf("s3blob: claim %s in bucket %q at %s: written, but not found when read back", s.prefix+ClaimName, s.bucket, s.endpoint)
-		}
-		if got.StoreID == want.StoreID {
-			s.log.InfoContext(ctx, "upstream prefix claimed", "bucket", s.bucket, "prefix", s.prefix, "store_id", want.StoreID)
-		}
-	}
-	if got.StoreID != want.StoreID {
-		return got, s.claimedError(got, want, local)
-	}
-	s.claimed.Store(&want)
-	return got, nil
+	return got, err
 }
 
 // CheckClaim reads the prefix's claim again and fails (blob.ErrClaimed) if it
@@ -103,50 +62,39 @@ func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (b
 // instead of letting two deployments delete each other's blocks. A claim
 // deleted meanwhile is written again. Before any Claim it does nothing.
 func (s *Store) CheckClaim(ctx context.Context) error {
-	want := s.claimed.Load()
-	if want == nil {
-		return nil
+	rewrote, err := s.claims.Check(ctx, claimIO{s})
+	if rewrote {
+		s.log.WarnContext(ctx, "upstream prefix claim was gone: claimed it again", "bucket", s.bucket, "prefix", s.prefix)
 	}
-	got, found, err := s.readClaim(ctx)
-	switch {
-	case err != nil:
-		return err
-	case !found:
-		s.log.WarnContext(ctx, "upstream prefix claim gone: claiming it again", "bucket", s.bucket, "prefix", s.prefix)
-		_, err := s.Claim(ctx, *want, blob.Local{HasRecords: true})
-		return err
-	case got.StoreID != want.StoreID:
-		return s.claimedError(got, *want, blob.Local{HasRecords: true})
-	}
-	return nil
+	return err
 }
+
+// claimIO is the blob.ClaimIO of a Store (List is the Store's).
+type claimIO struct{ *Store }
+
+func (c claimIO) ReadClaim(ctx context.Context) (blob.Owner, bool, error) {
+	return c.Store.readClaim(ctx)
+}
+func (c claimIO) WriteClaim(ctx context.Context, o blob.Owner) error {
+	return c.Store.writeClaim(ctx, o)
+}
+func (c claimIO) ClaimedError(got, want blob.Owner, local blob.Local) error {
+	return c.Store.claimedError(got, want, local)
+}
+func (c claimIO) UnclaimedBlocksError(first string) error { return c.Store.unclaimedBlocksError(first) }
 
 // prefixSettings names where an operator sets a deployment's prefix, for
 // the errors that tell one to take a prefix of its own.
 const prefixSettings = "--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3"
 
-// errFound stops checkNoBlocks's listing at the first block.
-var errFound = errors.New("found")
-
-// checkNoBlocks fails with blob.ErrUnclaimedBlocks if the prefix holds a key
-// under blocks.
-func (s *Store) checkNoBlocks(ctx context.Context, blocks string) error {
-	var first string
-	err := s.List(ctx, blocks, func(k string) error {
-		first = k
-		return errFound
-	})
-	switch {
-	case errors.Is(err, errFound):
-		return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
-			"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
-			"Give this deployment a prefix of its own ("+prefixSettings+"); "+
-			"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
-			blob.ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
-	case err != nil:
-		return fmt.Errorf("s3blob: look for blocks under the unclaimed prefix %q: %w", s.prefix, err)
-	}
-	return nil
+// unclaimedBlocksError is Claim's error for an unclaimed prefix that
+// holds the block first, claimed by a store without records.
+func (s *Store) unclaimedBlocksError(first string) error {
+	return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
+		"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
+		"Give this deployment a prefix of its own ("+prefixSettings+"); "+
+		"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
+		blob.ErrUnclaimedBlocks, s.bucket, s.prefix, s.endpoint, first)
 }
 
 // claimedError is Claim's error for a prefix claimed by got, not want.

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -240,7 +239,7 @@ type Store struct {
 	log       *slog.Logger
 	transport *http.Transport // ours, closed by Close; nil for Config.HTTPClient
 	health    health
-	claimed   atomic.Pointer[blob.Owner] // the claim Claim made or found, for CheckClaim
+	claims    blob.Claims // the claim Claim made or found, for CheckClaim
 }
 
 // New returns a Store for cfg. It checks that the bucket exists and can be
