@@ -32,7 +32,7 @@ type ChangeKind string
 const (
 	ChangeIAM    ChangeKind = "iam"    // the IAM state document
 	ChangePolicy ChangeKind = "policy" // a bucket policy
-	ChangeConfig ChangeKind = "config" // a bucket configuration document
+	ChangeConfig ChangeKind = "config" // a bucket configuration document, or the bucket's record (its versioning)
 )
 
 var changeKinds = [...]ChangeKind{ChangeIAM, ChangePolicy, ChangeConfig}
@@ -87,6 +87,11 @@ func (b *pgBatch) noteKey(key []byte) {
 	case tableConfig:
 		bucket, _, _ := bytes.Cut(key[1:], []byte{0})
 		n = pgNote{kind: ChangeConfig, bucket: string(bucket)}
+	case tableBucket:
+		// Its versioning state, which objects caches to name null
+		// versions; written only by bucket creation, deletion and
+		// PutBucketVersioning.
+		n = pgNote{kind: ChangeConfig, bucket: string(key[1:])}
 	default:
 		return
 	}

@@ -188,7 +188,7 @@ func TestStatus(t *testing.T) {
 }
 
 // TestPostgresChanges changes cached state (IAM state, a bucket policy, a
-// bucket configuration, a bucket's deletion) through one node and waits
+// bucket's versioning, a bucket configuration, a bucket's deletion) through one node and waits
 // for another node's WatchChanges to report it: through the listener
 // connection, and through the counters' poll alone (the fallback when
 // the listener is down). Each must arrive within a second.
@@ -228,6 +228,7 @@ func TestPostgresChanges(t *testing.T) {
 			}{
 				{"iam", func() error { return a.PutIAMState(ctx, []byte(`{}`)) }, Change{Kind: ChangeIAM}},
 				{"policy", func() error { return a.PutBucketPolicy(ctx, "bkt", []byte(`{}`)) }, Change{Kind: ChangePolicy, Bucket: "bkt"}},
+				{"versioning", func() error { return a.SetVersioning(ctx, "bkt", VersioningEnabled) }, Change{Kind: ChangeConfig, Bucket: "bkt"}},
 				{"config", func() error { return a.PutBucketConfig(ctx, "bkt", "cors", []byte(`x`)) }, Change{Kind: ChangeConfig, Bucket: "bkt"}},
 				{"delete bucket", func() error { return a.DeleteBucket(ctx, "bkt", testTime) }, Change{Kind: ChangePolicy, Bucket: "bkt"}},
 			} {

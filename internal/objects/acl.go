@@ -107,7 +107,11 @@ func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) 
 	if err != nil {
 		return nil, "", err
 	}
-	return rec.ACL, taggingVersionID(&rec, versionID), nil
+	vid, err := s.taggingVersionID(ctx, bucket, &rec, versionID)
+	if err != nil {
+		return nil, "", err
+	}
+	return rec.ACL, vid, nil
 }
 
 // PutObjectACL replaces the ACL of a version of bucket/key in place (nil:

@@ -47,6 +47,8 @@ func (s *Service) ObjectAttributes(ctx context.Context, bucket, key string, in A
 	out := ObjectAttributes{Info: objectInfo(bucket, key, &rec)}
 	if in.VersionID != "" {
 		out.Info.VersionID = rec.S3VersionID()
+	} else if out.Info.VersionID, err = s.reportedVersion(ctx, bucket, &rec); err != nil {
+		return ObjectAttributes{}, err
 	}
 	n := len(rec.PartSizes)
 	if n == 0 {

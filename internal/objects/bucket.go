@@ -142,6 +142,7 @@ func (s *Service) PutBucketVersioning(ctx context.Context, bucket, status, mfaDe
 	if err != nil {
 		return fmt.Errorf("set versioning of %s: %w", bucket, err)
 	}
+	s.configGen.bump() // reads report "null" for objects written before
 	return nil
 }
 

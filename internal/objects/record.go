@@ -52,12 +52,10 @@ func writtenInfo(bucket, key string, rec *meta.Object) ObjectInfo {
 	return info
 }
 
-// reportedVersionID is the version ID S3 reports for o in x-amz-version-id:
-// none for an object written to a bucket that had never had versioning
-// configured. (S3 would report "null" for such an object once versioning is
-// configured; Coffer tells from the record alone, without reading the
-// bucket, and reports "null" in ListObjectVersions and when asked for the
-// version by ID.)
+// reportedVersionID is the version ID S3 reports for o in x-amz-version-id,
+// as far as the record alone tells: none for an object written to a bucket
+// that had no versioning configured then. Reads replace that with "null"
+// once the bucket has versioning configured (Service.reportedVersion).
 func reportedVersionID(o *meta.Object) string {
 	if o.Versioning == meta.Unversioned {
 		return ""

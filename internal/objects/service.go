@@ -165,6 +165,9 @@ type Service struct {
 	freed    chan struct{} // signalled when a commit queued garbage; capacity 1
 
 	configGen configGen // see ConfigGeneration
+	// versioned knows which buckets have versioning configured, for the
+	// version ID of a null version written before (see reportedVersion).
+	versioned versionedCache
 	// publicAccess keeps buckets' Block Public Access settings decoded:
 	// an anonymous read through a public bucket policy consults them.
 	publicAccess *ConfigCache[PublicAccessBlock]

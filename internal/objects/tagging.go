@@ -121,7 +121,11 @@ func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID stri
 	if err != nil {
 		return nil, "", err
 	}
-	return fromMetaTags(rec.Tags), taggingVersionID(&rec, versionID), nil
+	vid, err := s.taggingVersionID(ctx, bucket, &rec, versionID)
+	if err != nil {
+		return nil, "", err
+	}
+	return fromMetaTags(rec.Tags), vid, nil
 }
 
 // PutObjectTagging replaces the tags of a version of bucket/key (versionID
@@ -177,16 +181,16 @@ func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID, wha
 	case err != nil:
 		return "", s.writeErr(err, bucket, key)
 	}
-	return taggingVersionID(&rec, versionID), nil
+	return s.taggingVersionID(ctx, bucket, &rec, versionID)
 }
 
 // taggingVersionID is the version ID a tagging response reports: the
 // version's when asked for one, else what a GET reports.
-func taggingVersionID(o *meta.Object, asked string) string {
+func (s *Service) taggingVersionID(ctx context.Context, bucket string, o *meta.Object, asked string) (string, error) {
 	if asked != "" {
-		return o.S3VersionID()
+		return o.S3VersionID(), nil
 	}
-	return reportedVersionID(o)
+	return s.reportedVersion(ctx, bucket, o)
 }
 
 // PutBucketTagging replaces bucket's tags. Errors: NoSuchBucket, InvalidTag.

@@ -49,8 +49,9 @@ type ObjectInfo struct {
 	Tags         []Tag   // the tags, in the order given; nil in listings
 	// VersionID is the S3 version ID to report in x-amz-version-id: the
 	// version's own ID, "null" for a null version of a bucket that has
-	// versioning configured, "" for an object of a bucket that had none
-	// when it was written (S3 reports no version then).
+	// versioning configured (written before it was, or while suspended),
+	// "" in a bucket that never had it (S3 reports no version then) and
+	// on a write that made a null version.
 	VersionID string
 }
 

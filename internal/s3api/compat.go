@@ -79,9 +79,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ID ` + "`400 InvalidRequest`" + `. A malformed version
   ID is ` + "`400 InvalidArgument`" + `, an unknown one ` + "`404 NoSuchVersion`" + `.
   ListObjectVersions works on every bucket (objects of a never-versioned
-  bucket are their ` + "`null`" + ` versions). ` + "`x-amz-version-id`" + ` is returned for versions
-  written while the bucket had versioning configured; an object written
-  before (a ` + "`null`" + ` version) reports none except when asked for by ID.
+  bucket are their ` + "`null`" + ` versions). A bucket that never had versioning
+  configured sends no ` + "`x-amz-version-id`" + ` (except to a request for the ` + "`null`" + `
+  version by ID); once it has, reads of an object written before, or while
+  suspended, report ` + "`x-amz-version-id: null`" + `, and writes while suspended
+  (PutObject, CopyObject, CompleteMultipartUpload, POST) send none, as S3 does.
 - Tagging: Put/Get/DeleteObjectTagging (of any version, in place: no
   new version), Put/Get/DeleteBucketTagging, ` + "`x-amz-tagging`" + ` on PutObject,
   CreateMultipartUpload and CopyObject (with ` + "`x-amz-tagging-directive: REPLACE`" + `;
