@@ -331,7 +331,12 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   and keys); a policy Coffer cannot enforce exactly is refused with
   ` + "`MalformedPolicy`" + `, never half-applied. ListBuckets shows a user only
   the buckets it may list or read something in.
-- Listings cap ` + "`max-keys`" + `, ` + "`max-uploads`" + ` and ` + "`max-parts`" + ` at 1000.
+- Listings cap ` + "`max-keys`" + `, ` + "`max-uploads`" + ` and ` + "`max-parts`" + ` at 1000;
+  0 is an empty, final page (` + "`IsTruncated`" + ` false). A negative ` + "`max-uploads`" + `,
+  ` + "`max-parts`" + ` or ` + "`part-number-marker`" + ` is ` + "`400 InvalidArgument`" + ` ("Argument …
+  must be an integer between 0 and 2147483647"), and so is one that is not
+  digits or is past 2147483647 ("Provided … not an integer or within
+  integer range"), with S3's messages.
   ` + "`encoding-type=url`" + ` encodes keys, prefixes, delimiters and markers; the
   continuation token is opaque. A key may hold characters XML 1.0 cannot
   carry (C0 controls other than tab, newline and carriage return; U+FFFE,

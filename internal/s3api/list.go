@@ -73,6 +73,40 @@ func parseMax(q url.Values, name string, def int, message string) (int, error) {
 	return min(n, def), nil
 }
 
+// parseCount parses a count or marker of the multipart listings
+// (max-uploads, max-parts, part-number-marker): digits only, at most
+// 2^31-1, default def, capped at def. S3 refuses a negative value with a
+// message of its own, and anything else that is not such an integer
+// (a word, "+5", a value past 2^31-1) with another, both InvalidArgument;
+// zero is a value like any other (an empty page for max-*). See
+// docs/s3-compatibility.md, and moto's test_multipart_list_parts_invalid_argument
+// for the messages.
+func parseCount(q url.Values, name string, def int) (int, error) {
+	vs, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	s := strings.Join(vs, "")
+	if len(s) > 1 && s[0] == '-' && digits(s[1:]) {
+		return 0, invalidArgument(name, s, "Argument "+name+" must be an integer between 0 and 2147483647")
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || !digits(s) {
+		return 0, invalidArgument(name, s, "Provided "+name+" not an integer or within integer range")
+	}
+	return min(int(n), def), nil
+}
+
+// digits reports whether s is a non-empty run of ASCII digits.
+func digits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // parseEncodingType reports whether encoding-type asks for url; any other
 // value is InvalidArgument.
 func parseEncodingType(q url.Values) (bool, error) {
@@ -284,7 +318,7 @@ func parseListUploads(q url.Values, maxUploads int) (listUploadsQuery, error) {
 		KeyMarker:      q.Get("key-marker"),
 		UploadIDMarker: q.Get("upload-id-marker"),
 	}
-	if lq.in.MaxUploads, err = parseMax(q, "max-uploads", maxUploads, "Provided max-uploads not an integer or within integer range"); err != nil {
+	if lq.in.MaxUploads, err = parseCount(q, "max-uploads", maxUploads); err != nil {
 		return listUploadsQuery{}, err
 	}
 	if lq.encodeURL, err = parseEncodingType(q); err != nil {
@@ -303,9 +337,17 @@ func (h *Handler) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 	if err != nil {
 		return err
 	}
-	res, err := h.objects.ListMultipartUploads(r.Context(), rq.bucket, lq.in)
+	// max-uploads=0 is an empty, final page, as S3 answers it; the service
+	// (whose 0 means its default) is asked for one upload, to answer
+	// NoSuchBucket all the same.
+	ask := lq.in
+	ask.MaxUploads = max(lq.in.MaxUploads, 1)
+	res, err := h.objects.ListMultipartUploads(r.Context(), rq.bucket, ask)
 	if err != nil {
 		return err
+	}
+	if lq.in.MaxUploads == 0 {
+		res = objects.ListUploadsResult{}
 	}
 	enc := encoder(lq.encodeURL)
 	owner := h.owner(rq)

@@ -105,6 +105,9 @@ func TestParseListUploads(t *testing.T) {
 			want: listUploadsQuery{in: objects.ListUploadsInput{Prefix: "p", Delimiter: "/", KeyMarker: "k", UploadIDMarker: "u", MaxUploads: 3}, encodeURL: true}},
 		{name: "upload-id-marker alone ignored", q: "upload-id-marker=u", want: listUploadsQuery{in: objects.ListUploadsInput{MaxUploads: 1000}}},
 		{name: "bad max", q: "max-uploads=x", wantErr: s3err.InvalidArgument},
+		{name: "zero max", q: "max-uploads=0", want: listUploadsQuery{in: objects.ListUploadsInput{MaxUploads: 0}}},
+		{name: "negative max", q: "max-uploads=-1", wantErr: s3err.InvalidArgument},
+		{name: "max past int32", q: "max-uploads=2147483648", wantErr: s3err.InvalidArgument},
 		{name: "bad encoding", q: "encoding-type=xml", wantErr: s3err.InvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -244,7 +245,7 @@ func (h *Handler) abortMultipartUpload(w http.ResponseWriter, r *http.Request, r
 }
 
 // parseListParts parses the query of ListParts: max-parts (default and cap
-// maxParts) and part-number-marker (an integer >= 0).
+// maxParts) and part-number-marker (parseCount).
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListParts.html
 func parseListParts(q url.Values, maxParts int) (string, objects.ListPartsInput, error) {
 	id, err := parseUploadID(q)
@@ -252,15 +253,13 @@ func parseListParts(q url.Values, maxParts int) (string, objects.ListPartsInput,
 		return "", objects.ListPartsInput{}, err
 	}
 	var in objects.ListPartsInput
-	if in.MaxParts, err = parseMax(q, "max-parts", maxParts, "Provided max-parts not an integer or within integer range"); err != nil {
+	if in.MaxParts, err = parseCount(q, "max-parts", maxParts); err != nil {
 		return "", objects.ListPartsInput{}, err
 	}
-	if vs, ok := q["part-number-marker"]; ok {
-		m, err := parseMax(url.Values{"part-number-marker": vs}, "part-number-marker", 1<<31-1, "Provided part-number-marker not an integer or within integer range")
-		if err != nil {
+	if _, ok := q["part-number-marker"]; ok {
+		if in.PartNumberMarker, err = parseCount(q, "part-number-marker", math.MaxInt32); err != nil {
 			return "", objects.ListPartsInput{}, err
 		}
-		in.PartNumberMarker = m
 	}
 	return id, in, nil
 }
@@ -271,9 +270,17 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 	if err != nil {
 		return err
 	}
-	res, err := h.objects.ListParts(r.Context(), rq.bucket, rq.key, id, in)
+	// max-parts=0 is an empty, final page, as max-keys=0 is. The service
+	// (whose 0 means its default) is asked for one part, to answer
+	// NoSuchUpload and describe the upload all the same.
+	ask := in
+	ask.MaxParts = max(in.MaxParts, 1)
+	res, err := h.objects.ListParts(r.Context(), rq.bucket, rq.key, id, ask)
 	if err != nil {
 		return err
+	}
+	if in.MaxParts == 0 {
+		res.Parts, res.IsTruncated, res.NextPartNumberMarker = nil, false, 0
 	}
 	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, res.Upload.Initiated)
 	owner := h.owner(rq)

@@ -91,8 +91,14 @@ func TestParseListParts(t *testing.T) {
 		{q: "uploadId=u", want: objects.ListPartsInput{MaxParts: 1000}},
 		{q: "uploadId=u&max-parts=2&part-number-marker=1", want: objects.ListPartsInput{MaxParts: 2, PartNumberMarker: 1}},
 		{q: "uploadId=u&max-parts=2000", want: objects.ListPartsInput{MaxParts: 1000}},
+		{q: "uploadId=u&max-parts=0", want: objects.ListPartsInput{MaxParts: 0}},
+		{q: "uploadId=u&max-parts=007", want: objects.ListPartsInput{MaxParts: 7}},
 		{q: "uploadId=u&max-parts=-2", wantErr: s3err.InvalidArgument},
+		{q: "uploadId=u&max-parts=2147483648", wantErr: s3err.InvalidArgument},
 		{q: "uploadId=u&part-number-marker=x", wantErr: s3err.InvalidArgument},
+		{q: "uploadId=u&part-number-marker=-1", wantErr: s3err.InvalidArgument},
+		{q: "uploadId=u&part-number-marker=2147483648", wantErr: s3err.InvalidArgument},
+		{q: "uploadId=u&part-number-marker=2147483647", want: objects.ListPartsInput{MaxParts: 1000, PartNumberMarker: 2147483647}},
 		{q: "uploadId=", wantErr: s3err.NoSuchUpload},
 	} {
 		q, _ := url.ParseQuery(tc.q)
@@ -260,6 +266,31 @@ func TestMultipartUpload(t *testing.T) {
 		"UploadPart_NoSuchUpload", http.StatusNotFound, s3err.NoSuchUpload, id)
 	hs.do(call{method: "GET", path: "/bkt/big?" + q}).want(t, http.StatusNotFound, s3err.NoSuchUpload)
 	hs.do(call{method: "POST", path: "/bkt/big?uploadId=", body: completeDoc("1", e1)}).want(t, http.StatusNotFound, s3err.NoSuchUpload)
+}
+
+// TestMultipartListLimits checks max-parts and max-uploads at their edges:
+// 0 is an empty, final page (as max-keys=0 is); a negative value is
+// refused with S3's own message for it, as is one that is no integer or
+// past 2^31-1 (InvalidArgument, 400, either way).
+func TestMultipartListLimits(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	id := hs.createUpload("bkt", "big")
+	hs.uploadPart("bkt", "big", id, 1, []byte("one"))
+	hs.uploadPart("bkt", "big", id, 2, []byte("two"))
+	q := "uploadId=" + url.QueryEscape(id)
+	rp := hs.do(call{method: "GET", path: "/bkt/big?max-parts=0&" + q}).mustStatus(t, http.StatusOK)
+	golden(t, "ListParts_max_parts_0", rp.body)
+	rp = hs.do(call{method: "GET", path: "/bkt?uploads&max-uploads=0"}).mustStatus(t, http.StatusOK)
+	golden(t, "ListMultipartUploads_max_uploads_0", rp.body)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/big?max-parts=-1&" + q}), "ListParts_negative_max_parts", http.StatusBadRequest, s3err.InvalidArgument)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/big?part-number-marker=-1&" + q}), "ListParts_negative_part_number_marker", http.StatusBadRequest, s3err.InvalidArgument)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt/big?max-parts=2147483648&" + q}), "ListParts_max_parts_out_of_range", http.StatusBadRequest, s3err.InvalidArgument)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt?uploads&max-uploads=-1"}), "ListMultipartUploads_negative_max_uploads", http.StatusBadRequest, s3err.InvalidArgument)
+	goldenError(t, hs.do(call{method: "GET", path: "/bkt?uploads&max-uploads=x"}), "ListMultipartUploads_bad_max_uploads", http.StatusBadRequest, s3err.InvalidArgument)
+	hs.do(call{method: "GET", path: "/bkt/big?max-parts=0&uploadId=nope"}).want(t, http.StatusNotFound, s3err.NoSuchUpload)
+	hs.do(call{method: "GET", path: "/nope?uploads&max-uploads=0"}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
 }
 
 func TestMultipartErrors(t *testing.T) {
