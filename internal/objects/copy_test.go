@@ -3,9 +3,12 @@ package objects
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -130,4 +133,50 @@ func TestCopyFromDeleteMarker(t *testing.T) {
 	}
 	_, err = e.s.UploadPartCopy(ctx, "bkt", "mp", up.UploadID, 1, PartCopyInput{SrcBucket: "bkt", SrcKey: "k", SrcVersionID: d.DeleteMarkerVersionID})
 	wantCode(t, "UploadPartCopy from the marker's version", err, s3err.InvalidRequest)
+}
+
+// TestUploadPartCopyTooLarge checks S3's answer to an UploadPartCopy of
+// more than 5 GiB, a part's limit: InvalidRequest (400), "The specified
+// copy source is larger than the maximum allowable size for a copy source:
+// 5368709120", for a whole source without x-amz-copy-source-range and for
+// a range alike (S3 answered a range of ~768 GiB so; see
+// awslabs/amazon-s3-tar-tool#26 and rclone/rclone#2375). The source is a
+// record that claims 6 GiB over one small block, so no such data is
+// written: both are refused before a byte is read.
+func TestUploadPartCopyTooLarge(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.put(t, "small", randBytes(2*testBlock, 7))
+	small, err := e.db.Object(ctx, "bkt", "small")
+	if err != nil || len(small.Blocks) == 0 {
+		t.Fatalf("record of small = %+v, %v; want a block object", small, err)
+	}
+	const huge = 6 << 30
+	err = e.db.UpdateObject(ctx, "bkt", "huge", time.Now(), func(*meta.Object) (*meta.Object, error) {
+		return &meta.Object{Size: huge, ETag: small.ETag, Modified: small.Modified, Blocks: []meta.Block{
+			{Key: small.Blocks[0].Key, Size: huge / 2}, {Key: small.Blocks[0].Key, Size: huge / 2},
+		}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := e.s.CreateMultipartUpload(ctx, "bkt", "mp", CreateUploadInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		rng  *Range
+	}{
+		{"whole source", nil},
+		{"range of 5 GiB and a byte", &Range{Start: 0, End: 5 << 30}},
+		{"range of the whole source", &Range{Start: 0, End: huge - 1}},
+	} {
+		_, err := e.s.UploadPartCopy(ctx, "bkt", "mp", up.UploadID, 1, PartCopyInput{SrcBucket: "bkt", SrcKey: "huge", SrcRange: tc.rng})
+		wantCode(t, tc.name, err, s3err.InvalidRequest)
+		var e *s3err.Error
+		if want := "The specified copy source is larger than the maximum allowable size for a copy source: 5368709120"; errors.As(err, &e) && e.Msg() != want {
+			t.Errorf("%s: message %q, want %q", tc.name, e.Msg(), want)
+		}
+	}
 }

@@ -181,7 +181,8 @@ func (s *Service) commitPart(ctx context.Context, u *meta.Upload, n int, size in
 // whole object without in.SrcRange), copying the data. Errors: as
 // UploadPart, plus NoSuchKey (source), PreconditionFailed (source
 // conditions), NoSuchVersion, InvalidRequest (a source version that is a
-// delete marker) and InvalidArgument (range outside the source).
+// delete marker, or more than 5 GiB to copy) and InvalidArgument (range
+// outside the source).
 func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID string, n int, in PartCopyInput) (PartCopyResult, error) {
 	ctx = writeContext(ctx)
 	res := bucket + "/" + key
@@ -200,14 +201,12 @@ func (s *Service) UploadPartCopy(ctx context.Context, bucket, key, uploadID stri
 		return PartCopyResult{}, err
 	}
 	defer src.Body.Close()
-	if in.SrcRange == nil && src.Length > maxPartSize {
-		// The whole source, too large to be a part: S3's answer, as for
-		// CopyObject.
-		return PartCopyResult{}, copySourceTooLarge(res, maxPartSize)
-	}
 	if src.Length > maxPartSize {
-		return PartCopyResult{}, s3err.New(s3err.EntityTooLarge, res).
-			With("ProposedSize", strconv.FormatInt(src.Length, 10)).With("MaxSizeAllowed", strconv.Itoa(maxPartSize))
+		// Too large to be a part, the whole source or a range of it: S3
+		// answers both as it answers CopyObject of a source too large
+		// (InvalidRequest), not as an UploadPart too large
+		// (EntityTooLarge).
+		return PartCopyResult{}, copySourceTooLarge(res, maxPartSize)
 	}
 	alg := checksum.Algorithm(u.ChecksumAlgorithm)
 	data, err := s.ingest(ctx, src.Body, src.Length, alg, true, res)

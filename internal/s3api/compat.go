@@ -168,6 +168,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
 - ` + "`response-*`" + ` query parameters override response headers on signed requests only.
 - PutObject and UploadPart require Content-Length (or
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.
+  CopyObject copies at most what PutObject accepts, and UploadPartCopy at
+  most 5 GiB, of a whole source or of an ` + "`x-amz-copy-source-range`" + `: more is
+  ` + "`400 InvalidRequest`" + ` ("The specified copy source is larger than the maximum
+  allowable size for a copy source"), as S3 answers.
   ` + "`Content-MD5`" + ` and one flexible checksum (CRC32, CRC32C, CRC64NVME, SHA1,
   SHA256, SHA512, MD5, XXHASH64, XXHASH3 or XXHASH128; in a header or an
   aws-chunked trailer) are verified, stored and returned as
