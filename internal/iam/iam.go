@@ -454,6 +454,25 @@ func canonicalID(name string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// AccountID is the 12-digit ID that names Coffer's one account in the ARNs
+// it writes. The account has no number of its own (a policy may name it by
+// any 12-digit ID), so this one is all zeros: plainly not an AWS account.
+const AccountID = "000000000000"
+
+// ARN returns the IAM ARN of p, as S3 names an IAM user where it names who
+// did something (a multipart upload's Initiator):
+// arn:aws:iam::ACCOUNT:user/NAME, or arn:aws:iam::ACCOUNT:root for root;
+// "" for an anonymous principal. A policy's Principal accepts it back.
+func ARN(p Principal) string {
+	switch {
+	case p.Anonymous:
+		return ""
+	case p.Root:
+		return "arn:aws:iam::" + AccountID + ":root"
+	}
+	return "arn:aws:iam::" + AccountID + ":user/" + p.User
+}
+
 // DisplayName returns the display name S3 shows with p's canonical ID:
 // the user's name, or "root".
 func DisplayName(p Principal) string {

@@ -38,6 +38,7 @@ const (
 	fieldUploadID      = 2 // string
 	fieldPartChecksums = 3 // uvarint count, then strings
 	fieldACL           = 4 // bytes, opaque to meta
+	fieldInitiator     = 5 // string, opaque to meta (upload records)
 )
 
 // dataVersion is the version byte of an inline data value.
@@ -404,6 +405,9 @@ func appendUpload(b []byte, u *Upload) []byte {
 	var fw fieldWriter
 	fw.tags(u.Tags)
 	fw.acl(u.ACL)
+	if u.Initiator != "" {
+		fw.add(fieldInitiator, []byte(u.Initiator))
+	}
 	return fw.append(b)
 }
 
@@ -423,6 +427,8 @@ func decodeUpload(bucket, key, id string, b []byte) (Upload, error) {
 				u.Tags = f.tags()
 			case fieldACL:
 				u.ACL = f.rest()
+			case fieldInitiator:
+				u.Initiator = string(f.rest())
 			default:
 				return false
 			}

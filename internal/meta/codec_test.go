@@ -145,7 +145,7 @@ func TestOtherCodecs(t *testing.T) {
 		t.Errorf("bucket round trip = %+v, %v; want %+v", gotB, err, b)
 	}
 	u := Upload{Bucket: "bkt", Key: "k", ID: "id", Initiated: testTime, Meta: fullObject().Meta,
-		ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT", Tags: []Tag{{"k", "v"}}, ACL: []byte("acl")}
+		ChecksumAlgorithm: "CRC32", ChecksumType: "FULL_OBJECT", Tags: []Tag{{"k", "v"}}, ACL: []byte("acl"), Initiator: "user:alice"}
 	gotU, err := decodeUpload("bkt", "k", "id", appendUpload(nil, &u))
 	if diff := cmp.Diff(u, gotU); err != nil || diff != "" {
 		t.Errorf("upload round trip: %v (-want +got):\n%s", err, diff)

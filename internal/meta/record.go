@@ -142,6 +142,9 @@ type Upload struct {
 	ChecksumType      string
 	Tags              []Tag  // the tags the object will have
 	ACL               []byte // the ACL the object will have, opaque to meta
+	// Initiator names who started the upload, opaque to meta; "" in
+	// records written before it was kept.
+	Initiator string
 }
 
 // Part is one uploaded part of a multipart upload. Parts are always stored

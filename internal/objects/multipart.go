@@ -39,6 +39,7 @@ func (s *Service) CreateMultipartUpload(ctx context.Context, bucket, key string,
 	u := meta.Upload{
 		Bucket: bucket, Key: key, ID: newUploadID(now), Initiated: now, Meta: toMetaMetadata(in.Meta),
 		ChecksumAlgorithm: string(in.ChecksumAlgorithm), ChecksumType: typ, Tags: toMetaTags(in.Tags), ACL: in.ACL,
+		Initiator: in.Initiator,
 	}
 	if err := s.db.CreateUpload(ctx, u); err != nil {
 		return Upload{}, s.writeErr(err, bucket, key)

@@ -71,6 +71,7 @@ func uploadInfo(u *meta.Upload) Upload {
 	return Upload{
 		Bucket: u.Bucket, Key: u.Key, UploadID: u.ID, Initiated: u.Initiated, Meta: fromMetaMetadata(u.Meta),
 		ChecksumAlgorithm: checksum.Algorithm(u.ChecksumAlgorithm), ChecksumType: u.ChecksumType,
+		ACL: u.ACL, Initiator: u.Initiator,
 	}
 }
 

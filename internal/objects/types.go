@@ -163,6 +163,7 @@ type CreateUploadInput struct {
 	ACL               []byte // the object's ACL, as PutInput.ACL
 	ChecksumAlgorithm checksum.Algorithm
 	ChecksumType      string // "COMPOSITE" (default when an algorithm is set) or "FULL_OBJECT"
+	Initiator         string // who starts the upload, opaque to objects: ListMultipartUploads and ListParts report it
 }
 
 // Upload describes an in-progress multipart upload.
@@ -173,6 +174,8 @@ type Upload struct {
 	Meta              Metadata
 	ChecksumAlgorithm checksum.Algorithm
 	ChecksumType      string
+	ACL               []byte // the ACL the object will have (CreateUploadInput.ACL)
+	Initiator         string // CreateUploadInput.Initiator; "" for an upload from before it was kept
 }
 
 // PartInput describes an UploadPart body.

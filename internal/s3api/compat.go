@@ -115,7 +115,13 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   (Put/Get/DeleteBucketOwnershipControls, ` + "`x-amz-object-ownership`" + ` on
   CreateBucket) is ObjectWriter by default; BucketOwnerEnforced turns ACLs
   off as in S3 (` + "`AccessControlListNotSupported`" + `). A root write without ACL
-  headers belongs to the bucket's owner.
+  headers belongs to the bucket's owner. ListMultipartUploads and ListParts
+  report, whoever lists, an upload's Owner as the object's owner-to-be and
+  its Initiator as who started it: root as its canonical ID (as Owner), a
+  user as S3 names an IAM user, ` + "`arn:aws:iam::000000000000:user/NAME`" + ` with
+  its name (Coffer's one account has no number; any 12-digit ID names it in
+  a policy). An upload started before Coffer kept its initiator reports its
+  Owner.
 - Block Public Access: Put/Get/DeletePublicAccessBlock (the PUT needs
   ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; GET without settings is
   ` + "`404 NoSuchPublicAccessBlockConfiguration`" + `), enforced as S3 does:

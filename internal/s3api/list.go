@@ -349,8 +349,11 @@ func (h *Handler) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 	if lq.in.MaxUploads == 0 {
 		res = objects.ListUploadsResult{}
 	}
+	ba, err := h.objects.BucketAccess(r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
 	enc := encoder(lq.encodeURL)
-	owner := h.owner(rq)
 	out := s3xml.ListMultipartUploadsResult{
 		Bucket:         rq.bucket,
 		KeyMarker:      enc(lq.in.KeyMarker),
@@ -369,10 +372,14 @@ func (h *Handler) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 		out.EncodingType = "url"
 	}
 	for _, u := range res.Uploads {
+		initiator, owner, err := h.uploadParties(ba, u)
+		if err != nil {
+			return err
+		}
 		out.Uploads = append(out.Uploads, s3xml.Upload{
 			Key:               enc(u.Key),
 			UploadID:          u.UploadID,
-			Initiator:         owner,
+			Initiator:         initiator,
 			Owner:             owner,
 			StorageClass:      "STANDARD",
 			Initiated:         s3xml.Time(u.Initiated),

@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
@@ -83,6 +85,7 @@ func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	if in.ACL, err = h.newObjectACL(r, rq); err != nil {
 		return err
 	}
+	in.Initiator = initiatorName(rq.principal)
 	up, err := h.objects.CreateMultipartUpload(r.Context(), rq.bucket, rq.key, in)
 	if err != nil {
 		return err
@@ -283,12 +286,19 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 		res.Parts, res.IsTruncated, res.NextPartNumberMarker = nil, false, 0
 	}
 	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, res.Upload.Initiated)
-	owner := h.owner(rq)
+	ba, err := h.objects.BucketAccess(r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	initiator, owner, err := h.uploadParties(ba, res.Upload)
+	if err != nil {
+		return err
+	}
 	out := s3xml.ListPartsResult{
 		Bucket:            rq.bucket,
 		Key:               s3xml.Text(rq.key),
 		UploadID:          id,
-		Initiator:         owner,
+		Initiator:         initiator,
 		Owner:             owner,
 		StorageClass:      "STANDARD",
 		ChecksumAlgorithm: string(res.Upload.ChecksumAlgorithm),
@@ -308,4 +318,49 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 		})
 	}
 	return writeXML(w, http.StatusOK, out)
+}
+
+// initiatorName names p in an upload record (objects.CreateUploadInput's
+// Initiator), as its canonical ID is derived: "root", "user:" and the
+// user's name, or "" for an anonymous caller, whose upload reports its
+// owner as initiator.
+func initiatorName(p iam.Principal) string {
+	switch {
+	case p.Anonymous:
+		return ""
+	case p.Root:
+		return "root"
+	}
+	return "user:" + p.User
+}
+
+// uploadParties returns the Initiator and Owner that ListMultipartUploads
+// and ListParts report for upload u of a bucket with access settings ba.
+// Owner is who will own the object (its ACL's owner, the bucket's owner
+// under BucketOwnerEnforced). Initiator is who started the upload,
+// whoever lists it: for a user, its ARN and name, as S3 gives an IAM
+// user; for root, Coffer's account, the same as Owner would be for its
+// own object; for an upload of an anonymous caller or from before the
+// initiator was kept, the Owner. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Initiator.html
+func (h *Handler) uploadParties(ba objects.BucketAccess, u objects.Upload) (initiator, owner s3xml.Owner, err error) {
+	doc := u.ACL
+	if acl.Ownership(ba.Ownership) == acl.BucketOwnerEnforced {
+		doc = nil // ACLs are off: the bucket owner owns every object
+	}
+	a, err := decodeACL(doc, bucketOwnerID(ba.Owner))
+	if err != nil {
+		return s3xml.Owner{}, s3xml.Owner{}, err
+	}
+	owner = h.canonicalOwner(a.Owner)
+	switch user, isUser := strings.CutPrefix(u.Initiator, "user:"); {
+	case u.Initiator == "root":
+		root := iam.Principal{Root: true}
+		initiator = s3xml.Owner{ID: iam.CanonicalID(root), DisplayName: iam.DisplayName(root)}
+	case isUser:
+		initiator = s3xml.Owner{ID: iam.ARN(iam.Principal{User: user}), DisplayName: user}
+	default:
+		initiator = owner
+	}
+	return initiator, owner, nil
 }

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,9 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 func TestParseCreateUpload(t *testing.T) {
@@ -393,4 +396,71 @@ func FuzzCompositeChecksumHeader(f *testing.F) {
 			t.Fatalf("%q accepted as composite", v)
 		}
 	})
+}
+
+// TestMultipartInitiator checks Initiator and Owner in ListMultipartUploads
+// and ListParts: who started the upload, whoever lists it, and who will own
+// the object. For an IAM user S3 gives the user's ARN and name as
+// Initiator; for the account, the same as Owner. Owner is the object's
+// owner-to-be: the writer (a user has a canonical ID of its own in
+// Coffer), or the bucket's owner when the writer hands it over
+// (bucket-owner-full-control under BucketOwnerPreferred). See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Initiator.html and
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListParts.html
+func TestMultipartInitiator(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: xmlBody(`
+<OwnershipControls><Rule><ObjectOwnership>BucketOwnerPreferred</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	alice := hs.user("alice", "readwrite")
+	ids := map[string]string{} // key → upload ID
+	for _, c := range []struct {
+		key  string
+		cred *sigv4.Credentials
+		kv   []string
+	}{
+		{"by-root", nil, nil},
+		{"by-alice", alice, nil},
+		{"by-alice-for-owner", alice, []string{"X-Amz-Acl", "bucket-owner-full-control"}},
+	} {
+		rp := hs.do(call{method: "POST", path: "/bkt/" + c.key + "?uploads", cred: c.cred, header: header(c.kv...)}).mustStatus(t, http.StatusOK)
+		ids[c.key] = string(uploadIDRE.FindSubmatch(rp.body)[1])
+	}
+	root := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{Root: true}), DisplayName: "root"}
+	aliceOwner := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+	aliceARN := s3xml.Owner{ID: "arn:aws:iam::" + iam.AccountID + ":user/alice", DisplayName: "alice"}
+	want := map[string][2]s3xml.Owner{ // key → Initiator, Owner
+		"by-root":            {root, root},
+		"by-alice":           {aliceARN, aliceOwner},
+		"by-alice-for-owner": {aliceARN, root},
+	}
+	for _, lister := range []struct {
+		name string
+		cred *sigv4.Credentials
+	}{{"root", nil}, {"alice", alice}} {
+		rp := hs.do(call{method: "GET", path: "/bkt?uploads", cred: lister.cred}).mustStatus(t, http.StatusOK)
+		var lu s3xml.ListMultipartUploadsResult
+		if err := xml.Unmarshal(rp.body, &lu); err != nil {
+			t.Fatal(err)
+		}
+		if len(lu.Uploads) != len(want) {
+			t.Fatalf("ListMultipartUploads by %s: %d uploads, want %d", lister.name, len(lu.Uploads), len(want))
+		}
+		for _, u := range lu.Uploads {
+			if got := [2]s3xml.Owner{u.Initiator, u.Owner}; got != want[string(u.Key)] {
+				t.Errorf("ListMultipartUploads by %s: %s: Initiator, Owner = %+v, want %+v", lister.name, u.Key, got, want[string(u.Key)])
+			}
+		}
+		for key, id := range ids {
+			rp := hs.do(call{method: "GET", path: "/bkt/" + key + "?uploadId=" + url.QueryEscape(id), cred: lister.cred}).mustStatus(t, http.StatusOK)
+			var lp s3xml.ListPartsResult
+			if err := xml.Unmarshal(rp.body, &lp); err != nil {
+				t.Fatal(err)
+			}
+			if got := [2]s3xml.Owner{lp.Initiator, lp.Owner}; got != want[key] {
+				t.Errorf("ListParts by %s: %s: Initiator, Owner = %+v, want %+v", lister.name, key, got, want[key])
+			}
+		}
+	}
 }
