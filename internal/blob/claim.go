@@ -36,12 +36,13 @@ const MaxClaimSize = 64 << 10
 var ErrClaimed = errors.New("claimed by another metadata store")
 
 // ErrUnclaimedBlocks is returned (wrapped) by Claim when the Store holds
-// blocks but no claim, and the claiming metadata store holds no records:
+// blocks but no claim, and the claiming metadata store has no buckets (or
+// other metadata lies beside the blocks, Local.Beside):
 // the blocks are another deployment's that has not claimed the Store yet
 // (it does at its next start), or the garbage of a lost one. Its text,
 // like ErrClaimed's, continues the Store's description of itself
 // ("s3blob: unclaimed prefix ").
-var ErrUnclaimedBlocks = errors.New("holds blocks and the metadata store is empty")
+var ErrUnclaimedBlocks = errors.New("holds blocks but no claim")
 
 // Owner is the content of a claim: the metadata store that claims a Store,
 // and, for the operator who finds it, when and by which Coffer.
@@ -61,12 +62,39 @@ const ClaimNote = "Coffer keeps the blocks of the metadata store store_id here; 
 // Local describes the deployment that claims a Store, for Claim's checks
 // and messages.
 type Local struct {
-	// HasRecords says its metadata store holds buckets or objects
-	// (meta.DB.HasRecords).
-	HasRecords bool
+	// HasBuckets says its metadata store holds buckets
+	// (meta.DB.HasBuckets): only then can blocks of its own be in the
+	// Store.
+	HasBuckets bool
 	// Blocks is the key prefix of the object service's blocks; "" skips
 	// the check of an unclaimed Store for blocks.
 	Blocks string
+	// Shared says the metadata is not kept beside the blocks but in a
+	// database (PostgreSQL) that names itself: a wrong storage path or
+	// database URL is then the likely mistake, not a lost metadata
+	// directory.
+	Shared bool
+	// NewID says the metadata store got its ID at this start
+	// (meta.DB.StoreIDNew): if it has buckets, a claim naming another ID
+	// may be its own, made before its metadata was restored from a backup
+	// older than store IDs.
+	NewID bool
+	// Beside names the metadata of another deployment found beside the
+	// Store (a single node's meta directory next to the blob directory a
+	// PostgreSQL node was given): an unclaimed Store holding blocks is
+	// then refused even to a metadata store with buckets, since they are
+	// most likely that deployment's.
+	Beside string
+}
+
+// NewIDAdvice is the advice a Store adds to a ClaimedError when
+// Local.NewID is set: the claim may be this store's own from before, what
+// is to be deleted by hand then.
+func NewIDAdvice(got Owner, what string) string {
+	return "This server's metadata store got its ID at this start: it was written before store IDs (restored from a backup made before Coffer " +
+		"had them, or not opened since the upgrade). If it is the store that claimed this as " + got.StoreID +
+		" (claimed " + got.Claimed.Format(time.RFC3339) + ") and no other deployment uses it, delete " + what +
+		" by hand and start again."
 }
 
 // Claimer is implemented by a Store that holds its blobs where other
@@ -78,7 +106,8 @@ type Claimer interface {
 	// want.StoreID, writing want as its claim if it has none, and returns
 	// the claim it found or wrote. It fails with ErrClaimed if another
 	// store claimed it, and with ErrUnclaimedBlocks if it has no claim but
-	// holds blocks under local.Blocks while local.HasRecords is false: a
+	// holds blocks under local.Blocks while local.HasBuckets is false (or
+	// local.Beside names other metadata beside them): a
 	// deployment that used the Store before claims existed claims it at
 	// its next start, and until then a new, empty deployment given the
 	// same Store would otherwise claim it and, an hour later, delete every
@@ -110,7 +139,7 @@ type ClaimIO interface {
 	// block first. Their advice is the Store's: where an operator sets
 	// its location.
 	ClaimedError(got, want Owner, local Local) error
-	UnclaimedBlocksError(first string) error
+	UnclaimedBlocksError(first string, local Local) error
 }
 
 // errFound stops Claim's look for blocks at the first.
@@ -120,7 +149,13 @@ var errFound = errors.New("found")
 // remembers what it claimed, for Check. The zero value is ready; a Store
 // embeds one.
 type Claims struct {
-	claimed atomic.Pointer[Owner]
+	claimed atomic.Pointer[claimed]
+}
+
+// claimed is what Claims.Claim claimed, and for whom.
+type claimed struct {
+	want  Owner
+	local Local
 }
 
 // Claim is Claimer.Claim over cio. wrote reports that this call wrote the
@@ -140,7 +175,7 @@ func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local
 	if err != nil {
 		return Owner{}, false, err
 	}
-	if !found && !local.HasRecords && local.Blocks != "" {
+	if !found && (!local.HasBuckets || local.Beside != "") && local.Blocks != "" {
 		var first string
 		err := cio.List(ctx, local.Blocks, func(k string) error {
 			first = k
@@ -150,7 +185,7 @@ func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local
 			return Owner{}, false, fmt.Errorf("blob: look for blocks under %q in an unclaimed store: %w", local.Blocks, err)
 		}
 		if first != "" {
-			return Owner{}, false, cio.UnclaimedBlocksError(first)
+			return Owner{}, false, cio.UnclaimedBlocksError(first, local)
 		}
 	}
 	if !found {
@@ -179,26 +214,30 @@ func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local
 	if got.StoreID != want.StoreID {
 		return got, false, cio.ClaimedError(got, want, local)
 	}
-	c.claimed.Store(&want)
+	c.claimed.Store(&claimed{want, local})
 	return got, wrote, nil
 }
 
 // Check is Claimer.CheckClaim over cio. rewrote reports that the claim was
 // gone and has been written again (for the Store's log).
 func (c *Claims) Check(ctx context.Context, cio ClaimIO) (rewrote bool, err error) {
-	want := c.claimed.Load()
-	if want == nil {
+	cl := c.claimed.Load()
+	if cl == nil {
 		return false, nil
 	}
+	// The Store was claimed, so its blocks are this store's: a claim
+	// written again needs no look for blocks.
+	local := cl.local
+	local.HasBuckets, local.Beside = true, ""
 	got, found, err := cio.ReadClaim(ctx)
 	switch {
 	case err != nil:
 		return false, err
 	case !found:
-		_, wrote, err := c.Claim(ctx, cio, *want, Local{HasRecords: true})
+		_, wrote, err := c.Claim(ctx, cio, cl.want, local)
 		return wrote, err
-	case got.StoreID != want.StoreID:
-		return false, cio.ClaimedError(got, *want, Local{HasRecords: true})
+	case got.StoreID != cl.want.StoreID:
+		return false, cio.ClaimedError(got, cl.want, local)
 	}
 	return false, nil
 }

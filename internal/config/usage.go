@@ -189,8 +189,10 @@ node's storage path, or after ` + "`<storage-path>/meta`" + ` was removed while 
 stayed) would delete every block of the objects it does not know. The first
 server to use the directory writes ` + "`<storage-path>/blobs/coffer-owner.json`" + `,
 naming its metadata store's ID (` + "`coffer admin meta status`" + ` shows it), and a
-server of another store refuses to start there, saying what to do; so does an
-empty metadata store on a directory that holds blocks but no claim yet. A
+server of another store refuses to start there, saying what to do; so does a
+metadata store without buckets on a directory that holds blocks but no claim
+yet, and a PostgreSQL node on one beside a single node's ` + "`meta`" + ` directory
+(a single node claims its directory at its first start after the upgrade). A
 second process on the same directory, such as ` + "`coffer admin gc --offline`" + `
 beside a running node with its metadata on PostgreSQL, is refused by the lock.
 

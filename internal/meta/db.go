@@ -89,6 +89,8 @@ type DB struct {
 	fail      *failure // shared with the engine adapter, which sets it
 	// storeID is the store's ID, read (or made) by Open: see StoreID.
 	storeID string
+	// storeIDNew says that this Open made the ID: see StoreIDNew.
+	storeIDNew bool
 	// own holds the garbage entries this process's commits queued, on a
 	// shared store only (nil with Pebble): see QueuedHere.
 	own *ownGarbage

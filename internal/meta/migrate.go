@@ -310,6 +310,21 @@ func (db *DB) HasRecords(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
+// HasBuckets reports whether db holds any bucket: what a store must hold
+// to have blocks of its own in a block store. (HasRecords counts more: a
+// PostgreSQL store holds IAM state from its first node's first start.)
+func (db *DB) HasBuckets(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	it, err := db.kv.newIter([]byte{tableBucket}, []byte{tableBucket + 1})
+	if err != nil {
+		return false, err
+	}
+	found := it.first()
+	return found, it.close()
+}
+
 // copySkip reports whether the keys of table t stay behind in a copy: the
 // garbage queue (blocks nothing references, not copied either: the
 // target's GC would only delete them), the format key and the readiness

@@ -64,6 +64,7 @@ func (db *DB) loadStoreID(ctx context.Context) error {
 		return fmt.Errorf("meta: write the store ID: %w", err)
 	}
 	db.storeID = id
+	db.storeIDNew = true
 	return nil
 }
 
@@ -86,3 +87,9 @@ func validStoreID(v []byte) bool {
 // every other store (a copy made by coffer admin migrate included). It
 // names the store to things outside it; see tableStoreID.
 func (db *DB) StoreID() string { return db.storeID }
+
+// StoreIDNew reports whether this Open made the store's ID: the store is
+// new, or was written before store IDs (restored from an older backup,
+// or not opened since the upgrade), so a claim naming another ID may be
+// its own from before.
+func (db *DB) StoreIDNew() bool { return db.storeIDNew }

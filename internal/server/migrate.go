@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/blob/fsblob"
 	"github.com/coffer-s3/coffer/internal/blob/s3blob"
 	"github.com/coffer-s3/coffer/internal/config"
@@ -116,7 +117,7 @@ func Migrate(ctx context.Context, mc MigrateConfig, log *slog.Logger) (MigrateRe
 		Claim: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, upstreamCheckTimeout)
 			defer cancel()
-			return claimBlobs(ctx, dstBlobs, dst, "the upstream prefix (blob.s3.prefix)")
+			return claimBlobs(ctx, dstBlobs, dst, "the upstream prefix (blob.s3.prefix)", blob.Local{Shared: true})
 		},
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	neturl "net/url"
 	"os"
@@ -452,34 +453,53 @@ func (c *consoleClient) do(method, path, form string) (int, http.Header, string)
 
 // A server with its metadata on PostgreSQL started on the storage path of
 // a single-node (Pebble) deployment is refused: its garbage collection
-// would delete every block of the single node's objects. And while a
-// PostgreSQL node runs, coffer admin gc --offline on its storage path
-// (which Pebble's lock refuses for a single node) is refused by the blob
-// directory's lock, before it removes anything from .tmp.
+// would delete every block of the single node's objects. That holds before
+// the single node has claimed its blob directory (a node not restarted
+// since the upgrade), even for a PostgreSQL store with buckets of its own,
+// and after. And while a PostgreSQL node runs, coffer admin gc --offline on
+// its storage path (which Pebble's lock refuses for a single node) is
+// refused by the blob directory's lock, before it removes anything from
+// .tmp.
 func TestPostgresStoragePathClaimed(t *testing.T) {
-	url := testPG.Get(t).NewSchema(t)
-	single := testConfig(t)
-	st, err := openStorage(single, testLogger(io.Discard), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.close(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := single
-	cfg.Root.MasterKey = bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)
-	cfg.Meta.Kind = config.MetaPostgres
-	cfg.Meta.Postgres.URL = url
-	cfg.Meta.Postgres.MaxConns = 4
-	if s, err := newServer(cfg, testLogger(io.Discard), io.Discard, testHooks{}); !errors.Is(err, blob.ErrClaimed) {
-		if err == nil {
-			s.Close()
-		}
-		t.Fatalf("PostgreSQL server on a single node's storage path = %v, want ErrClaimed", err)
+	nodes, cfg := pgNodes(t, 1, nil)
+	creds := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, nodes[0], creds, cfg.S3.Region, http.MethodPut, "/pg-bucket", nil); st != http.StatusOK {
+		t.Fatalf("create a bucket through the PostgreSQL node: %d %s", st, body)
 	}
 
-	cfg.StoragePath = t.TempDir()
-	start(t, cfg, testLogger(io.Discard))
+	single := testConfig(t)
+	s1, stop := start(t, single, testLogger(io.Discard))
+	singleCreds := aws.Credentials{AccessKeyID: single.Root.RootAccessKey, SecretAccessKey: single.Root.RootSecretKey}
+	signedDo(t, s1, singleCreds, single.S3.Region, http.MethodPut, "/single", nil)
+	if st, body := signedDo(t, s1, singleCreds, single.S3.Region, http.MethodPut, "/single/obj", bytes.Repeat([]byte("x"), 100<<10)); st != http.StatusOK {
+		t.Fatalf("put a block on the single node: %d %s", st, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	claim := filepath.Join(single.StoragePath, blobDir, blob.ClaimName)
+	if err := os.Rename(claim, claim+".aside"); err != nil { // as before the upgrade
+		t.Fatal(err)
+	}
+	pg := cfg
+	pg.StoragePath = single.StoragePath
+	for i, want := range []error{blob.ErrUnclaimedBlocks, blob.ErrClaimed} {
+		if i == 1 {
+			if err := os.Rename(claim+".aside", claim); err != nil { // the single node's claim
+				t.Fatal(err)
+			}
+		}
+		if s, err := newServer(pg, testLogger(io.Discard), io.Discard, testHooks{}); !errors.Is(err, want) {
+			if err == nil {
+				s.Close()
+			}
+			t.Fatalf("PostgreSQL server on a single node's storage path = %v, want %v", err, want)
+		}
+		if n := blockFiles(t, single.StoragePath); n != 1 {
+			t.Fatalf("the single node's block files: %d, want 1", n)
+		}
+	}
+
 	inFlight := filepath.Join(cfg.StoragePath, blobDir, ".tmp", "x-in-flight")
 	if err := os.WriteFile(inFlight, []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
@@ -490,4 +510,21 @@ func TestPostgresStoragePathClaimed(t *testing.T) {
 	if _, err := os.Stat(inFlight); err != nil {
 		t.Errorf("the refused GC removed a file of the running node's .tmp: %v", err)
 	}
+}
+
+// blockFiles counts the files under the blocks' directory of the storage
+// path dir.
+func blockFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(filepath.Join(dir, blobDir, "b"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

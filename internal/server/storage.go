@@ -65,7 +65,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 			return nil, errors.Join(err, st.close())
 		}
 		st.blobs = fs
-		if err := claimBlobs(context.Background(), fs, db, "the blob directory"); err != nil {
+		if err := claimBlobs(context.Background(), fs, db, "the blob directory", blobDirLocal(cfg)); err != nil {
 			return nil, errors.Join(err, st.close())
 		}
 	case config.BlobS3:
@@ -81,7 +81,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 			return nil, errors.Join(fmt.Errorf("open the upstream block store (blob.s3.*): %w", err), st.close())
 		}
 		st.blobs = s3
-		err = claimBlobs(ctx, s3, db, "the upstream prefix (blob.s3.prefix)")
+		err = claimBlobs(ctx, s3, db, "the upstream prefix (blob.s3.prefix)", blob.Local{Shared: cfg.Meta.Kind == config.MetaPostgres})
 		cancel()
 		if err != nil {
 			return nil, errors.Join(err, st.close())
@@ -125,18 +125,39 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 // storage path, a test instance pointed at production's) would lose data
 // silently. It fails if another store claimed it first. The nodes of one
 // cluster share one store, and so its claim. what names the store for
-// errors.
-func claimBlobs(ctx context.Context, c blob.Claimer, db *meta.DB, what string) error {
-	has, err := db.HasRecords(ctx)
+// errors; local says what Claim cannot ask db (Shared, Beside).
+func claimBlobs(ctx context.Context, c blob.Claimer, db *meta.DB, what string, local blob.Local) error {
+	has, err := db.HasBuckets(ctx)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", what, err)
 	}
-	_, err = c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()},
-		blob.Local{HasRecords: has, Blocks: objects.BlockPrefix})
+	local.HasBuckets, local.NewID, local.Blocks = has, db.StoreIDNew(), objects.BlockPrefix
+	_, err = c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()}, local)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", what, err)
 	}
 	return nil
+}
+
+// blobDirLocal is the blob.Local of a blob directory in the storage path
+// of cfg: with the metadata in PostgreSQL, a single node's metadata
+// beside it (a storage path given to the wrong deployment) keeps the
+// blocks there from being claimed before that node has claimed them.
+func blobDirLocal(cfg config.Config) blob.Local {
+	if cfg.Meta.Kind != config.MetaPostgres {
+		return blob.Local{}
+	}
+	local := blob.Local{Shared: true}
+	if p := filepath.Join(cfg.StoragePath, metaDir); dirExists(p) {
+		local.Beside = "a single node's metadata in " + p
+	}
+	return local
+}
+
+// dirExists reports whether p is a directory.
+func dirExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // warnOpenStoragePath warns when group or others may enter or list the

@@ -59,29 +59,52 @@ func (c claimIO) ClaimedError(got, want blob.Owner, local blob.Local) error {
 }
 
 // UnclaimedBlocksError is Claim's error for an unclaimed directory that
-// holds the block first, claimed by a store without records.
-func (c claimIO) UnclaimedBlocksError(first string) error {
-	return fmt.Errorf("fsblob: unclaimed blob directory %w: %s holds blocks (%s, …) but no claim (%s), and this server's metadata store has no buckets: "+
-		"they belong to another deployment that has not claimed the directory yet (it will at its next start), "+
-		"or to one whose metadata is lost (a storage path whose meta directory was removed, a meta.postgres.url naming a new database). "+
-		"If this server should have that metadata, fix its settings; otherwise give it a storage path of its own (--storage-path). "+
+// holds the block first, claimed by a store without buckets or with other
+// metadata beside the directory.
+func (c claimIO) UnclaimedBlocksError(first string, local blob.Local) error {
+	dir := c.Store.root.Name()
+	var why string
+	switch {
+	case local.Beside != "":
+		why = "beside the metadata of another deployment (" + local.Beside + "), whose blocks they most likely are " +
+			"(it claims the directory at its next start). This server keeps its metadata elsewhere: check --storage-path, " +
+			"and give this deployment a storage path of its own; to serve that deployment's objects from PostgreSQL, use coffer admin migrate"
+	case local.Shared:
+		why = "and this server's metadata store (PostgreSQL) has no buckets: they belong to another deployment that has not claimed " +
+			"the directory yet (it will at its next start), or to one whose metadata is lost. Check --storage-path and meta.postgres.url, " +
+			"and give this deployment a storage path of its own"
+	default:
+		why = "and this server's metadata (the meta directory of its storage path) has no buckets: if the meta directory was removed " +
+			"or replaced, restore it; otherwise the blocks belong to another deployment that has not claimed the directory yet (it will " +
+			"at its next start), and this one needs a storage path of its own (--storage-path)"
+	}
+	return fmt.Errorf("fsblob: unclaimed blob directory %w: %s holds blocks (%s, …) but no %s, %s. "+
 		"If no deployment uses these blocks any more, delete them by hand and start again",
-		blob.ErrUnclaimedBlocks, c.Store.root.Name(), first, blob.ClaimName)
+		blob.ErrUnclaimedBlocks, dir, first, blob.ClaimName, why)
 }
 
 // claimedError is Claim's error for a directory claimed by got, not want.
-// What to do depends on which deployment holds the data, as for s3blob's
-// prefix.
+// What to do depends on where this deployment keeps its metadata and
+// whether it has buckets, whose blocks must not be moved away from.
 func (s *Store) claimedError(got, want blob.Owner, local blob.Local) error {
-	advice := "This server's metadata store has no buckets: if it should be store " + got.StoreID +
-		" (a storage path whose meta directory was replaced, a meta.postgres.url naming another database), fix its settings; " +
-		"otherwise give this deployment a storage path of its own (--storage-path)."
-	if local.HasRecords {
-		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its storage path. " +
-			"Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID) and stop it; " +
-			"if it was never meant to use this directory, give it a storage path of its own, and once no deployment of that store " +
-			"is left, delete " + s.claimPath() + " by hand and start this one again. " +
-			"Beware: that store's garbage collection deletes every block here it does not know."
+	other := "Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID); "
+	release := "once no deployment of that store is left, delete " + s.claimPath() + " by hand and start this one again. " +
+		"Beware: that store's garbage collection deletes every block here it does not know."
+	var advice string
+	switch {
+	case local.Shared:
+		advice = "This server keeps its metadata in PostgreSQL (meta.postgres.url), and each such node its blocks in a storage path " +
+			"of its own: check that --storage-path and meta.postgres.url name this deployment's. " + other +
+			"if this directory is not that deployment's either, " + release
+	case local.HasBuckets:
+		advice = "This server's metadata (the meta directory of its storage path) has buckets, whose blocks are here: do not move it. " +
+			other + "stop it, and if it was never meant to use this directory, give it a storage path of its own; " + release
+	default:
+		advice = "This server's metadata (the meta directory of its storage path) has no buckets: if the meta directory was removed " +
+			"or replaced, restore it; otherwise give this deployment a storage path of its own (--storage-path)."
+	}
+	if local.NewID && local.HasBuckets {
+		advice += " " + blob.NewIDAdvice(got, s.claimPath())
 	}
 	return fmt.Errorf("fsblob: blob directory %w: %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
 		"not to this server's metadata store %s; the garbage collection of each would delete the blocks of the other. %s",
@@ -129,8 +152,10 @@ func (s *Store) writeClaim(o blob.Owner) error {
 		return fmt.Errorf("fsblob: write the claim: %w", err)
 	}
 	defer s.root.Remove(tmp)
+	// Synced whatever Config.Sync says: a claim emptied by a power loss
+	// would stop every start until deleted by hand.
 	_, err = f.Write(body)
-	if err == nil && s.sync {
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -142,10 +167,8 @@ func (s *Store) writeClaim(o blob.Owner) error {
 	if err := s.root.Link(tmp, blob.ClaimName); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("fsblob: write the claim %s: %w", s.claimPath(), err)
 	}
-	if s.sync {
-		if err := s.fsyncDir("."); err != nil {
-			return fmt.Errorf("fsblob: write the claim %s: %w", s.claimPath(), err)
-		}
+	if err := s.fsyncDir("."); err != nil {
+		return fmt.Errorf("fsblob: write the claim %s: %w", s.claimPath(), err)
 	}
 	return nil
 }

@@ -80,9 +80,15 @@ func TestClaim(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "blobs")
 		s := open(t, Config{Root: root, Sync: sync})
 		ctx := t.Context()
+		before := s.dirFsyncs.Load()
 		got, err := s.Claim(ctx, owner(storeA), blob.Local{Blocks: "b/"})
 		if err != nil || got.StoreID != storeA {
 			t.Fatalf("first claim = %+v, %v; want store A's", got, err)
+		}
+		// Synced even without Sync: a claim emptied by a power loss would
+		// stop every start.
+		if s.dirFsyncs.Load() == before {
+			t.Errorf("sync=%v: the claim's directory entry was not synced", sync)
 		}
 		if f := readClaimFile(t, root); f.StoreID != storeA || f.Version != "v9.9.9" || f.Note != blob.ClaimNote {
 			t.Errorf("claim file = %+v, want store A's with the note", f)
@@ -90,23 +96,27 @@ func TestClaim(t *testing.T) {
 		if names := tmpNames(t, s); len(names) != 0 {
 			t.Errorf("claim left %q in .tmp", names)
 		}
-		if _, err := s.Claim(ctx, owner(storeA), blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
+		if _, err := s.Claim(ctx, owner(storeA), blob.Local{HasBuckets: true, Blocks: "b/"}); err != nil {
 			t.Errorf("claim again for the same store = %v", err)
 		}
 		for _, tc := range []struct {
-			records bool
-			advice  string
+			local  blob.Local
+			advice string
 		}{
-			{false, "a storage path of its own"},
-			{true, "do not change its storage path"},
+			{blob.Local{}, "a storage path of its own"},
+			{blob.Local{}, "restore it"},
+			{blob.Local{HasBuckets: true}, "do not move it"},
+			{blob.Local{Shared: true}, "meta.postgres.url"},
+			{blob.Local{HasBuckets: true, NewID: true}, "got its ID at this start"},
 		} {
-			_, err := s.Claim(ctx, owner(storeB), blob.Local{HasRecords: tc.records, Blocks: "b/"})
+			tc.local.Blocks = "b/"
+			_, err := s.Claim(ctx, owner(storeB), tc.local)
 			if !errors.Is(err, blob.ErrClaimed) {
-				t.Fatalf("claim for another store (records %v) = %v, want ErrClaimed", tc.records, err)
+				t.Fatalf("claim for another store (%+v) = %v, want ErrClaimed", tc.local, err)
 			}
 			for _, want := range []string{root, storeA, storeB, blob.ClaimName, "v9.9.9", tc.advice} {
 				if !strings.Contains(err.Error(), want) {
-					t.Errorf("claim error (records %v) %q lacks %q", tc.records, err, want)
+					t.Errorf("claim error (%+v) %q lacks %q", tc.local, err, want)
 				}
 			}
 		}
@@ -125,9 +135,9 @@ func TestClaim(t *testing.T) {
 }
 
 // An unclaimed directory that holds blocks is claimed only by a store
-// with records (a deployment from before claims); an empty store fails
-// with ErrUnclaimedBlocks naming a block, and writes no claim. Blobs
-// outside the blocks' prefix do not count.
+// with buckets (a deployment from before claims) and no other metadata
+// beside it; an empty store fails with ErrUnclaimedBlocks naming a block,
+// and writes no claim. Blobs outside the blocks' prefix do not count.
 func TestClaimUnclaimedBlocks(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "blobs")
 	s := open(t, Config{Root: root})
@@ -147,8 +157,14 @@ func TestClaimUnclaimedBlocks(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, blob.ClaimName)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("refused claim left a claim file: %v", err)
 	}
-	if _, err := s.Claim(ctx, owner(storeB), blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
-		t.Fatalf("claim by a store with records = %v", err)
+	// Blocks beside another deployment's metadata are refused even to a
+	// store with buckets.
+	_, err = s.Claim(ctx, owner(storeB), blob.Local{HasBuckets: true, Shared: true, Beside: "the meta next door", Blocks: "b/"})
+	if !errors.Is(err, blob.ErrUnclaimedBlocks) || !strings.Contains(err.Error(), "the meta next door") {
+		t.Fatalf("claim beside other metadata = %v, want ErrUnclaimedBlocks naming it", err)
+	}
+	if _, err := s.Claim(ctx, owner(storeB), blob.Local{HasBuckets: true, Blocks: "b/"}); err != nil {
+		t.Fatalf("claim by a store with buckets = %v", err)
 	}
 	if f := readClaimFile(t, root); f.StoreID != storeB {
 		t.Errorf("claim file names %s, want store B", f.StoreID)
@@ -164,7 +180,7 @@ func TestClaimForeignFile(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, blob.ClaimName), []byte(body), filePerm); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Claim(t.Context(), owner(storeA), blob.Local{HasRecords: true})
+		_, err := s.Claim(t.Context(), owner(storeA), blob.Local{HasBuckets: true})
 		if err == nil || errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "not a claim") {
 			t.Errorf("claim over %.20q = %v, want a not-a-claim error", body, err)
 		}

@@ -81,7 +81,9 @@ func (c claimIO) WriteClaim(ctx context.Context, o blob.Owner) error {
 func (c claimIO) ClaimedError(got, want blob.Owner, local blob.Local) error {
 	return c.Store.claimedError(got, want, local)
 }
-func (c claimIO) UnclaimedBlocksError(first string) error { return c.Store.unclaimedBlocksError(first) }
+func (c claimIO) UnclaimedBlocksError(first string, _ blob.Local) error {
+	return c.Store.unclaimedBlocksError(first)
+}
 
 // prefixSettings names where an operator sets a deployment's prefix, for
 // the errors that tell one to take a prefix of its own.
@@ -90,7 +92,7 @@ const prefixSettings = "--blob.s3.prefix; for coffer admin migrate, the PREFIX o
 // unclaimedBlocksError is Claim's error for an unclaimed prefix that
 // holds the block first, claimed by a store without records.
 func (s *Store) unclaimedBlocksError(first string) error {
-	return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …) but no claim, and this server's metadata store has no buckets: "+
+	return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …), and this server's metadata store has no buckets: "+
 		"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
 		"Give this deployment a prefix of its own ("+prefixSettings+"); "+
 		"if no deployment uses these blocks any more, delete them from the bucket by hand and start again",
@@ -99,17 +101,20 @@ func (s *Store) unclaimedBlocksError(first string) error {
 
 // claimedError is Claim's error for a prefix claimed by got, not want.
 // What to do depends on which deployment holds the data: one whose
-// metadata store has records keeps its blocks under this prefix, and
+// metadata store has buckets keeps its blocks under this prefix, and
 // moving it to another would orphan them for the other deployment's
 // garbage collection to delete.
 func (s *Store) claimedError(got, want blob.Owner, local blob.Local) error {
 	advice := "This server's metadata store has no buckets: give this deployment a prefix of its own (" + prefixSettings + ")."
-	if local.HasRecords {
+	if local.HasBuckets {
 		advice = "This server's metadata store has buckets, whose blocks may be here: do not change its prefix. " +
 			"Find the deployment of store " + got.StoreID + " (coffer admin meta status shows a store's ID) and stop it; " +
 			"if it was never meant to use this prefix, give it a prefix of its own, and once no deployment of that store " +
 			"is left, delete the object " + s.prefix + ClaimName + " from the bucket by hand and start this one again. " +
 			"Beware: that store's garbage collection deletes every block here it does not know."
+	}
+	if local.NewID && local.HasBuckets {
+		advice += " " + blob.NewIDAdvice(got, "the object "+s.prefix+ClaimName+" from the bucket")
 	}
 	return fmt.Errorf("s3blob: prefix %w: bucket %q, prefix %q at %s belongs to metadata store %s (its claim %s written %s by Coffer %s), "+
 		"not to this server's metadata store %s; the garbage collection of each would delete the blocks of the other. %s",

@@ -64,7 +64,7 @@ func TestClaim(t *testing.T) {
 			a, b := newStore(t, cfg), newStore(t, cfg)
 
 			claimed := time.Date(2026, 11, 29, 1, 2, 3, 0, time.UTC)
-			got, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"}, blob.Local{HasRecords: true})
+			got, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed, Version: "v9.9.9"}, blob.Local{HasBuckets: true})
 			if err != nil {
 				t.Fatalf("first Claim: %v", err)
 			}
@@ -74,7 +74,7 @@ func TestClaim(t *testing.T) {
 			if !tc.conditional && refused.Load() == 0 {
 				t.Error("the claim was not tried as a conditional write first")
 			}
-			if _, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}, blob.Local{HasRecords: true}); err != nil {
+			if _, err := a.Claim(ctx, blob.Owner{StoreID: storeA, Claimed: claimed.Add(time.Hour)}, blob.Local{HasBuckets: true}); err != nil {
 				t.Errorf("Claim again for the same store: %v", err)
 			}
 			_, err = b.Claim(ctx, blob.Owner{StoreID: storeB, Claimed: claimed}, blob.Local{})
@@ -113,7 +113,7 @@ func TestClaimRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range stores {
 			wg.Go(func() {
-				_, errs[i] = stores[i].Claim(t.Context(), blob.Owner{StoreID: ids[i]}, blob.Local{HasRecords: true})
+				_, errs[i] = stores[i].Claim(t.Context(), blob.Owner{StoreID: ids[i]}, blob.Local{HasBuckets: true})
 			})
 		}
 		wg.Wait()
@@ -148,7 +148,7 @@ func TestClaimForeignObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newStore(t, u.config(bucket, prefix))
-	_, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true})
+	_, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasBuckets: true})
 	if err == nil || errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "not a claim") {
 		t.Errorf("Claim over a foreign object = %v, want an error saying it is not a claim", err)
 	}
@@ -185,7 +185,7 @@ func TestClaimUnclaimedBlocks(t *testing.T) {
 		t.Error("the refused claim was written")
 	}
 	// The deployment that has used the prefix, with its records, claims it.
-	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true, Blocks: "b/"}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasBuckets: true, Blocks: "b/"}); err != nil {
 		t.Fatalf("claim by a store with records: %v", err)
 	}
 	// And the empty store is now told whose it is, and to take another.
@@ -194,7 +194,7 @@ func TestClaimUnclaimedBlocks(t *testing.T) {
 		t.Errorf("empty store's claim after the owner's = %v, want ErrClaimed advising a prefix of its own", err)
 	}
 	// A store with records is not advised to move away from its blocks.
-	_, err = s.Claim(t.Context(), blob.Owner{StoreID: storeB}, blob.Local{HasRecords: true, Blocks: "b/"})
+	_, err = s.Claim(t.Context(), blob.Owner{StoreID: storeB}, blob.Local{HasBuckets: true, Blocks: "b/"})
 	if !errors.Is(err, blob.ErrClaimed) || !strings.Contains(err.Error(), "do not change its prefix") {
 		t.Errorf("claim by another store with records = %v, want ErrClaimed advising not to move", err)
 	}
@@ -223,7 +223,7 @@ func TestClaimNotABlob(t *testing.T) {
 	u := startUpstream(t)
 	bucket, prefix := u.newBucket(t), u.prefix()
 	s := newStore(t, u.config(bucket, prefix))
-	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasBuckets: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Put(t.Context(), s3blob.ClaimName, strings.NewReader("x"), 1); err == nil {
@@ -252,7 +252,7 @@ func TestCheckClaim(t *testing.T) {
 	if err := s.CheckClaim(t.Context()); err != nil {
 		t.Fatalf("CheckClaim before any claim: %v", err)
 	}
-	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasBuckets: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.CheckClaim(t.Context()); err != nil {
@@ -305,7 +305,7 @@ func TestClaimConflictThenVisible(t *testing.T) {
 		writeS3Error(w, http.StatusConflict, "ConditionalRequestConflict", "A conflicting conditional operation is in progress")
 		return true
 	})
-	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasRecords: true}); err != nil {
+	if _, err := s.Claim(t.Context(), blob.Owner{StoreID: storeA}, blob.Local{HasBuckets: true}); err != nil {
 		t.Fatalf("Claim while the cluster's other node claims: %v", err)
 	}
 }
