@@ -373,6 +373,10 @@ func TestMultipartUploadEndpoints(t *testing.T) {
 	if resp.StatusCode != 200 || uid == "" {
 		t.Fatalf("create: %d %v", resp.StatusCode, a)
 	}
+	// The upload records who started it, for ListMultipartUploads.
+	if res, err := f.objects.ListParts(t.Context(), "bkt", "big.bin", uid, objects.ListPartsInput{MaxParts: 1}); err != nil || res.Upload.Initiator != "root" {
+		t.Errorf("upload started in the console: initiator %q, %v; want root", res.Upload.Initiator, err)
+	}
 	const partSize = 5 << 20
 	parts := [][]byte{bytes.Repeat([]byte("a"), partSize), bytes.Repeat([]byte("b"), partSize), []byte("tail")}
 	etags := make([]string, len(parts))

@@ -121,7 +121,8 @@ func (h *Handler) createUpload(w http.ResponseWriter, r *http.Request, s *sessio
 		if err := h.authorizeObject(r, s, objectRequest{action: iam.PutObject, bucket: t.bucket, key: t.key}); err != nil {
 			return err
 		}
-		in := objects.CreateUploadInput{Meta: objects.Metadata{ContentType: r.URL.Query().Get("contentType")}}
+		in := objects.CreateUploadInput{Meta: objects.Metadata{ContentType: r.URL.Query().Get("contentType")},
+			Initiator: iam.UploadInitiator(s.principal)}
 		if in.ACL, err = h.newObjectACL(r, s, t.bucket); err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -458,6 +459,34 @@ func canonicalID(name string) string {
 // it writes. The account has no number of its own (a policy may name it by
 // any 12-digit ID), so this one is all zeros: plainly not an AWS account.
 const AccountID = "000000000000"
+
+// UploadInitiator names p in a multipart upload's record
+// (objects.CreateUploadInput.Initiator), for ListMultipartUploads and
+// ListParts to report who started it: "root", "user:" and the user's
+// name, or "" for an anonymous caller, whose upload reports its owner
+// instead. ParseUploadInitiator reads it back.
+func UploadInitiator(p Principal) string {
+	switch {
+	case p.Anonymous:
+		return ""
+	case p.Root:
+		return "root"
+	}
+	return "user:" + p.User
+}
+
+// ParseUploadInitiator returns the principal UploadInitiator named; ok is
+// false for "" (an anonymous caller, or an upload from before initiators
+// were kept) and anything else it did not write.
+func ParseUploadInitiator(s string) (p Principal, ok bool) {
+	if s == "root" {
+		return Principal{Root: true}, true
+	}
+	if user, isUser := strings.CutPrefix(s, "user:"); isUser && user != "" {
+		return Principal{User: user}, true
+	}
+	return Principal{}, false
+}
 
 // ARN returns the IAM ARN of p, as S3 names an IAM user where it names who
 // did something (a multipart upload's Initiator):

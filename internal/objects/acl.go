@@ -107,11 +107,7 @@ func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) 
 	if err != nil {
 		return nil, "", err
 	}
-	vid, err := s.taggingVersionID(ctx, bucket, &rec, versionID)
-	if err != nil {
-		return nil, "", err
-	}
-	return rec.ACL, vid, nil
+	return rec.ACL, s.taggingVersionID(ctx, bucket, &rec, versionID), nil
 }
 
 // PutObjectACL replaces the ACL of a version of bucket/key in place (nil:

@@ -47,8 +47,8 @@ func (s *Service) ObjectAttributes(ctx context.Context, bucket, key string, in A
 	out := ObjectAttributes{Info: objectInfo(bucket, key, &rec)}
 	if in.VersionID != "" {
 		out.Info.VersionID = rec.S3VersionID()
-	} else if out.Info.VersionID, err = s.reportedVersion(ctx, bucket, &rec); err != nil {
-		return ObjectAttributes{}, err
+	} else {
+		out.Info.VersionID = s.reportedVersion(ctx, bucket, &rec)
 	}
 	n := len(rec.PartSizes)
 	if n == 0 {

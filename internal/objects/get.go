@@ -72,8 +72,8 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 	obj = &Object{Info: objectInfo(bucket, key, &rec), Body: emptyBody{}, tags: rec.Tags}
 	if vid != "" {
 		obj.Info.VersionID = rec.S3VersionID() // asked for by ID: always named
-	} else if obj.Info.VersionID, err = s.reportedVersion(ctx, bucket, &rec); err != nil {
-		return nil, false, err
+	} else {
+		obj.Info.VersionID = s.reportedVersion(ctx, bucket, &rec)
 	}
 	if err := checkRead(o.get.Cond, res, rec.ETag, rec.Modified, o.copySource); err != nil {
 		if s3err.Is(err, s3err.NotModified) {

@@ -35,16 +35,24 @@ type versionedCache struct {
 // reportedVersion is the version ID a read of record o of bucket reports in
 // x-amz-version-id, when the read did not ask for a version by ID: the
 // version's own ID, "null" for a null version of a bucket that has
-// versioning configured, "" in a bucket that never had it.
-func (s *Service) reportedVersion(ctx context.Context, bucket string, o *meta.Object) (string, error) {
+// versioning configured, "" in a bucket that never had it. The header is
+// information, not the answer: when the bucket's record cannot be read
+// (PostgreSQL unreachable a moment) the read goes on without it, logged,
+// rather than failing a GET, an ACL check or a tagging write that has
+// already committed.
+func (s *Service) reportedVersion(ctx context.Context, bucket string, o *meta.Object) string {
 	if o.Versioning != meta.Unversioned {
-		return o.S3VersionID(), nil
+		return o.S3VersionID()
 	}
 	versioned, err := s.bucketVersioned(ctx, bucket)
-	if err != nil || !versioned {
-		return "", err
+	if err != nil {
+		s.log.WarnContext(ctx, "version ID of a null version not reported: bucket record unreadable", "bucket", bucket, "err", err)
+		return ""
 	}
-	return meta.NullVersionID, nil
+	if !versioned {
+		return ""
+	}
+	return meta.NullVersionID
 }
 
 // bucketVersioned reports whether bucket has versioning configured, from

@@ -121,11 +121,7 @@ func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID stri
 	if err != nil {
 		return nil, "", err
 	}
-	vid, err := s.taggingVersionID(ctx, bucket, &rec, versionID)
-	if err != nil {
-		return nil, "", err
-	}
-	return fromMetaTags(rec.Tags), vid, nil
+	return fromMetaTags(rec.Tags), s.taggingVersionID(ctx, bucket, &rec, versionID), nil
 }
 
 // PutObjectTagging replaces the tags of a version of bucket/key (versionID
@@ -181,14 +177,14 @@ func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID, wha
 	case err != nil:
 		return "", s.writeErr(err, bucket, key)
 	}
-	return s.taggingVersionID(ctx, bucket, &rec, versionID)
+	return s.taggingVersionID(ctx, bucket, &rec, versionID), nil
 }
 
 // taggingVersionID is the version ID a tagging response reports: the
 // version's when asked for one, else what a GET reports.
-func (s *Service) taggingVersionID(ctx context.Context, bucket string, o *meta.Object, asked string) (string, error) {
+func (s *Service) taggingVersionID(ctx context.Context, bucket string, o *meta.Object, asked string) string {
 	if asked != "" {
-		return o.S3VersionID(), nil
+		return o.S3VersionID()
 	}
 	return s.reportedVersion(ctx, bucket, o)
 }

@@ -372,10 +372,7 @@ func (h *Handler) listMultipartUploads(w http.ResponseWriter, r *http.Request, r
 		out.EncodingType = "url"
 	}
 	for _, u := range res.Uploads {
-		initiator, owner, err := h.uploadParties(ba, u)
-		if err != nil {
-			return err
-		}
+		initiator, owner := h.uploadParties(r.Context(), ba, u)
 		out.Uploads = append(out.Uploads, s3xml.Upload{
 			Key:               enc(u.Key),
 			UploadID:          u.UploadID,

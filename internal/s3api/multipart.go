@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"net/url"
@@ -85,7 +86,7 @@ func (h *Handler) createMultipartUpload(w http.ResponseWriter, r *http.Request, 
 	if in.ACL, err = h.newObjectACL(r, rq); err != nil {
 		return err
 	}
-	in.Initiator = initiatorName(rq.principal)
+	in.Initiator = iam.UploadInitiator(rq.principal)
 	up, err := h.objects.CreateMultipartUpload(r.Context(), rq.bucket, rq.key, in)
 	if err != nil {
 		return err
@@ -283,17 +284,14 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 		return err
 	}
 	if in.MaxParts == 0 {
-		res.Parts, res.IsTruncated, res.NextPartNumberMarker = nil, false, 0
+		res.Parts, res.IsTruncated, res.NextPartNumberMarker = nil, false, in.PartNumberMarker
 	}
 	h.setAbortDate(r.Context(), w.Header(), rq.bucket, rq.key, res.Upload.Initiated)
 	ba, err := h.objects.BucketAccess(r.Context(), rq.bucket)
 	if err != nil {
 		return err
 	}
-	initiator, owner, err := h.uploadParties(ba, res.Upload)
-	if err != nil {
-		return err
-	}
+	initiator, owner := h.uploadParties(r.Context(), ba, res.Upload)
 	out := s3xml.ListPartsResult{
 		Bucket:            rq.bucket,
 		Key:               s3xml.Text(rq.key),
@@ -320,20 +318,6 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, rq *request)
 	return writeXML(w, http.StatusOK, out)
 }
 
-// initiatorName names p in an upload record (objects.CreateUploadInput's
-// Initiator), as its canonical ID is derived: "root", "user:" and the
-// user's name, or "" for an anonymous caller, whose upload reports its
-// owner as initiator.
-func initiatorName(p iam.Principal) string {
-	switch {
-	case p.Anonymous:
-		return ""
-	case p.Root:
-		return "root"
-	}
-	return "user:" + p.User
-}
-
 // uploadParties returns the Initiator and Owner that ListMultipartUploads
 // and ListParts report for upload u of a bucket with access settings ba.
 // Owner is who will own the object (its ACL's owner, the bucket's owner
@@ -343,24 +327,27 @@ func initiatorName(p iam.Principal) string {
 // own object; for an upload of an anonymous caller or from before the
 // initiator was kept, the Owner. See
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_Initiator.html
-func (h *Handler) uploadParties(ba objects.BucketAccess, u objects.Upload) (initiator, owner s3xml.Owner, err error) {
+//
+// An ACL that does not decode (a damaged record) names the bucket's owner,
+// logged, rather than fail a whole listing.
+func (h *Handler) uploadParties(ctx context.Context, ba objects.BucketAccess, u objects.Upload) (initiator, owner s3xml.Owner) {
 	doc := u.ACL
 	if acl.Ownership(ba.Ownership) == acl.BucketOwnerEnforced {
 		doc = nil // ACLs are off: the bucket owner owns every object
 	}
 	a, err := decodeACL(doc, bucketOwnerID(ba.Owner))
 	if err != nil {
-		return s3xml.Owner{}, s3xml.Owner{}, err
+		h.log.WarnContext(ctx, "upload's ACL does not decode: listed as the bucket owner's", "key", u.Key, "upload_id", u.UploadID, "err", err)
+		a.Owner = bucketOwnerID(ba.Owner)
 	}
 	owner = h.canonicalOwner(a.Owner)
-	switch user, isUser := strings.CutPrefix(u.Initiator, "user:"); {
-	case u.Initiator == "root":
-		root := iam.Principal{Root: true}
-		initiator = s3xml.Owner{ID: iam.CanonicalID(root), DisplayName: iam.DisplayName(root)}
-	case isUser:
-		initiator = s3xml.Owner{ID: iam.ARN(iam.Principal{User: user}), DisplayName: user}
-	default:
+	switch p, ok := iam.ParseUploadInitiator(u.Initiator); {
+	case !ok:
 		initiator = owner
+	case p.Root:
+		initiator = s3xml.Owner{ID: iam.CanonicalID(p), DisplayName: iam.DisplayName(p)}
+	default:
+		initiator = s3xml.Owner{ID: iam.ARN(p), DisplayName: p.User}
 	}
-	return initiator, owner, nil
+	return initiator, owner
 }
