@@ -94,7 +94,34 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
-// FuzzDecode checks that a stored ACL that decodes re-encodes to itself.
+// TestDecodeOwner checks that DecodeOwner finds the owner of what Encode
+// writes without the rest, and decodes anything else whole.
+func TestDecodeOwner(t *testing.T) {
+	public, _ := Expand(CannedPublicReadWrite, alice, bob)
+	for _, tc := range []struct {
+		name, doc string
+		want      string
+		wantErr   bool
+	}{
+		{name: "private", doc: string(Encode(Private(alice))), want: alice},
+		{name: "grants", doc: string(Encode(public)), want: alice},
+		{name: "escaped", doc: `{"owner":"a\u0062c","grants":[]}`, want: "abc"},
+		{name: "owner last", doc: `{"grants":[],"owner":"abc"}`, want: "abc"},
+		{name: "no owner", doc: `{"grants":[]}`, wantErr: true},
+		{name: "empty owner", doc: `{"owner":"","grants":[]}`, wantErr: true},
+		{name: "not json", doc: `not json`, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeOwner([]byte(tc.doc))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("DecodeOwner(%s) = %q, %v; want %q, error %t", tc.doc, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// FuzzDecode checks that a stored ACL that decodes re-encodes to itself,
+// whose owner DecodeOwner reads back.
 func FuzzDecode(f *testing.F) {
 	a, _ := Expand(CannedPublicReadWrite, alice, bob)
 	f.Add(Encode(a))
@@ -107,6 +134,9 @@ func FuzzDecode(f *testing.F) {
 		again, err := Decode(Encode(a))
 		if err != nil || !cmp.Equal(a, again, cmpopts.EquateEmpty()) {
 			t.Fatalf("round trip of %q: %+v, %v", b, again, err)
+		}
+		if owner, err := DecodeOwner(Encode(a)); err != nil || owner != a.Owner {
+			t.Fatalf("DecodeOwner(Encode(%+v)) = %q, %v", a, owner, err)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/coffer-s3/coffer/internal/adminapi"
 )
@@ -117,6 +118,10 @@ func testACLs(t *testing.T, ts s3Target) {
 	if err != nil || len(oacl.Grants) != 2 {
 		t.Errorf("bucket-owner-full-control grants: %+v, %v", oacl.Grants, err)
 	}
+	// Listings name each object's owner, as GetObjectAcl does, not the
+	// caller: alice's objects are hers (under ObjectWriter, even with
+	// bucket-owner-full-control).
+	checkListOwners(t, root, b, map[string]string{"private": rootID, "by-alice": aliceID, "for-root": aliceID})
 
 	// public-read on an object: anyone may GET it, with no signature.
 	if _, err := root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("public"), Body: strings.NewReader("hello"),
@@ -150,6 +155,8 @@ func testACLs(t *testing.T, ts s3Target) {
 	}
 	_, err = root.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("x"), Body: strings.NewReader("x"), ACL: types.ObjectCannedACLPublicRead})
 	wantErr(t, "PUT with public-read and ACLs off", err, "AccessControlListNotSupported", http.StatusBadRequest)
+	// With ACLs off the bucket's owner owns every object.
+	checkListOwners(t, root, b, map[string]string{"private": rootID, "by-alice": rootID, "for-root": rootID, "public": rootID})
 
 	// A bucket created public-read lists for anyone.
 	pb := newBucketName("pub")
@@ -174,4 +181,45 @@ func readAll(t *testing.T, c *s3.Client, bucket, key string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// checkListOwners checks the owner's canonical ID that ListObjects,
+// ListObjectsV2 with FetchOwner and ListObjectVersions give each key of
+// bucket b when c lists it.
+func checkListOwners(t *testing.T, c *s3.Client, b string, want map[string]string) {
+	t.Helper()
+	ctx := t.Context()
+	got := map[string]map[string]string{"ListObjects": {}, "ListObjectsV2": {}, "ListObjectVersions": {}}
+	v1, err := c.ListObjects(ctx, &s3.ListObjectsInput{Bucket: aws.String(b)})
+	if err != nil {
+		t.Fatalf("ListObjects: %v", err)
+	}
+	for _, o := range v1.Contents {
+		if o.Owner != nil {
+			got["ListObjects"][aws.ToString(o.Key)] = aws.ToString(o.Owner.ID)
+		}
+	}
+	v2, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b), FetchOwner: aws.Bool(true)})
+	if err != nil {
+		t.Fatalf("ListObjectsV2: %v", err)
+	}
+	for _, o := range v2.Contents {
+		if o.Owner != nil {
+			got["ListObjectsV2"][aws.ToString(o.Key)] = aws.ToString(o.Owner.ID)
+		}
+	}
+	vs, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(b)})
+	if err != nil {
+		t.Fatalf("ListObjectVersions: %v", err)
+	}
+	for _, v := range vs.Versions {
+		if v.Owner != nil {
+			got["ListObjectVersions"][aws.ToString(v.Key)] = aws.ToString(v.Owner.ID)
+		}
+	}
+	for op, g := range got {
+		if diff := cmp.Diff(want, g); diff != "" {
+			t.Errorf("%s of %s: owners mismatch (-want +got):\n%s", op, b, diff)
+		}
+	}
 }

@@ -57,6 +57,13 @@ const (
 	// objectVersionSummary is objectSummary with the version ID: what a
 	// listing of versions needs.
 	objectVersionSummary
+	// objectSummaryACL is objectSummary with the ACL (aliasing the input),
+	// skipping the metadata and every other field: what a listing that
+	// reports owners needs.
+	objectSummaryACL
+	// objectVersionSummaryACL is objectVersionSummary with the ACL,
+	// likewise: what a listing of versions that reports owners needs.
+	objectVersionSummaryACL
 	// objectTagged is objectVersionSummary with the tags, skipping the
 	// metadata and every other field: what the lifecycle worker needs
 	// when a rule filters on tags.
@@ -272,7 +279,8 @@ func (d *decoder) rest() []byte {
 }
 
 // decodeObject decodes an object record up to detail. With objectFull and
-// a version 1 record, Inline aliases b.
+// a version 1 record, Inline aliases b; with objectSummaryACL and
+// objectVersionSummaryACL, ACL does.
 func decodeObject(b []byte, detail objectDetail) (Object, error) {
 	o, _, err := decodeObjectVersion(b, detail)
 	return o, err
@@ -291,7 +299,7 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 		o.DeleteMarker = f&flagDeleteMarker != 0
 		o.orderedID = f&flagOrderedID != 0
 	}
-	if detail == objectSummary {
+	if detail == objectSummary || detail == objectSummaryACL {
 		d.bytes() // listings do not need the version ID: skip the copy
 	} else {
 		o.VersionID = d.string()
@@ -303,14 +311,24 @@ func decodeObjectVersion(b []byte, detail objectDetail) (Object, byte, error) {
 	if detail <= objectVersionSummary {
 		return o, v, d.err
 	}
-	if detail == objectTagged {
+	if detail < objectLayout {
+		// One field, the tags or the ACL; the others are skipped, as
+		// unknown fields are.
+		want := uint64(fieldACL)
+		if detail == objectTagged {
+			want = fieldTags
+		}
 		d.skipMetadata()
 		if v >= objectVersion {
 			d.eachField(func(tag uint64, f *decoder) bool {
-				if tag != fieldTags {
-					return false // skipped, as an unknown field is
+				switch {
+				case tag != want:
+					return false
+				case tag == fieldTags:
+					o.Tags = f.tags()
+				default:
+					o.ACL, f.b = f.b, nil
 				}
-				o.Tags = f.tags()
 				return true
 			})
 		}

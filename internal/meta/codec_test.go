@@ -103,6 +103,18 @@ func TestObjectCodec(t *testing.T) {
 				Modified: testTime, Checksum: fullObject().Checksum}},
 		{name: "v1 tagged", in: inline, v1: true, detail: objectTagged,
 			want: Object{VersionID: "v", Size: 5, ETag: "e", Modified: testTime}},
+		{name: "summary ACL", in: withFields(fullObject()), detail: objectSummaryACL,
+			want: Object{Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2",
+				Modified: testTime, Checksum: fullObject().Checksum, ACL: withFields(fullObject()).ACL}},
+		{name: "version summary ACL", in: withFields(fullObject()), detail: objectVersionSummaryACL,
+			want: Object{VersionID: fullObject().VersionID, Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2",
+				Modified: testTime, Checksum: fullObject().Checksum, ACL: withFields(fullObject()).ACL}},
+		{name: "summary ACL without ACL", in: fullObject(), detail: objectSummaryACL,
+			want: Object{Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2", Modified: testTime, Checksum: fullObject().Checksum}},
+		{name: "v2 summary ACL", in: withFields(fullObject()), v2: true, detail: objectSummaryACL,
+			want: Object{Size: 3 << 20, ETag: "d41d8cd98f00b204e9800998ecf8427e-2", Modified: testTime, Checksum: fullObject().Checksum}},
+		{name: "v1 version summary ACL", in: inline, v1: true, detail: objectVersionSummaryACL,
+			want: Object{VersionID: "v", Size: 5, ETag: "e", Modified: testTime}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc := appendObject(nil, &tc.in)
@@ -219,6 +231,16 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			if !cmp.Equal(lo.Tags, tg.Tags, cmpopts.EquateEmpty()) || lo.VersionID != tg.VersionID || lo.Modified != tg.Modified {
 				t.Fatalf("tagged decode %+v disagrees with the layout %+v", tg, lo)
+			}
+			// So do the listings' decodes of the ACL.
+			for _, detail := range []objectDetail{objectSummaryACL, objectVersionSummaryACL} {
+				sa, err := decodeObject(b, detail)
+				if err != nil {
+					t.Fatalf("ACL decode (%d) of a record the layout decodes: %v", detail, err)
+				}
+				if !bytes.Equal(lo.ACL, sa.ACL) || lo.ETag != sa.ETag || detail == objectVersionSummaryACL && lo.VersionID != sa.VersionID {
+					t.Fatalf("ACL decode (%d) %+v disagrees with the layout %+v", detail, sa, lo)
+				}
 			}
 		}
 		if u, err := decodeUpload("b", "k", "i", b); err == nil {

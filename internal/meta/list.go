@@ -42,25 +42,56 @@ type Summary struct {
 // than StartAfter is skipped as already returned. It does not check that
 // the bucket exists.
 func (db *DB) ListObjects(ctx context.Context, bucket string, opt ListOptions) ([]Entry, bool, error) {
+	return db.listObjects(ctx, bucket, opt, nil)
+}
+
+// ListObjectsACL is ListObjects that also returns the ACL (Object.ACL) of
+// each entry, in order: nil for a common prefix or an object without one.
+// A listing that reports owners needs them; they are read past each
+// record's metadata, which ListObjects does not read. Equal ACLs of
+// consecutive entries share one slice.
+func (db *DB) ListObjectsACL(ctx context.Context, bucket string, opt ListOptions) ([]Entry, [][]byte, bool, error) {
+	acls := make([][]byte, 0, min(max(opt.Limit, 0), maxPrealloc))
+	es, truncated, err := db.listObjects(ctx, bucket, opt, &acls)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return es, acls, truncated, nil
+}
+
+// listObjects is ListObjects, appending each entry's ACL to acls unless
+// it is nil.
+func (db *DB) listObjects(ctx context.Context, bucket string, opt ListOptions, acls *[][]byte) ([]Entry, bool, error) {
 	out := make([]Entry, 0, min(max(opt.Limit, 0), maxPrealloc))
+	detail := objectSummary
+	if acls != nil {
+		detail = objectSummaryACL
+	}
+	var copier aclCopier
 	w := walker{
 		base:   bucketPrefix(tableObject, bucket),
 		prefix: opt.Prefix, delim: opt.Delimiter, after: opt.StartAfter, limit: opt.Limit,
 		nameEnd: func(k []byte) int { return len(k) },
 		emitPrefix: func(p string) {
 			out = append(out, Entry{Key: p, IsPrefix: true})
+			if acls != nil {
+				*acls = append(*acls, nil)
+			}
 		},
 		emit: func(k, name []byte, it kvIter) error {
 			v, err := it.value()
 			if err != nil {
 				return err
 			}
-			o, err := decodeObject(v, objectSummary)
+			o, err := decodeObject(v, detail)
 			if err != nil {
 				return fmt.Errorf("object %q: %w", name, err)
 			}
 			out = append(out, Entry{Key: string(name), Object: Summary{
 				Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum}})
+			if acls != nil {
+				*acls = append(*acls, copier.copy(o.ACL))
+			}
 			return nil
 		},
 	}
@@ -143,6 +174,21 @@ func (db *DB) listUploads(ctx context.Context, r kvReader, bucket string, opt Up
 		return nil, false, fmt.Errorf("meta: list uploads of %s: %w", bucket, err)
 	}
 	return out, truncated, nil
+}
+
+// aclCopier copies the ACLs a listing decodes, which alias the scan's
+// values, once for each run of equal ones: the objects of a page mostly
+// share a few ACLs (nil, the default, above all).
+type aclCopier struct {
+	last []byte
+}
+
+// copy returns a copy of doc, or the previous copy if it is equal.
+func (c *aclCopier) copy(doc []byte) []byte {
+	if !bytes.Equal(doc, c.last) {
+		c.last = bytes.Clone(doc)
+	}
+	return c.last
 }
 
 // maxPrealloc bounds the capacity a listing allocates up front.

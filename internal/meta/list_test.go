@@ -203,3 +203,71 @@ func testListUploads(t *testing.T, e engine) {
 		})
 	}
 }
+
+// TestListACL checks that ListObjectsACL returns each entry's ACL (nil for
+// a common prefix), and ListVersions each version's when asked, and only
+// then: a delete marker's is the one its delete gave it.
+func TestListACL(t *testing.T) { forEachEngine(t, testListACL) }
+
+func testListACL(t *testing.T, e engine) {
+	ctx := context.Background()
+	db := e.open(t)
+	mustCreateBucket(t, db, "bkt")
+	if err := db.SetVersioning(ctx, "bkt", VersioningEnabled); err != nil {
+		t.Fatal(err)
+	}
+	x, y, z := []byte(`acl x`), []byte(`acl y`), []byte(`acl z`)
+	for _, w := range []struct {
+		key string
+		acl []byte
+	}{{"a", x}, {"b", x}, {"c", nil}, {"d", y}, {"d", nil}, {"e", x}, {"p/1", x}} {
+		putObject(t, db, "bkt", w.key, Object{Size: 1, ETag: w.key, Inline: []byte("1"), ACL: w.acl})
+	}
+	if _, err := db.DeleteVersions(ctx, "bkt", []VersionRef{{Key: "e", MarkerACL: z}}, testTime); err != nil {
+		t.Fatal(err)
+	}
+	es, acls, _, err := db.ListObjectsACL(ctx, "bkt", ListOptions{Delimiter: "/", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acls) != len(es) {
+		t.Fatalf("ListObjectsACL: %d entries, %d ACLs", len(es), len(acls))
+	}
+	got := map[string][]byte{}
+	for i, e := range es {
+		got[e.Key] = acls[i]
+	}
+	want := map[string][]byte{"a": x, "b": x, "c": nil, "d": nil, "p/": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ListObjectsACL: mismatch (-want +got):\n%s", diff)
+	}
+	if &acls[0][0] != &acls[1][0] {
+		t.Errorf("ListObjectsACL: equal ACLs of a and b not shared")
+	}
+
+	for _, withACL := range []bool{false, true} {
+		want := map[string][]byte{"a 0": x, "b 0": x, "c 0": nil, "d 0": nil, "d 1": y, "e 0 marker": z, "e 1": x, "p/1 0": x}
+		if !withACL {
+			for k := range want {
+				want[k] = nil
+			}
+		}
+		vs, _, err := db.ListVersions(ctx, "bkt", VersionListOptions{Limit: 100, ACL: withACL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]byte{}
+		n := map[string]int{}
+		for _, e := range vs {
+			k := fmt.Sprintf("%s %d", e.Key, n[e.Key])
+			n[e.Key]++
+			if e.Version.DeleteMarker {
+				k += " marker"
+			}
+			got[k] = e.Version.ACL
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ListVersions with ACL %t: mismatch (-want +got):\n%s", withACL, diff)
+		}
+	}
+}

@@ -17,6 +17,10 @@ type VersionListOptions struct {
 	// both, after that version of KeyMarker.
 	KeyMarker, VersionIDMarker string
 	Limit                      int // entries (versions and common prefixes) to return
+	// ACL asks for each version's ACL too (VersionSummary.ACL), which is
+	// read past the record's metadata: a listing that reports owners needs
+	// it (ListObjectsACL's ACLs).
+	ACL bool
 }
 
 // VersionEntry is one item of a version listing: a version (an object or
@@ -36,6 +40,10 @@ type VersionSummary struct {
 	ETag         string
 	Modified     time.Time
 	Checksum     Checksum
+	// ACL is the version's ACL (Object.ACL; a delete marker's names who
+	// deleted), when VersionListOptions.ACL asks for it; else nil.
+	// Entries with equal ACLs may share one slice.
+	ACL []byte
 }
 
 // ListVersions returns up to opt.Limit entries of bucket's versions: keys
@@ -105,6 +113,7 @@ type versionLister struct {
 	// skipLatest is a key whose first history entry in this page is known
 	// not to be its latest version: the page resumes within its versions.
 	skipLatest string
+	acls       aclCopier
 	out        []VersionEntry
 }
 
@@ -269,13 +278,17 @@ func (l *versionLister) emit(it kvIter, key string, latest bool) error {
 	if err != nil {
 		return err
 	}
-	o, err := decodeObject(v, objectVersionSummary)
+	detail := objectVersionSummary
+	if l.opt.ACL {
+		detail = objectVersionSummaryACL
+	}
+	o, err := decodeObject(v, detail)
 	if err != nil {
 		return fmt.Errorf("version of %q: %w", key, err)
 	}
 	l.out = append(l.out, VersionEntry{Key: key, Version: VersionSummary{
 		VersionID: o.S3VersionID(), IsLatest: latest, DeleteMarker: o.DeleteMarker,
-		Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum,
+		Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum, ACL: l.acls.copy(o.ACL),
 	}})
 	return nil
 }

@@ -121,7 +121,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   user as S3 names an IAM user, ` + "`arn:aws:iam::000000000000:user/NAME`" + ` with
   its name (Coffer's one account has no number; any 12-digit ID names it in
   a policy). An upload started before Coffer kept its initiator reports its
-  Owner.
+  Owner. ListObjects, ListObjectsV2 with ` + "`fetch-owner=true`" + ` and
+  ListObjectVersions report, whoever lists, each object's owner as its
+  Owner, the one GetObjectAcl reports (the bucket's owner where ACLs are
+  off), and a delete marker's as who deleted (a root delete's, like a root
+  write, is the bucket owner's).
 - Block Public Access: Put/Get/DeletePublicAccessBlock (the PUT needs
   ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; GET without settings is
   ` + "`404 NoSuchPublicAccessBlockConfiguration`" + `), enforced as S3 does:

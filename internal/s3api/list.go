@@ -1,24 +1,28 @@
 package s3api
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
 
-// listQuery is a parsed ListObjects or ListObjectsV2 query.
+// listQuery is a parsed ListObjects or ListObjectsV2 query. Its in.ACL
+// says whether the listing reports owners: v1 always does, v2 with
+// fetch-owner=true; only then are the objects' ACLs read.
 type listQuery struct {
-	in         objects.ListInput
-	encodeURL  bool   // encoding-type=url
-	fetchOwner bool   // v2 fetch-owner=true (v1 always lists owners)
-	marker     string // v1 marker or v2 start-after, as sent
-	token      string // v2 continuation-token, as sent
+	in        objects.ListInput
+	encodeURL bool   // encoding-type=url
+	marker    string // v1 marker or v2 start-after, as sent
+	token     string // v2 continuation-token, as sent
 }
 
 // parseListObjects parses the query of ListObjects (v2 false) or
@@ -39,9 +43,10 @@ func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
 	if !v2 {
 		lq.marker = q.Get("marker")
 		lq.in.StartAfter = lq.marker
+		lq.in.ACL = true
 		return lq, nil
 	}
-	lq.fetchOwner = q.Get("fetch-owner") == "true"
+	lq.in.ACL = q.Get("fetch-owner") == "true"
 	lq.marker = q.Get("start-after")
 	lq.in.StartAfter = lq.marker
 	if t, ok := q["continuation-token"]; ok {
@@ -199,8 +204,11 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, rq *reques
 	if err != nil {
 		return err
 	}
+	contents, err := h.listContents(r.Context(), rq.bucket, res, lq)
+	if err != nil {
+		return err
+	}
 	enc := encoder(lq.encodeURL)
-	owner := h.owner(rq)
 	out := s3xml.ListBucketResult{
 		Name:           rq.bucket,
 		Prefix:         enc(lq.in.Prefix),
@@ -208,7 +216,7 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, rq *reques
 		MaxKeys:        lq.in.MaxKeys,
 		Delimiter:      enc(lq.in.Delimiter),
 		IsTruncated:    res.IsTruncated,
-		Contents:       listContents(res.Objects, enc, &owner),
+		Contents:       contents,
 		CommonPrefixes: commonPrefixes(res.CommonPrefixes, enc),
 	}
 	if lq.encodeURL {
@@ -232,12 +240,11 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 	if err != nil {
 		return err
 	}
-	enc := encoder(lq.encodeURL)
-	var owner *s3xml.Owner
-	if lq.fetchOwner {
-		o := h.owner(rq)
-		owner = &o
+	contents, err := h.listContents(r.Context(), rq.bucket, res, lq)
+	if err != nil {
+		return err
 	}
+	enc := encoder(lq.encodeURL)
 	out := s3xml.ListBucketResultV2{
 		Name:              rq.bucket,
 		Prefix:            enc(lq.in.Prefix),
@@ -247,7 +254,7 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 		MaxKeys:           lq.in.MaxKeys,
 		Delimiter:         enc(lq.in.Delimiter),
 		IsTruncated:       res.IsTruncated,
-		Contents:          listContents(res.Objects, enc, owner),
+		Contents:          contents,
 		CommonPrefixes:    commonPrefixes(res.CommonPrefixes, enc),
 	}
 	if lq.encodeURL {
@@ -259,11 +266,18 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 	return writeXML(w, http.StatusOK, out)
 }
 
-// listContents converts listed objects to <Contents> entries.
-func listContents(objs []objects.ObjectInfo, enc func(string) s3xml.Text, owner *s3xml.Owner) []s3xml.Object {
+// listContents converts the objects of bucket listed for lq to <Contents>
+// entries, with their owners if lq asked for them.
+func (h *Handler) listContents(ctx context.Context, bucket string, res objects.ListResult, lq listQuery) ([]s3xml.Object, error) {
+	objs := res.Objects
 	if len(objs) == 0 {
-		return nil
+		return nil, nil
 	}
+	var owners *pageOwners
+	if lq.in.ACL {
+		owners = h.pageOwners(bucket)
+	}
+	enc := encoder(lq.encodeURL)
 	out := make([]s3xml.Object, len(objs))
 	for i, o := range objs {
 		out[i] = s3xml.Object{
@@ -273,11 +287,76 @@ func listContents(objs []objects.ObjectInfo, enc func(string) s3xml.Text, owner 
 			ChecksumAlgorithm: string(o.Checksum.Algorithm),
 			ChecksumType:      checksumType(o.Checksum),
 			Size:              o.Size,
-			Owner:             owner,
 			StorageClass:      "STANDARD",
 		}
+		if owners != nil {
+			var err error
+			if out[i].Owner, err = owners.of(ctx, res.ACLs[i]); err != nil {
+				return nil, fmt.Errorf("owner of %s/%s: %w", bucket, o.Key, err)
+			}
+		}
 	}
-	return out
+	return out, nil
+}
+
+// pageOwners reports the Owner of each object or version of a listing's
+// page, as GetObjectAcl reports it: the owner in its ACL, the bucket's
+// owner for one stored without an ACL and for every object where ACLs are
+// off (BucketOwnerEnforced). It reads the bucket's settings at the first
+// entry, decodes each distinct ACL once and only as far as its owner, and
+// names each owner once: entries of one owner share its *s3xml.Owner.
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Owner.html
+type pageOwners struct {
+	h      *Handler
+	bucket string
+	loaded bool
+	// enforced and bucketOwner are the bucket's settings, once loaded.
+	enforced    bool
+	bucketOwner string
+	byACL       map[string]*s3xml.Owner // stored ACL → its owner
+	byID        map[string]*s3xml.Owner // canonical ID → owner
+}
+
+// pageOwners returns the owners of one page of a listing of bucket.
+func (h *Handler) pageOwners(bucket string) *pageOwners {
+	return &pageOwners{h: h, bucket: bucket, byACL: map[string]*s3xml.Owner{}, byID: map[string]*s3xml.Owner{}}
+}
+
+// of returns the Owner of an object or version whose stored ACL is doc.
+func (po *pageOwners) of(ctx context.Context, doc []byte) (*s3xml.Owner, error) {
+	if !po.loaded {
+		ba, err := po.h.objects.BucketAccess(ctx, po.bucket)
+		if err != nil {
+			return nil, err
+		}
+		po.enforced = acl.Ownership(ba.Ownership) == acl.BucketOwnerEnforced
+		po.bucketOwner = bucketOwnerID(ba.Owner)
+		po.loaded = true
+	}
+	if po.enforced || len(doc) == 0 {
+		return po.named(po.bucketOwner), nil
+	}
+	if o, ok := po.byACL[string(doc)]; ok {
+		return o, nil
+	}
+	id, err := acl.DecodeOwner(doc)
+	if err != nil {
+		return nil, err
+	}
+	o := po.named(id)
+	po.byACL[string(doc)] = o
+	return o, nil
+}
+
+// named returns the Owner of canonical ID id.
+func (po *pageOwners) named(id string) *s3xml.Owner {
+	o, ok := po.byID[id]
+	if !ok {
+		x := po.h.canonicalOwner(id)
+		o = &x
+		po.byID[id] = o
+	}
+	return o
 }
 
 // checksumType returns the checksum type to list: S3 lists one only with

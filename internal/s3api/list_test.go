@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"encoding/xml"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -9,8 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/s3xml"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 func TestParseListObjects(t *testing.T) {
@@ -22,20 +26,20 @@ func TestParseListObjects(t *testing.T) {
 		wantErr s3err.Code
 		argName string
 	}{
-		{name: "v1 defaults", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+		{name: "v1 defaults", want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
 		{name: "v1 all", q: "prefix=photos/&delimiter=/&marker=photos/a&max-keys=40&encoding-type=url",
-			want: listQuery{in: objects.ListInput{Prefix: "photos/", Delimiter: "/", StartAfter: "photos/a", MaxKeys: 40}, encodeURL: true, marker: "photos/a"}},
+			want: listQuery{in: objects.ListInput{Prefix: "photos/", Delimiter: "/", StartAfter: "photos/a", MaxKeys: 40, ACL: true}, encodeURL: true, marker: "photos/a"}},
 		{name: "v1 ignores v2 params", q: "start-after=x&continuation-token=!!&fetch-owner=true",
-			want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
-		{name: "max-keys zero", q: "max-keys=0", want: listQuery{in: objects.ListInput{MaxKeys: 0}}},
-		{name: "max-keys capped", q: "max-keys=5000", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+			want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
+		{name: "max-keys zero", q: "max-keys=0", want: listQuery{in: objects.ListInput{MaxKeys: 0, ACL: true}}},
+		{name: "max-keys capped", q: "max-keys=5000", want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
 		{name: "max-keys negative", q: "max-keys=-1", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "max-keys junk", q: "max-keys=ten", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "max-keys overflow", q: "max-keys=99999999999999999999", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "encoding-type other", q: "encoding-type=base64", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
 		{name: "encoding-type upper", q: "encoding-type=URL", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
 		{name: "v2 start-after", v2: true, q: "list-type=2&start-after=ExampleGuide.pdf&max-keys=2&fetch-owner=true",
-			want: listQuery{in: objects.ListInput{StartAfter: "ExampleGuide.pdf", MaxKeys: 2}, fetchOwner: true, marker: "ExampleGuide.pdf"}},
+			want: listQuery{in: objects.ListInput{StartAfter: "ExampleGuide.pdf", MaxKeys: 2, ACL: true}, marker: "ExampleGuide.pdf"}},
 		{name: "v2 token wins", v2: true, q: "list-type=2&start-after=a&continuation-token=" + encodeToken("photos/z"),
 			want: listQuery{in: objects.ListInput{StartAfter: "photos/z", MaxKeys: 1000}, marker: "a", token: encodeToken("photos/z")}},
 		{name: "v2 bad token", v2: true, q: "continuation-token=!!!", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
@@ -249,4 +253,136 @@ func TestListControlCharacterKeys(t *testing.T) {
 	if !strings.Contains(body, "<Key>"+refs+"</Key>") {
 		t.Errorf("ListParts: key not written as character references:\n%s", body)
 	}
+}
+
+// TestListOwners checks the Owner of each entry of ListObjects,
+// ListObjectsV2 with fetch-owner and ListObjectVersions, whoever lists:
+// the object's owner, as GetObjectAcl reports it (its writer; the
+// bucket's owner for a root write, for bucket-owner-full-control under
+// BucketOwnerPreferred, and for every object once ACLs are off under
+// BucketOwnerEnforced), and a delete marker's who deleted. ListObjectsV2
+// without fetch-owner lists none. See
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html and
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteMarkerEntry.html
+func TestListOwners(t *testing.T) {
+	t.Parallel()
+	hs := newHarness(t, Config{})
+	alice := hs.user("alice", "readwrite")
+	root := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{Root: true}), DisplayName: "root"}
+	aliceOwner := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: xmlBody(`
+<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>`)}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: xmlBody(`
+<OwnershipControls><Rule><ObjectOwnership>BucketOwnerPreferred</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	for _, w := range []struct {
+		key  string
+		cred *sigv4.Credentials
+		kv   []string
+	}{
+		{"by-alice", alice, nil},
+		{"by-alice-for-owner", alice, []string{"X-Amz-Acl", "bucket-owner-full-control"}},
+		{"by-root", nil, nil},
+		{"deleted-by-alice", nil, nil},
+		{"deleted-by-root", alice, nil},
+	} {
+		hs.do(call{method: "PUT", path: "/bkt/" + w.key, cred: w.cred, header: header(w.kv...), body: []byte(w.key)}).mustStatus(t, http.StatusOK)
+	}
+	hs.do(call{method: "DELETE", path: "/bkt/deleted-by-alice", cred: alice}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "DELETE", path: "/bkt/deleted-by-root"}).mustStatus(t, http.StatusNoContent)
+	// A bucket of alice's: root's write is hers, stored without an ACL.
+	hs.do(call{method: "PUT", path: "/alices", cred: alice}).mustStatus(t, http.StatusOK)
+	hs.put("alices", "by-root", []byte("x"))
+
+	objectOwners := map[string]s3xml.Owner{
+		"by-alice": aliceOwner, "by-alice-for-owner": root, "by-root": root,
+	}
+	versionOwners := map[string]s3xml.Owner{ // key and "marker" or "version" → owner
+		"by-alice version": aliceOwner, "by-alice-for-owner version": root, "by-root version": root,
+		"deleted-by-alice marker": aliceOwner, "deleted-by-alice version": root,
+		"deleted-by-root marker": root, "deleted-by-root version": aliceOwner,
+	}
+	allRoot := func(m map[string]s3xml.Owner) map[string]s3xml.Owner {
+		out := map[string]s3xml.Owner{}
+		for k := range m {
+			out[k] = root
+		}
+		return out
+	}
+	check := func(t *testing.T, bucket string, objs, versions map[string]s3xml.Owner) {
+		t.Helper()
+		for _, lister := range []struct {
+			name string
+			cred *sigv4.Credentials
+		}{{"root", nil}, {"alice", alice}} {
+			for _, query := range []string{"", "?list-type=2&fetch-owner=true"} {
+				got := listOwners(t, hs, call{method: "GET", path: "/" + bucket + query, cred: lister.cred})
+				if diff := cmp.Diff(objs, got); diff != "" {
+					t.Errorf("GET /%s%s by %s: owners mismatch (-want +got):\n%s", bucket, query, lister.name, diff)
+				}
+			}
+			got := listOwners(t, hs, call{method: "GET", path: "/" + bucket + "?list-type=2", cred: lister.cred})
+			if want := map[string]s3xml.Owner{}; !cmp.Equal(want, got) {
+				t.Errorf("GET /%s?list-type=2 by %s: owners %v, want none", bucket, lister.name, got)
+			}
+			got = listOwners(t, hs, call{method: "GET", path: "/" + bucket + "?versions", cred: lister.cred})
+			if diff := cmp.Diff(versions, got); diff != "" {
+				t.Errorf("GET /%s?versions by %s: owners mismatch (-want +got):\n%s", bucket, lister.name, diff)
+			}
+		}
+		// The same owners as GetObjectAcl's.
+		for key, want := range objs {
+			var p struct{ Owner s3xml.Owner }
+			rp := hs.do(call{method: "GET", path: "/" + bucket + "/" + key + "?acl"}).mustStatus(t, http.StatusOK)
+			if err := xml.Unmarshal(rp.body, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Owner != want {
+				t.Errorf("GetObjectAcl of %s/%s: Owner %+v, listed as %+v", bucket, key, p.Owner, want)
+			}
+		}
+	}
+	t.Run("ObjectWriter", func(t *testing.T) {
+		check(t, "alices", map[string]s3xml.Owner{"by-root": aliceOwner}, map[string]s3xml.Owner{"by-root version": aliceOwner})
+	})
+	t.Run("BucketOwnerPreferred", func(t *testing.T) {
+		check(t, "bkt", objectOwners, versionOwners)
+	})
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: xmlBody(`
+<OwnershipControls><Rule><ObjectOwnership>BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	t.Run("BucketOwnerEnforced", func(t *testing.T) {
+		check(t, "bkt", allRoot(objectOwners), allRoot(versionOwners))
+	})
+}
+
+// listOwners sends the listing c and returns the Owner of each entry it
+// lists: by key, or for versions by key and "version" or "marker".
+func listOwners(t *testing.T, hs *harness, c call) map[string]s3xml.Owner {
+	t.Helper()
+	type entry struct {
+		Key   string
+		Owner *s3xml.Owner
+	}
+	var res struct {
+		Contents     []entry
+		Version      []entry
+		DeleteMarker []entry
+	}
+	rp := hs.do(c).mustStatus(t, http.StatusOK)
+	if err := xml.Unmarshal(rp.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]s3xml.Owner{}
+	for _, l := range []struct {
+		entries []entry
+		suffix  string
+	}{{res.Contents, ""}, {res.Version, " version"}, {res.DeleteMarker, " marker"}} {
+		for _, e := range l.entries {
+			if e.Owner != nil {
+				out[e.Key+l.suffix] = *e.Owner
+			}
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,18 +38,21 @@ func parseListVersions(q url.Values, maxKeys int) (versionsQuery, error) {
 }
 
 // listObjectVersions serves ListObjectVersions. It works on every bucket:
-// in one that was never versioned, each object is its null version.
+// in one that was never versioned, each object is its null version. Each
+// version's Owner is its owner (pageOwners), a delete marker's who
+// deleted.
 func (h *Handler) listObjectVersions(w http.ResponseWriter, r *http.Request, rq *request) error {
 	vq, err := parseListVersions(rq.query, h.cfg.MaxKeys)
 	if err != nil {
 		return err
 	}
+	vq.in.ACL = true // every version has an Owner
 	res, err := h.objects.ListObjectVersions(r.Context(), rq.bucket, vq.in)
 	if err != nil {
 		return err
 	}
 	enc := encoder(vq.encodeURL)
-	owner := h.owner(rq)
+	owners := h.pageOwners(rq.bucket)
 	out := s3xml.ListVersionsResult{
 		Name:                rq.bucket,
 		Prefix:              enc(vq.in.Prefix),
@@ -72,7 +76,9 @@ func (h *Handler) listObjectVersions(w http.ResponseWriter, r *http.Request, rq 
 			x = s3xml.NewVersion(enc(v.Key), v.VersionID, v.IsLatest, s3xml.Time(v.LastModified), quoteETag(v.ETag), v.Size)
 			x.ChecksumAlgorithm, x.ChecksumType = string(v.Checksum.Algorithm), checksumType(v.Checksum)
 		}
-		x.Owner = &owner
+		if x.Owner, err = owners.of(r.Context(), v.ACL); err != nil {
+			return fmt.Errorf("owner of %s/%s version %s: %w", rq.bucket, v.Key, v.VersionID, err)
+		}
 		out.Versions = append(out.Versions, x)
 	}
 	return writeXML(w, http.StatusOK, out)
