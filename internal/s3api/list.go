@@ -304,7 +304,8 @@ func (h *Handler) listContents(ctx context.Context, bucket string, res objects.L
 // owner for one stored without an ACL and for every object where ACLs are
 // off (BucketOwnerEnforced). It reads the bucket's settings at the first
 // entry, decodes each distinct ACL once and only as far as its owner, and
-// names each owner once: entries of one owner share its *s3xml.Owner.
+// names each owner once: entries of one owner share its *s3xml.Owner. An
+// ACL that does not decode names the bucket's owner, logged.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_Owner.html
 type pageOwners struct {
 	h      *Handler
@@ -341,7 +342,10 @@ func (po *pageOwners) of(ctx context.Context, doc []byte) (*s3xml.Owner, error) 
 	}
 	id, err := acl.DecodeOwner(doc)
 	if err != nil {
-		return nil, err
+		// A damaged record: list it as the bucket owner's rather than
+		// fail the page (as uploadParties does).
+		po.h.log.WarnContext(ctx, "object's ACL does not decode: listed as the bucket owner's", "bucket", po.bucket, "err", err)
+		id = po.bucketOwner
 	}
 	o := po.named(id)
 	po.byACL[string(doc)] = o
