@@ -257,18 +257,34 @@ func Decode(b []byte) (ACL, error) {
 const encodedOwner = `{"owner":"`
 
 // DecodeOwner returns the owner of the ACL of stored form b without
-// decoding its grants when b begins as Encode writes it, owner first: a
+// decoding its grants when b begins as Encode writes it for a canonical
+// ID, owner first: {"owner":"<64 lowercase hex digits>","grants": — a
 // listing reports the owner of every object it lists. Grants Decode would
-// refuse then go unnoticed. Anything else (no such beginning, an escape in
-// the owner) is decoded whole, as Decode does.
+// refuse then go unnoticed. Anything else (another beginning, another
+// owner) is decoded whole, as Decode does, so the two never disagree on
+// what Encode wrote.
 func DecodeOwner(b []byte) (string, error) {
-	if rest, ok := bytes.CutPrefix(b, []byte(encodedOwner)); ok {
-		if i := bytes.IndexByte(rest, '"'); i > 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
-			return string(rest[:i]), nil
+	if rest, ok := bytes.CutPrefix(b, []byte(encodedOwner)); ok && len(rest) > canonicalIDLen {
+		id := rest[:canonicalIDLen]
+		if isLowerHex(id) && bytes.HasPrefix(rest[canonicalIDLen:], []byte(`","grants":`)) {
+			return string(id), nil
 		}
 	}
 	a, err := Decode(b)
 	return a.Owner, err
+}
+
+// canonicalIDLen is the length of a canonical user ID: a SHA-256 in hex.
+const canonicalIDLen = 64
+
+// isLowerHex reports whether b is all lowercase hex digits.
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Ownership is a bucket's Object Ownership setting: who owns the objects

@@ -2,6 +2,7 @@ package acl
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -97,6 +98,7 @@ func TestEncodeDecode(t *testing.T) {
 // TestDecodeOwner checks that DecodeOwner finds the owner of what Encode
 // writes without the rest, and decodes anything else whole.
 func TestDecodeOwner(t *testing.T) {
+	const hexID = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	public, _ := Expand(CannedPublicReadWrite, alice, bob)
 	for _, tc := range []struct {
 		name, doc string
@@ -110,6 +112,12 @@ func TestDecodeOwner(t *testing.T) {
 		{name: "no owner", doc: `{"grants":[]}`, wantErr: true},
 		{name: "empty owner", doc: `{"owner":"","grants":[]}`, wantErr: true},
 		{name: "not json", doc: `not json`, wantErr: true},
+		{name: "canonical", doc: string(Encode(Private(hexID))), want: hexID},
+		// The shortcut takes only what Encode writes; anything else is
+		// decoded whole, and agrees with Decode.
+		{name: "duplicate owner", doc: `{"owner":"` + hexID + `","owner":"b","grants":[]}`, want: "b"},
+		{name: "truncated", doc: `{"owner":"` + hexID + `","gra`, wantErr: true},
+		{name: "upper case", doc: `{"owner":"` + strings.ToUpper(hexID) + `","grants":[]}`, want: strings.ToUpper(hexID)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := DecodeOwner([]byte(tc.doc))

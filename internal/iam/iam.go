@@ -517,10 +517,8 @@ func (m *IAM) CanonicalUser(id string) (Principal, bool) {
 	if id == canonicalID("root") {
 		return Principal{Root: true}, true
 	}
-	for name := range m.snap.Load().users {
-		if canonicalID("user:"+name) == id {
-			return Principal{User: name}, true
-		}
+	if name, ok := m.snap.Load().byCanonical[id]; ok {
+		return Principal{User: name}, true
 	}
 	return Principal{}, false
 }

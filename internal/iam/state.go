@@ -198,6 +198,9 @@ type snapshot struct {
 	keys     map[string]*liveKey
 	users    map[string]*liveUser
 	policies map[string]*policy.Policy // named policies, canned ones included
+	// byCanonical maps users' canonical IDs to their names, for
+	// CanonicalUser: listings name every owner they report.
+	byCanonical map[string]string
 }
 
 // liveKey is an access key ready for requests.
@@ -240,6 +243,8 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 		keys:     make(map[string]*liveKey, len(d.Keys)),
 		users:    make(map[string]*liveUser, len(d.Users)),
 		policies: make(map[string]*policy.Policy, len(d.Policies)+4),
+
+		byCanonical: make(map[string]string, len(d.Users)),
 	}
 	for _, n := range policy.CannedNames() {
 		p, _ := policy.Canned(n)
@@ -291,6 +296,7 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 			}
 		}
 		snap.users[un] = lu
+		snap.byCanonical[canonicalID("user:"+un)] = un
 	}
 	for id, k := range d.Keys {
 		u, ok := snap.users[k.User]

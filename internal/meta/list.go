@@ -42,40 +42,42 @@ type Summary struct {
 // than StartAfter is skipped as already returned. It does not check that
 // the bucket exists.
 func (db *DB) ListObjects(ctx context.Context, bucket string, opt ListOptions) ([]Entry, bool, error) {
-	return db.listObjects(ctx, bucket, opt, nil)
+	return db.listObjects(ctx, bucket, opt, nil, nil)
 }
 
-// ListObjectsACL is ListObjects that also returns the ACL (Object.ACL) of
-// each entry, in order: nil for a common prefix or an object without one.
-// A listing that reports owners needs them; they are read past each
-// record's metadata, which ListObjects does not read. Equal ACLs of
-// consecutive entries share one slice.
-func (db *DB) ListObjectsACL(ctx context.Context, bucket string, opt ListOptions) ([]Entry, [][]byte, bool, error) {
-	acls := make([][]byte, 0, min(max(opt.Limit, 0), maxPrealloc))
-	es, truncated, err := db.listObjects(ctx, bucket, opt, &acls)
+// ListObjectsOwners is ListObjects that also returns, for each entry in
+// order, what owner makes of its ACL (Object.ACL, read past the record's
+// metadata, which ListObjects does not read; nil for an object without
+// one): a listing that reports owners needs them. "" for a common prefix.
+// owner sees the ACL as the scan holds it, valid during the call only, so
+// that a page keeps owners (a few dozen bytes each), not ACLs (up to
+// kilobytes, one per object).
+func (db *DB) ListObjectsOwners(ctx context.Context, bucket string, opt ListOptions, owner func(acl []byte) string) ([]Entry, []string, bool, error) {
+	owners := make([]string, 0, min(max(opt.Limit, 0), maxPrealloc))
+	es, truncated, err := db.listObjects(ctx, bucket, opt, owner, &owners)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	return es, acls, truncated, nil
+	return es, owners, truncated, nil
 }
 
-// listObjects is ListObjects, appending each entry's ACL to acls unless
-// it is nil.
-func (db *DB) listObjects(ctx context.Context, bucket string, opt ListOptions, acls *[][]byte) ([]Entry, bool, error) {
+// listObjects is ListObjects, appending owner of each entry's ACL to
+// owners unless owners is nil.
+func (db *DB) listObjects(ctx context.Context, bucket string, opt ListOptions, owner func([]byte) string, owners *[]string) ([]Entry, bool, error) {
 	out := make([]Entry, 0, min(max(opt.Limit, 0), maxPrealloc))
 	detail := objectSummary
-	if acls != nil {
+	if owners != nil {
 		detail = objectSummaryACL
 	}
-	var copier aclCopier
+	var memo ownerMemo
 	w := walker{
 		base:   bucketPrefix(tableObject, bucket),
 		prefix: opt.Prefix, delim: opt.Delimiter, after: opt.StartAfter, limit: opt.Limit,
 		nameEnd: func(k []byte) int { return len(k) },
 		emitPrefix: func(p string) {
 			out = append(out, Entry{Key: p, IsPrefix: true})
-			if acls != nil {
-				*acls = append(*acls, nil)
+			if owners != nil {
+				*owners = append(*owners, "")
 			}
 		},
 		emit: func(k, name []byte, it kvIter) error {
@@ -89,8 +91,8 @@ func (db *DB) listObjects(ctx context.Context, bucket string, opt ListOptions, a
 			}
 			out = append(out, Entry{Key: string(name), Object: Summary{
 				Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum}})
-			if acls != nil {
-				*acls = append(*acls, copier.copy(o.ACL))
+			if owners != nil {
+				*owners = append(*owners, memo.of(o.ACL, owner))
 			}
 			return nil
 		},
@@ -176,19 +178,25 @@ func (db *DB) listUploads(ctx context.Context, r kvReader, bucket string, opt Up
 	return out, truncated, nil
 }
 
-// aclCopier copies the ACLs a listing decodes, which alias the scan's
-// values, once for each run of equal ones: the objects of a page mostly
-// share a few ACLs (nil, the default, above all).
-type aclCopier struct {
-	last []byte
+// ownerMemo calls a listing's owner function once for each run of equal
+// ACLs: the objects of a page mostly share a few (nil, the default, above
+// all). It keeps the last ACL it saw (a copy, since the scan's value
+// changes) and its owner.
+type ownerMemo struct {
+	last  []byte
+	owner string
+	valid bool
 }
 
-// copy returns a copy of doc, or the previous copy if it is equal.
-func (c *aclCopier) copy(doc []byte) []byte {
-	if !bytes.Equal(doc, c.last) {
-		c.last = bytes.Clone(doc)
+// of returns owner(doc), or the previous result if doc equals the
+// previous ACL.
+func (m *ownerMemo) of(doc []byte, owner func([]byte) string) string {
+	if !m.valid || !bytes.Equal(doc, m.last) {
+		m.owner = owner(doc)
+		m.last = append(m.last[:0], doc...)
+		m.valid = true
 	}
-	return c.last
+	return m.owner
 }
 
 // maxPrealloc bounds the capacity a listing allocates up front.

@@ -17,10 +17,11 @@ type VersionListOptions struct {
 	// both, after that version of KeyMarker.
 	KeyMarker, VersionIDMarker string
 	Limit                      int // entries (versions and common prefixes) to return
-	// ACL asks for each version's ACL too (VersionSummary.ACL), which is
-	// read past the record's metadata: a listing that reports owners needs
-	// it (ListObjectsACL's ACLs).
-	ACL bool
+	// Owner, if set, is called with each version's ACL (read past the
+	// record's metadata; nil for a version without one, valid during the
+	// call only), and VersionSummary.Owner is what it returns: a listing
+	// that reports owners needs it (see ListObjectsOwners).
+	Owner func(acl []byte) string
 }
 
 // VersionEntry is one item of a version listing: a version (an object or
@@ -40,10 +41,9 @@ type VersionSummary struct {
 	ETag         string
 	Modified     time.Time
 	Checksum     Checksum
-	// ACL is the version's ACL (Object.ACL; a delete marker's names who
-	// deleted), when VersionListOptions.ACL asks for it; else nil.
-	// Entries with equal ACLs may share one slice.
-	ACL []byte
+	// Owner is what VersionListOptions.Owner made of the version's ACL;
+	// "" without it.
+	Owner string
 }
 
 // ListVersions returns up to opt.Limit entries of bucket's versions: keys
@@ -113,7 +113,7 @@ type versionLister struct {
 	// skipLatest is a key whose first history entry in this page is known
 	// not to be its latest version: the page resumes within its versions.
 	skipLatest string
-	acls       aclCopier
+	owners     ownerMemo
 	out        []VersionEntry
 }
 
@@ -279,7 +279,7 @@ func (l *versionLister) emit(it kvIter, key string, latest bool) error {
 		return err
 	}
 	detail := objectVersionSummary
-	if l.opt.ACL {
+	if l.opt.Owner != nil {
 		detail = objectVersionSummaryACL
 	}
 	o, err := decodeObject(v, detail)
@@ -288,8 +288,11 @@ func (l *versionLister) emit(it kvIter, key string, latest bool) error {
 	}
 	l.out = append(l.out, VersionEntry{Key: key, Version: VersionSummary{
 		VersionID: o.S3VersionID(), IsLatest: latest, DeleteMarker: o.DeleteMarker,
-		Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum, ACL: l.acls.copy(o.ACL),
+		Size: o.Size, ETag: o.ETag, Modified: o.Modified, Checksum: o.Checksum,
 	}})
+	if l.opt.Owner != nil {
+		l.out[len(l.out)-1].Version.Owner = l.owners.of(o.ACL, l.opt.Owner)
+	}
 	return nil
 }
 

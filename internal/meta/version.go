@@ -428,9 +428,6 @@ type VersionRef struct {
 	// marker). An error from Check fails the ref alone: it is returned in
 	// Deleted.Err and nothing is written for the ref.
 	Check func(target *Object) error
-	// MarkerACL is the ACL (Object.ACL) of the delete marker the delete
-	// writes, if it writes one: who deleted owns it.
-	MarkerACL []byte
 }
 
 // deleteRef applies one delete to the batch, under bucket versioning v,
@@ -468,7 +465,7 @@ func (w *writer) deleteRef(bucket string, v Versioning, ref VersionRef) (Deleted
 		}
 		return Deleted{}, nil
 	}
-	m := &Object{DeleteMarker: true, Modified: w.now, ACL: ref.MarkerACL}
+	m := &Object{DeleteMarker: true, Modified: w.now}
 	if err := w.putVersion(bucket, ref.Key, v, cur, m); err != nil {
 		return Deleted{}, err
 	}

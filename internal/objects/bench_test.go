@@ -153,17 +153,17 @@ func BenchmarkListObjects100k(b *testing.B) {
 	}
 	for _, tc := range []struct {
 		name, delim string
-		acl         bool
+		owners      bool
 		want        int
 	}{
 		{"delimiter=none", "", false, 100000}, {"delimiter=slash", "/", false, 100},
-		{"delimiter=none/acl=true", "", true, 100000},
+		{"delimiter=none/owners=true", "", true, 100000},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				n := 0
-				in := ListInput{Delimiter: tc.delim, MaxKeys: 1000, ACL: tc.acl}
+				in := ListInput{Delimiter: tc.delim, MaxKeys: 1000, Owners: tc.owners}
 				for {
 					r, err := e.s.ListObjects(ctx, "bkt", in)
 					if err != nil {

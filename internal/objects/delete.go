@@ -48,7 +48,7 @@ func (s *Service) DeleteObjects(ctx context.Context, bucket string, refs []Objec
 			out[i].Err = noSuchVersion(bucket, r.Key, r.VersionID)
 			continue
 		}
-		ref := meta.VersionRef{Key: r.Key, VersionID: r.VersionID, MarkerACL: r.MarkerACL}
+		ref := meta.VersionRef{Key: r.Key, VersionID: r.VersionID}
 		if r.If.set() {
 			c, res := r.If, bucket+"/"+r.Key
 			ref.Check = func(o *meta.Object) error { return c.check(o, res) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -11,7 +12,7 @@ import (
 // ListObjects returns one page of keys in bucket: objects and common
 // prefixes in key order, at most in.MaxKeys of both together. Objects carry
 // Key, Size, ETag, LastModified and Checksum (not Meta or PartSizes); with
-// in.ACL, ACLs holds their ACLs. A common prefix is skipped with one seek
+// in.Owners, Owners holds their owners. A common prefix is skipped with one seek
 // however many keys it holds. MaxKeys 0 returns nothing, untruncated, as
 // S3 does. Errors: NoSuchBucket.
 func (s *Service) ListObjects(ctx context.Context, bucket string, in ListInput) (ListResult, error) {
@@ -26,11 +27,11 @@ func (s *Service) ListObjects(ctx context.Context, bucket string, in ListInput) 
 		Prefix: in.Prefix, Delimiter: in.Delimiter, StartAfter: in.StartAfter, Limit: max(in.MaxKeys, 0),
 	}
 	var es []meta.Entry
-	var acls [][]byte
+	var owners []string
 	var truncated bool
 	var err error
-	if in.ACL {
-		es, acls, truncated, err = s.db.ListObjectsACL(ctx, bucket, opt)
+	if in.Owners {
+		es, owners, truncated, err = s.db.ListObjectsOwners(ctx, bucket, opt, s.aclOwner(ctx, bucket))
 	} else {
 		es, truncated, err = s.db.ListObjects(ctx, bucket, opt)
 	}
@@ -45,8 +46,8 @@ func (s *Service) ListObjects(ctx context.Context, bucket string, in ListInput) 
 		}
 	}
 	r.Objects = make([]ObjectInfo, 0, nObjects)
-	if in.ACL {
-		r.ACLs = make([][]byte, 0, nObjects)
+	if in.Owners {
+		r.Owners = make([]string, 0, nObjects)
 	}
 	for i, e := range es {
 		if e.IsPrefix {
@@ -57,8 +58,8 @@ func (s *Service) ListObjects(ctx context.Context, bucket string, in ListInput) 
 			Bucket: bucket, Key: e.Key, Size: e.Object.Size, ETag: e.Object.ETag,
 			LastModified: e.Object.Modified, Checksum: fromMetaChecksum(e.Object.Checksum),
 		})
-		if in.ACL {
-			r.ACLs = append(r.ACLs, acls[i])
+		if in.Owners {
+			r.Owners = append(r.Owners, owners[i])
 		}
 	}
 	if truncated && len(es) > 0 {
@@ -69,8 +70,8 @@ func (s *Service) ListObjects(ctx context.Context, bucket string, in ListInput) 
 
 // ListObjectVersions returns one page of the versions in bucket: keys in
 // order, each key's versions (objects and delete markers) newest first,
-// and common prefixes, at most in.MaxKeys of all together (with in.ACL,
-// each version's ACL). It works on every bucket: the objects of one that
+// and common prefixes, at most in.MaxKeys of all together (with
+// in.Owners, each version's owner). It works on every bucket: the objects of one that
 // was never versioned are their null versions. Errors: NoSuchBucket,
 // InvalidArgument (a version-id marker without a key marker, or
 // malformed).
@@ -93,11 +94,14 @@ func (s *Service) ListObjectVersions(ctx context.Context, bucket string, in List
 	if in.MaxKeys <= 0 {
 		return ListVersionsResult{}, nil
 	}
-	es, truncated, err := s.db.ListVersions(ctx, bucket, meta.VersionListOptions{
+	opt := meta.VersionListOptions{
 		Prefix: in.Prefix, Delimiter: in.Delimiter,
 		KeyMarker: in.KeyMarker, VersionIDMarker: in.VersionIDMarker, Limit: in.MaxKeys,
-		ACL: in.ACL,
-	})
+	}
+	if in.Owners {
+		opt.Owner = s.aclOwner(ctx, bucket)
+	}
+	es, truncated, err := s.db.ListVersions(ctx, bucket, opt)
 	if err != nil {
 		return ListVersionsResult{}, fmt.Errorf("list versions of %s: %w", bucket, err)
 	}
@@ -111,7 +115,7 @@ func (s *Service) ListObjectVersions(ctx context.Context, bucket string, in List
 		r.Versions = append(r.Versions, ObjectVersion{
 			Key: e.Key, VersionID: v.VersionID, IsLatest: v.IsLatest, DeleteMarker: v.DeleteMarker,
 			Size: v.Size, ETag: v.ETag, LastModified: v.Modified, Checksum: fromMetaChecksum(v.Checksum),
-			ACL: v.ACL,
+			Owner: v.Owner,
 		})
 	}
 	if truncated && len(es) > 0 {
@@ -122,4 +126,23 @@ func (s *Service) ListObjectVersions(ctx context.Context, bucket string, in List
 		}
 	}
 	return r, nil
+}
+
+// aclOwner returns the owner function of bucket's listings that report
+// owners: the canonical ID of the owner in an object's stored ACL
+// (acl.DecodeOwner), "" for an object stored without one (the bucket's
+// owner's) and for one whose ACL does not decode (a damaged record, listed
+// as the bucket owner's rather than failing the page; logged).
+func (s *Service) aclOwner(ctx context.Context, bucket string) func(doc []byte) string {
+	return func(doc []byte) string {
+		if len(doc) == 0 {
+			return ""
+		}
+		id, err := acl.DecodeOwner(doc)
+		if err != nil {
+			s.log.WarnContext(ctx, "object's ACL does not decode: listed as the bucket owner's", "bucket", bucket, "err", err)
+			return ""
+		}
+		return id
+	}
 }

@@ -227,21 +227,22 @@ type ListInput struct {
 	Delimiter  string
 	StartAfter string // exclusive: marker, start-after or decoded continuation token
 	MaxKeys    int    // 0 returns nothing but IsTruncated; callers clamp to 1000
-	// ACL asks for each object's ACL (ListResult.ACLs), which costs
-	// decoding more of each record: a listing that reports owners needs
-	// it.
-	ACL bool
+	// Owners asks for each object's owner (ListResult.Owners), which
+	// costs decoding more of each record.
+	Owners bool
 }
 
 // ListResult is one page of a listing, objects and common prefixes merged in
 // key order.
 type ListResult struct {
 	Objects []ObjectInfo
-	// ACLs are, when ListInput.ACL asks for them, the ACLs of Objects in
-	// stored form, in order (nil: private to the bucket's owner); equal
-	// ones may share a slice. They are apart from ObjectInfo, which
-	// listings that do not ask would carry at a cost.
-	ACLs           [][]byte
+	// Owners are, when ListInput.Owners asks for them, the canonical IDs
+	// of the owners in the ACLs of Objects, in order; "" for an object
+	// stored without an ACL, which is the bucket owner's (so is every
+	// object where ACLs are off: the caller knows the bucket's
+	// settings). They are apart from ObjectInfo, which listings that do
+	// not ask would carry at a cost.
+	Owners         []string
 	CommonPrefixes []string
 	IsTruncated    bool
 	// NextMarker is the last key or common prefix returned when truncated:
@@ -282,14 +283,10 @@ type ListPartsResult struct {
 
 // ObjectRef names an object version for DeleteObject and DeleteObjects:
 // VersionID "" is the latest version (a delete marker is written in a
-// versioned bucket). If makes the delete conditional. MarkerACL is the
-// ACL, in stored form, of the delete marker the delete writes, if it
-// writes one (nil: private to the bucket's owner): S3 lists who deleted as
-// its owner.
+// versioned bucket). If makes the delete conditional.
 type ObjectRef struct {
 	Key, VersionID string
 	If             DeleteConditions
-	MarkerACL      []byte
 }
 
 // DeleteConditions are a conditional delete's preconditions (If-Match,
@@ -325,7 +322,7 @@ type ListVersionsInput struct {
 	KeyMarker         string
 	VersionIDMarker   string // only with KeyMarker
 	MaxKeys           int    // 0 returns nothing; callers clamp to 1000
-	ACL               bool   // return each version's ACL (ObjectVersion.ACL), as ListInput.ACL
+	Owners            bool   // return each version's owner (ObjectVersion.Owner), as ListInput.Owners
 }
 
 // ObjectVersion is one entry of ListObjectVersions: an object version or a
@@ -339,10 +336,10 @@ type ObjectVersion struct {
 	ETag         string
 	LastModified time.Time
 	Checksum     ChecksumValue
-	// ACL is the version's ACL in stored form (a delete marker's names who
-	// deleted; nil: private to the bucket's owner), when
-	// ListVersionsInput.ACL asks for it.
-	ACL []byte
+	// Owner is the canonical ID of the owner in the version's ACL, when
+	// ListVersionsInput.Owners asks for it, as ListResult.Owners; "" for
+	// a delete marker, the bucket owner's.
+	Owner string
 }
 
 // ListVersionsResult is one page of ListObjectVersions: versions (objects

@@ -395,22 +395,6 @@ func (h *Handler) newObjectACL(r *http.Request, rq *request) ([]byte, error) {
 	return objectACLDoc(a, bucketOwner), nil
 }
 
-// markerACL returns the stored ACL of a delete marker that p's delete
-// writes: S3 lists who deleted as its owner. A user owns its marker, as
-// the object it writes without ACL headers (its own whatever the bucket's
-// Object Ownership: BucketOwnerPreferred hands an object over only for
-// bucket-owner-full-control, and where ACLs are off listings report the
-// bucket's owner anyway), stored even where it owns the bucket, which
-// spares the delete a read of the bucket. Root's marker, like root's write,
-// and an anonymous caller's are the bucket owner's: nil. See
-// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteMarkerEntry.html
-func markerACL(p iam.Principal) []byte {
-	if p.Root || p.Anonymous {
-		return nil
-	}
-	return acl.Encode(acl.Private(iam.CanonicalID(p)))
-}
-
 // aclPermission says which ACL permission, on the bucket or on the
 // object, an action needs for an ACL grant to allow it. A read-only
 // lookup table; actions not in it are never allowed by an ACL. See

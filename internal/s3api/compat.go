@@ -124,8 +124,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   Owner. ListObjects, ListObjectsV2 with ` + "`fetch-owner=true`" + ` and
   ListObjectVersions report, whoever lists, each object's owner as its
   Owner, the one GetObjectAcl reports (the bucket's owner where ACLs are
-  off), and a delete marker's as who deleted (a root delete's, like a root
-  write, is the bucket owner's).
+  off), and a delete marker's as the bucket's owner (Coffer records no
+  deleter).
 - Block Public Access: Put/Get/DeletePublicAccessBlock (the PUT needs
   ` + "`Content-MD5`" + ` or an ` + "`x-amz-checksum-*`" + ` header; GET without settings is
   ` + "`404 NoSuchPublicAccessBlockConfiguration`" + `), enforced as S3 does:

@@ -15,7 +15,7 @@ import (
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
 
-// listQuery is a parsed ListObjects or ListObjectsV2 query. Its in.ACL
+// listQuery is a parsed ListObjects or ListObjectsV2 query. Its in.Owners
 // says whether the listing reports owners: v1 always does, v2 with
 // fetch-owner=true; only then are the objects' ACLs read.
 type listQuery struct {
@@ -43,10 +43,10 @@ func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
 	if !v2 {
 		lq.marker = q.Get("marker")
 		lq.in.StartAfter = lq.marker
-		lq.in.ACL = true
+		lq.in.Owners = true
 		return lq, nil
 	}
-	lq.in.ACL = q.Get("fetch-owner") == "true"
+	lq.in.Owners = q.Get("fetch-owner") == "true"
 	lq.marker = q.Get("start-after")
 	lq.in.StartAfter = lq.marker
 	if t, ok := q["continuation-token"]; ok {
@@ -204,7 +204,7 @@ func (h *Handler) listObjects(w http.ResponseWriter, r *http.Request, rq *reques
 	if err != nil {
 		return err
 	}
-	contents, err := h.listContents(r.Context(), rq.bucket, res, lq)
+	contents, err := h.listContents(r.Context(), rq, res, lq)
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 	if err != nil {
 		return err
 	}
-	contents, err := h.listContents(r.Context(), rq.bucket, res, lq)
+	contents, err := h.listContents(r.Context(), rq, res, lq)
 	if err != nil {
 		return err
 	}
@@ -268,14 +268,14 @@ func (h *Handler) listObjectsV2(w http.ResponseWriter, r *http.Request, rq *requ
 
 // listContents converts the objects of bucket listed for lq to <Contents>
 // entries, with their owners if lq asked for them.
-func (h *Handler) listContents(ctx context.Context, bucket string, res objects.ListResult, lq listQuery) ([]s3xml.Object, error) {
+func (h *Handler) listContents(ctx context.Context, rq *request, res objects.ListResult, lq listQuery) ([]s3xml.Object, error) {
 	objs := res.Objects
 	if len(objs) == 0 {
 		return nil, nil
 	}
 	var owners *pageOwners
-	if lq.in.ACL {
-		owners = h.pageOwners(bucket)
+	if lq.in.Owners {
+		owners = h.pageOwners(rq)
 	}
 	enc := encoder(lq.encodeURL)
 	out := make([]s3xml.Object, len(objs))
@@ -291,8 +291,8 @@ func (h *Handler) listContents(ctx context.Context, bucket string, res objects.L
 		}
 		if owners != nil {
 			var err error
-			if out[i].Owner, err = owners.of(ctx, res.ACLs[i]); err != nil {
-				return nil, fmt.Errorf("owner of %s/%s: %w", bucket, o.Key, err)
+			if out[i].Owner, err = owners.of(ctx, res.Owners[i]); err != nil {
+				return nil, fmt.Errorf("owner of %s/%s: %w", rq.bucket, o.Key, err)
 			}
 		}
 	}
@@ -300,31 +300,34 @@ func (h *Handler) listContents(ctx context.Context, bucket string, res objects.L
 }
 
 // pageOwners reports the Owner of each object or version of a listing's
-// page, as GetObjectAcl reports it: the owner in its ACL, the bucket's
-// owner for one stored without an ACL and for every object where ACLs are
-// off (BucketOwnerEnforced). It reads the bucket's settings at the first
-// entry, decodes each distinct ACL once and only as far as its owner, and
-// names each owner once: entries of one owner share its *s3xml.Owner. An
-// ACL that does not decode names the bucket's owner, logged.
+// page, as GetObjectAcl reports it: the owner in its ACL (the owner ID
+// objects reads from it), the bucket's owner for one stored without an
+// ACL and for every object where ACLs are off (BucketOwnerEnforced). It
+// reads the bucket's settings at the first entry and names each owner
+// once: entries of one owner share its *s3xml.Owner. An anonymous caller
+// (a public bucket) gets owners' IDs without their display names: in
+// Coffer those are IAM user names, which S3, whose owners are accounts,
+// never lists.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_Owner.html
 type pageOwners struct {
-	h      *Handler
-	bucket string
-	loaded bool
+	h         *Handler
+	bucket    string
+	anonymous bool
+	loaded    bool
 	// enforced and bucketOwner are the bucket's settings, once loaded.
 	enforced    bool
 	bucketOwner string
-	byACL       map[string]*s3xml.Owner // stored ACL → its owner
 	byID        map[string]*s3xml.Owner // canonical ID → owner
 }
 
-// pageOwners returns the owners of one page of a listing of bucket.
-func (h *Handler) pageOwners(bucket string) *pageOwners {
-	return &pageOwners{h: h, bucket: bucket, byACL: map[string]*s3xml.Owner{}, byID: map[string]*s3xml.Owner{}}
+// pageOwners returns the owners of one page of a listing of rq's bucket.
+func (h *Handler) pageOwners(rq *request) *pageOwners {
+	return &pageOwners{h: h, bucket: rq.bucket, anonymous: rq.principal.Anonymous, byID: map[string]*s3xml.Owner{}}
 }
 
-// of returns the Owner of an object or version whose stored ACL is doc.
-func (po *pageOwners) of(ctx context.Context, doc []byte) (*s3xml.Owner, error) {
+// of returns the Owner of an object or version whose ACL names owner id
+// ("" for none: objects.ListResult.Owners).
+func (po *pageOwners) of(ctx context.Context, id string) (*s3xml.Owner, error) {
 	if !po.loaded {
 		ba, err := po.h.objects.BucketAccess(ctx, po.bucket)
 		if err != nil {
@@ -334,22 +337,10 @@ func (po *pageOwners) of(ctx context.Context, doc []byte) (*s3xml.Owner, error) 
 		po.bucketOwner = bucketOwnerID(ba.Owner)
 		po.loaded = true
 	}
-	if po.enforced || len(doc) == 0 {
-		return po.named(po.bucketOwner), nil
-	}
-	if o, ok := po.byACL[string(doc)]; ok {
-		return o, nil
-	}
-	id, err := acl.DecodeOwner(doc)
-	if err != nil {
-		// A damaged record: list it as the bucket owner's rather than
-		// fail the page (as uploadParties does).
-		po.h.log.WarnContext(ctx, "object's ACL does not decode: listed as the bucket owner's", "bucket", po.bucket, "err", err)
+	if po.enforced || id == "" {
 		id = po.bucketOwner
 	}
-	o := po.named(id)
-	po.byACL[string(doc)] = o
-	return o, nil
+	return po.named(id), nil
 }
 
 // named returns the Owner of canonical ID id.
@@ -357,6 +348,9 @@ func (po *pageOwners) named(id string) *s3xml.Owner {
 	o, ok := po.byID[id]
 	if !ok {
 		x := po.h.canonicalOwner(id)
+		if po.anonymous {
+			x.DisplayName = ""
+		}
 		o = &x
 		po.byID[id] = o
 	}

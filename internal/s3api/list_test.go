@@ -26,20 +26,20 @@ func TestParseListObjects(t *testing.T) {
 		wantErr s3err.Code
 		argName string
 	}{
-		{name: "v1 defaults", want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
+		{name: "v1 defaults", want: listQuery{in: objects.ListInput{MaxKeys: 1000, Owners: true}}},
 		{name: "v1 all", q: "prefix=photos/&delimiter=/&marker=photos/a&max-keys=40&encoding-type=url",
-			want: listQuery{in: objects.ListInput{Prefix: "photos/", Delimiter: "/", StartAfter: "photos/a", MaxKeys: 40, ACL: true}, encodeURL: true, marker: "photos/a"}},
+			want: listQuery{in: objects.ListInput{Prefix: "photos/", Delimiter: "/", StartAfter: "photos/a", MaxKeys: 40, Owners: true}, encodeURL: true, marker: "photos/a"}},
 		{name: "v1 ignores v2 params", q: "start-after=x&continuation-token=!!&fetch-owner=true",
-			want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
-		{name: "max-keys zero", q: "max-keys=0", want: listQuery{in: objects.ListInput{MaxKeys: 0, ACL: true}}},
-		{name: "max-keys capped", q: "max-keys=5000", want: listQuery{in: objects.ListInput{MaxKeys: 1000, ACL: true}}},
+			want: listQuery{in: objects.ListInput{MaxKeys: 1000, Owners: true}}},
+		{name: "max-keys zero", q: "max-keys=0", want: listQuery{in: objects.ListInput{MaxKeys: 0, Owners: true}}},
+		{name: "max-keys capped", q: "max-keys=5000", want: listQuery{in: objects.ListInput{MaxKeys: 1000, Owners: true}}},
 		{name: "max-keys negative", q: "max-keys=-1", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "max-keys junk", q: "max-keys=ten", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "max-keys overflow", q: "max-keys=99999999999999999999", wantErr: s3err.InvalidArgument, argName: "max-keys"},
 		{name: "encoding-type other", q: "encoding-type=base64", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
 		{name: "encoding-type upper", q: "encoding-type=URL", wantErr: s3err.InvalidArgument, argName: "encoding-type"},
 		{name: "v2 start-after", v2: true, q: "list-type=2&start-after=ExampleGuide.pdf&max-keys=2&fetch-owner=true",
-			want: listQuery{in: objects.ListInput{StartAfter: "ExampleGuide.pdf", MaxKeys: 2, ACL: true}, marker: "ExampleGuide.pdf"}},
+			want: listQuery{in: objects.ListInput{StartAfter: "ExampleGuide.pdf", MaxKeys: 2, Owners: true}, marker: "ExampleGuide.pdf"}},
 		{name: "v2 token wins", v2: true, q: "list-type=2&start-after=a&continuation-token=" + encodeToken("photos/z"),
 			want: listQuery{in: objects.ListInput{StartAfter: "photos/z", MaxKeys: 1000}, marker: "a", token: encodeToken("photos/z")}},
 		{name: "v2 bad token", v2: true, q: "continuation-token=!!!", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
@@ -260,10 +260,9 @@ func TestListControlCharacterKeys(t *testing.T) {
 // the object's owner, as GetObjectAcl reports it (its writer; the
 // bucket's owner for a root write, for bucket-owner-full-control under
 // BucketOwnerPreferred, and for every object once ACLs are off under
-// BucketOwnerEnforced), and a delete marker's who deleted. ListObjectsV2
-// without fetch-owner lists none. See
-// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html and
-// https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteMarkerEntry.html
+// BucketOwnerEnforced), and for a delete marker the bucket's owner
+// (Coffer records no deleter). ListObjectsV2 without fetch-owner lists
+// none. See https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html
 func TestListOwners(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, Config{})
@@ -300,7 +299,7 @@ func TestListOwners(t *testing.T) {
 	}
 	versionOwners := map[string]s3xml.Owner{ // key and "marker" or "version" → owner
 		"by-alice version": aliceOwner, "by-alice-for-owner version": root, "by-root version": root,
-		"deleted-by-alice marker": aliceOwner, "deleted-by-alice version": root,
+		"deleted-by-alice marker": root, "deleted-by-alice version": root,
 		"deleted-by-root marker": root, "deleted-by-root version": aliceOwner,
 	}
 	allRoot := func(m map[string]s3xml.Owner) map[string]s3xml.Owner {
@@ -345,6 +344,16 @@ func TestListOwners(t *testing.T) {
 	}
 	t.Run("ObjectWriter", func(t *testing.T) {
 		check(t, "alices", map[string]s3xml.Owner{"by-root": aliceOwner}, map[string]s3xml.Owner{"by-root version": aliceOwner})
+	})
+	t.Run("anonymous", func(t *testing.T) {
+		// A public bucket lists its owners' IDs to anyone, not their
+		// names (IAM user names in Coffer).
+		hs.do(call{method: "PUT", path: "/alices?acl", cred: alice, header: header("X-Amz-Acl", "public-read")}).mustStatus(t, http.StatusOK)
+		noName := s3xml.Owner{ID: aliceOwner.ID}
+		got := listOwners(t, hs, call{method: "GET", path: "/alices", anon: true})
+		if want := map[string]s3xml.Owner{"by-root": noName}; !cmp.Equal(want, got) {
+			t.Errorf("anonymous ListObjects: owners %v, want %v", got, want)
+		}
 	})
 	t.Run("BucketOwnerPreferred", func(t *testing.T) {
 		check(t, "bkt", objectOwners, versionOwners)

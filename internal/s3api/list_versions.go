@@ -39,20 +39,20 @@ func parseListVersions(q url.Values, maxKeys int) (versionsQuery, error) {
 
 // listObjectVersions serves ListObjectVersions. It works on every bucket:
 // in one that was never versioned, each object is its null version. Each
-// version's Owner is its owner (pageOwners), a delete marker's who
-// deleted.
+// version's Owner is its owner (pageOwners), a delete marker's the
+// bucket's owner (Coffer records no deleter).
 func (h *Handler) listObjectVersions(w http.ResponseWriter, r *http.Request, rq *request) error {
 	vq, err := parseListVersions(rq.query, h.cfg.MaxKeys)
 	if err != nil {
 		return err
 	}
-	vq.in.ACL = true // every version has an Owner
+	vq.in.Owners = true // every version has an Owner
 	res, err := h.objects.ListObjectVersions(r.Context(), rq.bucket, vq.in)
 	if err != nil {
 		return err
 	}
 	enc := encoder(vq.encodeURL)
-	owners := h.pageOwners(rq.bucket)
+	owners := h.pageOwners(rq)
 	out := s3xml.ListVersionsResult{
 		Name:                rq.bucket,
 		Prefix:              enc(vq.in.Prefix),
@@ -76,7 +76,7 @@ func (h *Handler) listObjectVersions(w http.ResponseWriter, r *http.Request, rq 
 			x = s3xml.NewVersion(enc(v.Key), v.VersionID, v.IsLatest, s3xml.Time(v.LastModified), quoteETag(v.ETag), v.Size)
 			x.ChecksumAlgorithm, x.ChecksumType = string(v.Checksum.Algorithm), checksumType(v.Checksum)
 		}
-		if x.Owner, err = owners.of(r.Context(), v.ACL); err != nil {
+		if x.Owner, err = owners.of(r.Context(), v.Owner); err != nil {
 			return fmt.Errorf("owner of %s/%s version %s: %w", rq.bucket, v.Key, v.VersionID, err)
 		}
 		out.Versions = append(out.Versions, x)

@@ -38,7 +38,7 @@ func (h *Handler) deleteObject(w http.ResponseWriter, r *http.Request, rq *reque
 	if err := h.authorizeDeleteRead(r, rq, target{bucket: rq.bucket, key: rq.key, versionID: vid}, r.Header, cond); err != nil {
 		return err
 	}
-	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, objects.ObjectRef{Key: rq.key, VersionID: vid, If: cond, MarkerACL: markerACL(rq.principal)})
+	res, err := h.objects.DeleteObject(r.Context(), rq.bucket, objects.ObjectRef{Key: rq.key, VersionID: vid, If: cond})
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,6 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 	}
 	refs := make([]objects.ObjectRef, 0, len(del.Objects))
 	todo := make([]s3xml.ObjectIdentifier, 0, len(del.Objects))
-	marker := markerACL(rq.principal)
 	for i, o := range del.Objects {
 		action := iam.DeleteObject
 		if o.VersionID != "" {
@@ -160,7 +159,7 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 			fail(o, err)
 			continue
 		}
-		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID, If: conds[i], MarkerACL: marker})
+		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID, If: conds[i]})
 		todo = append(todo, o)
 	}
 	if len(refs) > 0 {
