@@ -24,8 +24,7 @@ import (
 // "-N"; with a checksum algorithm the object's checksum combines the
 // parts' (COMPOSITE or FULL_OBJECT). Errors: NoSuchUpload, NoSuchBucket,
 // MalformedXML (no parts), InvalidPartOrder, InvalidPart (missing part,
-// ETag or checksum mismatch), InvalidRequest (a part listed without its
-// checksum in a COMPOSITE upload), EntityTooSmall (a part but the last below
+// ETag or checksum mismatch), EntityTooSmall (a part but the last below
 // MinPartSize), BadDigest (the object checksum or checksum type the client
 // asserted), PreconditionFailed / NoSuchKey (conditional write),
 // NotImplemented.
@@ -102,9 +101,6 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 	}
 	chosen := make([]*meta.Part, len(in.Parts))
 	for i, cp := range in.Parts {
-		if err := checkPartChecksumGiven(u, cp, res); err != nil {
-			return nil, err
-		}
 		j, ok := slices.BinarySearchFunc(stored, cp.Number, func(p meta.Part, n int) int { return p.Number - n })
 		if !ok || stored[j].ETag != normETag(cp.ETag) {
 			return nil, invalidPart(res, cp)
@@ -173,21 +169,6 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		}
 	}
 	return rec, nil
-}
-
-// checkPartChecksumGiven refuses a part listed without its checksum in
-// the completion of an upload created with a checksum algorithm and the
-// COMPOSITE type: S3 builds the object's checksum from the checksums in
-// the request, and answers InvalidRequest when one is missing (a
-// FULL_OBJECT checksum needs none). S3's message names the algorithm in
-// lower case and the part.
-func checkPartChecksumGiven(u *meta.Upload, cp CompletePart, res string) error {
-	if u.ChecksumAlgorithm == "" || u.ChecksumType == checksumFullObject || cp.Checksum != "" {
-		return nil
-	}
-	return s3err.Newf(s3err.InvalidRequest, res, "The upload was created using a "+
-		lower(checksum.Algorithm(u.ChecksumAlgorithm))+" checksum. The complete request must include the checksum for each part. It was missing for part "+
-		strconv.Itoa(cp.Number)+" in the request.")
 }
 
 func invalidPart(res string, cp CompletePart) error {

@@ -328,50 +328,6 @@ func TestMultipartCompleteChecksums(t *testing.T) {
 	}
 }
 
-// TestCompletePartChecksumRequired: the completion of a COMPOSITE upload
-// must list every part's checksum (S3 combines the ones in the request);
-// a FULL_OBJECT upload, or one without an algorithm, needs none.
-func TestCompletePartChecksumRequired(t *testing.T) {
-	ctx := context.Background()
-	for _, tc := range []struct {
-		name    string
-		alg     checksum.Algorithm
-		typ     string
-		want    s3err.Code
-		wantMsg string
-	}{
-		{name: "crc32 composite", alg: checksum.CRC32, want: s3err.InvalidRequest,
-			wantMsg: "The upload was created using a crc32 checksum. The complete request must include the checksum for each part. It was missing for part 2 in the request."},
-		{name: "sha256 composite", alg: checksum.SHA256, typ: "COMPOSITE", want: s3err.InvalidRequest,
-			wantMsg: "The upload was created using a sha256 checksum. The complete request must include the checksum for each part. It was missing for part 2 in the request."},
-		{name: "crc32 full object", alg: checksum.CRC32, typ: "FULL_OBJECT"},
-		{name: "no algorithm"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			u, err := e.s.CreateMultipartUpload(ctx, "bkt", "k", CreateUploadInput{ChecksumAlgorithm: tc.alg, ChecksumType: tc.typ})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cps []CompletePart
-			for i, p := range [][]byte{randBytes(2*testBlock, 1), randBytes(5, 2)} {
-				part, err := e.s.UploadPart(ctx, "bkt", "k", u.UploadID, i+1, PartInput{Size: int64(len(p))}, bytes.NewReader(p))
-				if err != nil {
-					t.Fatal(err)
-				}
-				cps = append(cps, CompletePart{Number: i + 1, ETag: part.ETag, Checksum: part.Checksum.Value})
-			}
-			cps[1].Checksum = ""
-			_, err = e.s.CompleteMultipartUpload(ctx, "bkt", "k", u.UploadID, CompleteInput{Parts: cps})
-			wantCode(t, "Complete without part 2's checksum", err, tc.want)
-			var se *s3err.Error
-			if tc.wantMsg != "" && errors.As(err, &se) && se.Msg() != tc.wantMsg {
-				t.Errorf("message = %q, want %q", se.Msg(), tc.wantMsg)
-			}
-		})
-	}
-}
-
 func TestMultipartPartsLifecycle(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)

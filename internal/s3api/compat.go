@@ -197,9 +197,7 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   asserted ` + "`x-amz-checksum-<algorithm>`" + ` (a COMPOSITE one with or without its
   ` + "`-N`" + `) and ` + "`x-amz-checksum-type`" + ` (` + "`BadDigest`" + ` if they differ) and returns
   both, as do HEAD, GET (the whole object's; with ` + "`partNumber`" + ` the
-  part's), GetObjectAttributes, ListParts and CopyObject. Completing a
-  COMPOSITE upload needs each part's checksum in the request, as in S3
-  (` + "`InvalidRequest`" + ` naming the first part without one).
+  part's), GetObjectAttributes, ListParts and CopyObject.
 - Error responses carry S3's codes, statuses and messages to the letter
   (the table and its sources are in ` + "`internal/s3err/codes.go`" + `; where the
   error-code documentation and what S3 sends differ, Coffer sends what S3
