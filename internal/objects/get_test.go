@@ -52,6 +52,7 @@ func TestGetRangesAndParts(t *testing.T) {
 	e.put(t, "big", data)
 	e.put(t, "small", data[:100])
 	e.put(t, "empty", nil)
+	e.multipart(t, "empty-upload", "", "", []byte{})
 	for _, tc := range []struct {
 		name    string
 		key     string
@@ -70,6 +71,7 @@ func TestGetRangesAndParts(t *testing.T) {
 		{name: "range of empty", key: "empty", opt: GetOptions{Range: &Range{Start: 0, End: 0}}, wantErr: s3err.InvalidRange},
 		{name: "part 1 of single", key: "big", opt: GetOptions{PartNumber: 1}, want: data, partial: true},
 		{name: "part 1 of empty", key: "empty", opt: GetOptions{PartNumber: 1}, want: []byte{}},
+		{name: "part 1 of an upload of one empty part", key: "empty-upload", opt: GetOptions{PartNumber: 1}, want: []byte{}},
 		{name: "part 2 of single", key: "big", opt: GetOptions{PartNumber: 2}, wantErr: s3err.InvalidPartNumber},
 		{name: "part 0 invalid", key: "big", opt: GetOptions{PartNumber: -1}, wantErr: s3err.InvalidArgument},
 		{name: "part 10001", key: "big", opt: GetOptions{PartNumber: 10001}, wantErr: s3err.InvalidArgument},
