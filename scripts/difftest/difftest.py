@@ -15,7 +15,7 @@ usage:
         ./coffer serve --storage-path $(mktemp -d) --address 127.0.0.1:6889 --console-address ""
     MINIO_ROOT_USER=difftestroot MINIO_ROOT_PASSWORD=difftestsecret123 \
         minio server --address 127.0.0.1:9300 --console-address 127.0.0.1:9391 $(mktemp -d)
-    python3 scripts/difftest/difftest.py --seed 1 --ops 2000 \
+    python3 scripts/difftest/difftest.py --seed 1 --ops 3000 \
         [--coffer http://127.0.0.1:6889] [--ref http://127.0.0.1:9300] \
         [--access-key difftestroot] [--secret-key difftestsecret123] \
         [--raw] [--trace TEXT] [-v]
@@ -24,8 +24,8 @@ usage:
 every operation whose description holds TEXT (a key, say) with both answers.
 Exit status 0 when no difference is found, 1 otherwise. Needs boto3. The run
 makes its own buckets (dt-<seed>-…), leaves them in place on failure for
-inspection and deletes them at the end of a clean run. 2000 operations take
-about half a minute on a loopback pair; data written: some 100 MB at most
+inspection and deletes them at the end of a clean run. 3000 operations (the
+default) take about half a minute on a loopback pair; data written: some 100 MB at most
 (a 5 MiB copy source and at most 12 parts of 5 MiB a side).
 """
 
@@ -675,7 +675,9 @@ class Run:
         client = ep.c if enc else ep.c_noenc
         pages = []
         kw = dict(params)
-        for _ in range(6):
+        # Six pages at most with a delimiter other than "/" (MinIO loops on
+        # those), forty otherwise.
+        for _ in range(6 if params.get("Delimiter") not in (None, "/") else 40):
             s, code, r = call(client, opname, Bucket=b, **kw)
             page = {"status": s, "code": code}
             if s != 200:
@@ -723,9 +725,10 @@ class Run:
                 nm = r.get("NextMarker") or (r["Contents"][-1]["Key"] if r.get("Contents") else None)
                 if nm is None:
                     break
-                kw["Marker"] = nm
+                kw["Marker"] = nm if enc or "EncodingType" not in kw else urllib.parse.unquote_plus(nm)
             else:
-                kw["KeyMarker"] = r.get("NextKeyMarker")
+                nk = r.get("NextKeyMarker")
+                kw["KeyMarker"] = nk if enc or "EncodingType" not in kw or nk is None else urllib.parse.unquote_plus(nk)
                 if r.get("NextVersionIdMarker"):
                     kw["VersionIdMarker"] = r["NextVersionIdMarker"]
         return {"pages": pages}
@@ -1260,6 +1263,11 @@ def _norm_list(ctx, a, b):
                 y["key-count"] = len(y.get("contents", [])) + len(y["prefixes"])
                 x["key-count"] = len(x.get("contents", [])) + len(x.get("prefixes", []))
         y.pop("_cut", None)
+        # NextMarker of ListObjects (v1) without a delimiter: S3 sends none
+        # ("returned only if you have the delimiter request parameter
+        # specified"); MinIO does.
+        if "next-marker" in y and not x.get("next-marker") and y.get("delimiter") is None:
+            y["next-marker"] = x.get("next-marker")
         # MinIO appends its metacache's state to the markers it hands out.
         for f in ("next-key", "next-marker", "marker", "key-marker", "start-after"):
             if isinstance(y.get(f), str) and "[minio_cache:" in y[f]:
@@ -1343,7 +1351,8 @@ def _norm_ref_codes(ctx, a, b):
         same = True
     # partNumber=1 of an empty object not uploaded in parts: Coffer 200 (the
     # whole, empty, object), MinIO 206; S3's answer is not known.
-    if op in ("get_object", "head_object") and "'PartNumber'" in ctx["desc"] and sa[0] == 200 and \
+    if (op in ("get_object", "head_object") and "'PartNumber'" in ctx["desc"] or
+            ctx["desc"].startswith("mpu-check get part")) and sa[0] == 200 and \
             sb[0] == 206 and a.get("content-length") == "0":
         same = True
     # HEAD of a delete marker by version ID with a Range: S3 405 (a delete
@@ -1458,7 +1467,7 @@ def main():
     ap.add_argument("--access-key", default="difftestroot")
     ap.add_argument("--secret-key", default="difftestsecret123")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--ops", type=int, default=2000)
+    ap.add_argument("--ops", type=int, default=3000)
     ap.add_argument("--trace", metavar="TEXT", help="print every operation whose description holds TEXT")
     ap.add_argument("--raw", action="store_true", help="do not normalize known differences")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every difference, not the first 3 of each class")
