@@ -964,7 +964,10 @@ class Run:
         uid, u = self.pick_upload()
         if u is None:
             return
-        mode = self.rng.choice(["ok", "ok", "ok", "wrong-etag", "order", "missing", "empty", "dup", "no-part-checksum"])
+        # "no-part-checksum" (a COMPOSITE completion without part
+        # checksums) is not sent: Coffer completes it, as the Ceph suite
+        # expects, where S3 and MinIO refuse (known-differences.md).
+        mode = self.rng.choice(["ok", "ok", "ok", "wrong-etag", "order", "missing", "empty", "dup"])
         nums = sorted(n for n, e in u["parts"].items() if len(e) == 2)
 
         def run(ep):
@@ -1389,6 +1392,10 @@ def _norm_ref_codes(ctx, a, b):
     # Tag sets S3 refuses (a key starting with aws:, empty, too long, or
     # given twice): MinIO takes some.
     if op == "tagging-put" and sa == (400, "InvalidTag") and "scratch-tags" in ctx["desc"]:
+        same = True
+    # More than 10 tags: S3 and MinIO 400 BadRequest; Coffer InvalidTag, on
+    # purpose (known-differences.md).
+    if op == "tagging-put" and sa == (400, "InvalidTag") and sb == (400, "BadRequest") and "'k10'" in ctx["desc"]:
         same = True
     if same:
         return a, a
