@@ -29,8 +29,8 @@ var _ blob.Claimer = (*Store)(nil)
 // and what it reads decides (blob.Claims): another store's fails with
 // blob.ErrClaimed, naming the directory, both IDs and what to do. An
 // unclaimed directory holding blocks (local.Blocks) is claimed only by a
-// metadata store that holds records, or fails with
-// blob.ErrUnclaimedBlocks.
+// metadata store that has buckets and no other metadata beside it
+// (local.Beside), or fails with blob.ErrUnclaimedBlocks.
 func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (blob.Owner, error) {
 	got, _, err := s.claims.Claim(ctx, claimIO{s}, want, local)
 	return got, err

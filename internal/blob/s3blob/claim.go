@@ -41,7 +41,7 @@ var _ blob.Claimer = (*Store)(nil)
 // bucket, the prefix, both IDs and what to do. want.Note is set by Claim.
 //
 // A prefix without a claim that holds blocks (local.Blocks) is claimed
-// only by a metadata store that holds records: a deployment that used the
+// only by a metadata store that has buckets: a deployment that used the
 // prefix before claims existed claims it at its next start, and until
 // then a new, empty deployment given the same prefix (a test instance
 // pointed at production's) would otherwise claim it and, an hour later,
@@ -90,7 +90,7 @@ func (c claimIO) UnclaimedBlocksError(first string, _ blob.Local) error {
 const prefixSettings = "--blob.s3.prefix; for coffer admin migrate, the PREFIX of --to-s3"
 
 // unclaimedBlocksError is Claim's error for an unclaimed prefix that
-// holds the block first, claimed by a store without records.
+// holds the block first, claimed by a store without buckets.
 func (s *Store) unclaimedBlocksError(first string) error {
 	return fmt.Errorf("s3blob: unclaimed prefix %w: bucket %q, prefix %q at %s holds blocks (%s, …), and this server's metadata store has no buckets: "+
 		"they belong to another deployment that has not claimed the prefix yet (it will at its next start), or to one whose metadata is lost. "+
