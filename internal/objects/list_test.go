@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
@@ -56,4 +57,27 @@ func TestListObjects(t *testing.T) {
 	}
 	_, err := e.s.ListObjects(ctx, "nope", ListInput{MaxKeys: 10})
 	wantCode(t, "ListObjects(missing bucket)", err, s3err.NoSuchBucket)
+}
+
+// TestACLOwner: a listing's owner function reads the owner of a stored
+// ACL, and names none ("", the bucket owner's) for an object stored
+// without one and for an ACL that does not decode (a damaged record),
+// rather than fail the page.
+func TestACLOwner(t *testing.T) {
+	e := newEnv(t)
+	owner := e.s.aclOwner(context.Background(), "bkt")
+	const id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		doc  []byte
+		want string
+	}{
+		{"stored", acl.Encode(acl.Private(id)), id},
+		{"none", nil, ""},
+		{"damaged", []byte(`{"owner":`), ""},
+	} {
+		if got := owner(tc.doc); got != tc.want {
+			t.Errorf("%s: owner = %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }
