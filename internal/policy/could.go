@@ -32,7 +32,7 @@ func (p *Policy) CouldAllowInBucket(pr Principal, username, bucket string, actio
 	bucketARN := s3ARNPrefix + bucket
 	for i := range p.allows() {
 		s := &p.allows()[i]
-		if s.principal != nil && !s.principal.match(&pr) {
+		if s.principal != nil && !s.principal.match(&pr, false) {
 			continue
 		}
 		matched := false

@@ -39,9 +39,11 @@
 //     actions only (an S3 ARN covers no IAM action on AWS either), and by
 //     a Deny with NotResource, never an Allow with NotResource.
 //   - Principal: "*" or {"AWS": ...} with "*", an account (a 12-digit ID or
-//     arn:aws:iam::ID:root: Coffer's root user) or users
-//     (arn:aws:iam::ID:user/[PATH/]NAME). Coffer has one account, so any
-//     12-digit ID is accepted. An ARN whose account is a tenant name
+//     arn:aws:iam::ID:root) or users (arn:aws:iam::ID:user/[PATH/]NAME).
+//     Coffer has one account, so any 12-digit ID is accepted. As on AWS,
+//     the account means its root user in an Allow (a user still needs its
+//     own policy's grant) and every identity of the account, users
+//     included, in a Deny. An ARN whose account is a tenant name
 //     (arn:aws:iam::TENANT:..., as Ceph writes them) names a principal of
 //     another tenant, which no request carries. "*" includes anonymous
 //     requests.

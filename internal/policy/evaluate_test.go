@@ -227,6 +227,15 @@ func TestEvaluatePrincipal(t *testing.T) {
 		{"root ARN not a user", pol(`{"AWS":"arn:aws:iam::123456789012:root"}`), req(getObj, objARN), NotApplicable},
 		{"account ID is root", pol(`{"AWS":"123456789012"}`), req(getObj, objARN, asRoot), Allow},
 		{"deny everyone", doc(`{"Effect":"Deny","Principal":"*","Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN, anonymous), Deny},
+
+		// A Deny naming the account shuts out every identity of it, not
+		// only the root user an Allow naming it means.
+		{"deny account ID denies users", doc(`{"Effect":"Deny","Principal":{"AWS":"123456789012"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN), Deny},
+		{"deny account ARN denies users", doc(`{"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::123456789012:root"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN, withUser("bob")), Deny},
+		{"deny account ARN denies root", doc(`{"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::123456789012:root"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN, asRoot), Deny},
+		{"deny account not anonymous", doc(`{"Effect":"Deny","Principal":{"AWS":"123456789012"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN, anonymous), NotApplicable},
+		{"deny account in a list", doc(`{"Effect":"Deny","Principal":{"AWS":["arn:aws:iam::123456789012:user/carol","123456789012"]},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN), Deny},
+		{"deny other tenant denies nobody", doc(`{"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::tenant2:root"},"Action":"s3:*","Resource":"arn:aws:s3:::b/*"}`), req(getObj, objARN), NotApplicable},
 	})
 }
 

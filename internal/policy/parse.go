@@ -365,9 +365,9 @@ func (c *compiler) principal(s *statement, v *jvalue) error {
 	return nil
 }
 
-// add adds one AWS principal: "*" (everyone, anonymous included), an
-// account (a 12-digit ID or arn:aws:iam::ID:root, which Coffer's root
-// user is) or a user, arn:aws:iam::ID:user/[PATH/]NAME. Coffer has one
+// add adds one AWS principal: "*" (everyone, anonymous included), the
+// account (a 12-digit ID or arn:aws:iam::ID:root; see principal.match)
+// or a user, arn:aws:iam::ID:user/[PATH/]NAME. Coffer has one
 // account, so the ID is not checked beyond its form. As in AWS, wildcards
 // are not allowed in principal ARNs
 // (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html).
@@ -377,7 +377,7 @@ func (p *principal) add(id string) error {
 		return nil
 	}
 	if isAccountID(id) {
-		p.root = true
+		p.account = true
 		return nil
 	}
 	bad := func(why string) error {
@@ -403,7 +403,7 @@ func (p *principal) add(id string) error {
 		return bad("principal ARNs cannot hold wildcards; use a Condition on aws:username")
 	}
 	if res == "root" {
-		p.root = true
+		p.account = true
 		return nil
 	}
 	path, ok := strings.CutPrefix(res, "user/")

@@ -249,18 +249,27 @@ type resource struct {
 // principal is a compiled Principal element.
 type principal struct {
 	anyone bool // "*"
-	root   bool
-	users  []string
+	// account is set for the account principal (a 12-digit ID or
+	// arn:aws:iam::ID:root).
+	account bool
+	users   []string
 }
 
-func (p *principal) match(pr *Principal) bool {
+// match reports whether the request's principal is one the element
+// names. The account principal means the root user in an Allow and every
+// identity of the account in a Deny, as on AWS: an Allow naming the
+// account delegates to it (its users still need their own policies,
+// which decide for them), a Deny naming it shuts the whole account out.
+func (p *principal) match(pr *Principal, deny bool) bool {
 	switch {
 	case p.anyone:
 		return true
 	case pr.Anonymous:
 		return false
 	case pr.Root:
-		return p.root
+		return p.account
+	case p.account && deny:
+		return true
 	}
 	for _, u := range p.users {
 		if u == pr.User {
@@ -339,7 +348,7 @@ func (s *statement) applies(c *Context, ai int, known bool, lower string) bool {
 	if !s.matchAction(ai, known, lower) {
 		return false
 	}
-	if s.principal != nil && !s.principal.match(&c.Principal) {
+	if s.principal != nil && !s.principal.match(&c.Principal, s.effect == Deny) {
 		return false
 	}
 	if !s.matchResource(c) {

@@ -241,3 +241,34 @@ func TestListConditionsSeeWhatIsListed(t *testing.T) {
 	}
 	hs.do(call{method: http.MethodGet, path: "/bkt?list-type=2&prefix=&delimiter=/&max-keys=%2B500", cred: u}).want(t, http.StatusBadRequest, s3err.InvalidArgument)
 }
+
+// TestBucketPolicyDenyAccount checks that a Deny naming the account (its
+// ID or its root ARN) shuts out the account's users, as on AWS, while an Allow naming it grants a user nothing its own policies
+// do not.
+func TestBucketPolicyDenyAccount(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("v"))
+	bob := hs.user("bob", "readwrite")
+	eve := hs.user("eve")
+
+	for _, principal := range []string{`"123456789012"`, `"arn:aws:iam::123456789012:root"`} {
+		pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":{"AWS":` + principal + `},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+		hs.do(call{method: http.MethodPut, path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
+		hs.do(call{method: http.MethodGet, path: "/bkt/k", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+		// Coffer's root is allowed everything, bucket policies or not
+		// (docs/design/0003-iam.md), so it can always take the policy off.
+		hs.do(call{method: http.MethodGet, path: "/bkt/k"}).mustStatus(t, http.StatusOK)
+		// What the Deny does not name stays as the user's policy says.
+		hs.do(call{method: http.MethodPut, path: "/bkt/k2", body: []byte("x"), cred: bob}).mustStatus(t, http.StatusOK)
+		hs.do(call{method: http.MethodDelete, path: "/bkt?policy"}).mustStatus(t, http.StatusNoContent)
+		hs.do(call{method: http.MethodGet, path: "/bkt/k", cred: bob}).mustStatus(t, http.StatusOK)
+	}
+
+	// An Allow naming the account is root's: a user without a policy of
+	// its own gains nothing.
+	allow := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"123456789012"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+	hs.do(call{method: http.MethodPut, path: "/bkt?policy", body: []byte(allow)}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: http.MethodGet, path: "/bkt/k", cred: eve}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: http.MethodGet, path: "/bkt/k"}).mustStatus(t, http.StatusOK)
+}
