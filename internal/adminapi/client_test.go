@@ -46,11 +46,11 @@ func TestClientRoundTrip(t *testing.T) {
 		want     any
 	}{
 		{"Users", func(ctx context.Context, c *Client) (any, error) { return c.Users(ctx) }, "Users()",
-			[]UserInfo{{Name: "alice", Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime}}},
+			[]UserInfo{{Name: "alice", Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime, CanonicalID: "c0ffee"}}},
 		{"CreateUser", func(ctx context.Context, c *Client) (any, error) { return c.CreateUser(ctx, "alice") }, "CreateUser(alice)",
 			CreateUserResponse{User: "alice", AccessKey: "NEWKEY", SecretKey: "new-secret"}},
 		{"User", func(ctx context.Context, c *Client) (any, error) { return c.User(ctx, "a b/c") }, "User(a b/c)",
-			UserInfo{Name: "a b/c", Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime}},
+			UserInfo{Name: "a b/c", Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime, CanonicalID: "c0ffee"}},
 		{"DeleteUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteUser(ctx, "alice") }, "DeleteUser(alice)", nil},
 		{"DisableUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.DisableUser(ctx, "alice") }, "SetUserDisabled(alice, true)", nil},
 		{"EnableUser", func(ctx context.Context, c *Client) (any, error) { return nil, c.EnableUser(ctx, "alice") }, "SetUserDisabled(alice, false)", nil},

@@ -158,7 +158,7 @@ func (f *fakeBackend) CheckUsage(_ context.Context, repair bool) (objects.UsageC
 }
 
 func (f *fakeBackend) user(name string) iam.UserInfo {
-	return iam.UserInfo{Name: name, Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime}
+	return iam.UserInfo{Name: name, Policies: []string{"readonly"}, Groups: []string{"devs"}, Created: testTime, CanonicalID: "c0ffee"}
 }
 
 func (f *fakeBackend) key(ak string) iam.KeyInfo {

@@ -32,11 +32,11 @@ var endpointCases = []struct {
 	wantJSON     string // the response body, compared as JSON; "" for none
 }{
 	{endpoint: "ListUsers", method: "GET", path: "/users", wantStatus: 200, wantCall: "Users()",
-		wantJSON: `{"users":[{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false}]}`},
+		wantJSON: `{"users":[{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false,"canonicalId":"c0ffee"}]}`},
 	{endpoint: "CreateUser", method: "POST", path: "/users", body: `{"name":"alice"}`, wantStatus: 200, wantCall: "CreateUser(alice)",
 		wantJSON: `{"user":"alice","accessKey":"NEWKEY","secretKey":"new-secret"}`},
 	{endpoint: "GetUser", method: "GET", path: "/users/alice", wantStatus: 200, wantCall: "User(alice)",
-		wantJSON: `{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false}`},
+		wantJSON: `{"name":"alice","disabled":false,"policies":["readonly"],"groups":["devs"],"created":"2025-01-02T03:04:05Z","password":false,"canonicalId":"c0ffee"}`},
 	{endpoint: "DeleteUser", method: "DELETE", path: "/users/alice", wantStatus: 204, wantCall: "DeleteUser(alice)"},
 	{endpoint: "DisableUser", method: "POST", path: "/users/alice/disable", wantStatus: 204, wantCall: "SetUserDisabled(alice, true)"},
 	{endpoint: "EnableUser", method: "POST", path: "/users/alice/enable", wantStatus: 204, wantCall: "SetUserDisabled(alice, false)"},

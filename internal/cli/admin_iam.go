@@ -175,6 +175,7 @@ func adminUserShow(ctx context.Context, s *adminSession, args []string) error {
 	fmt.Fprintf(tw, "Policies:\t%s\n", list(u.Policies))
 	fmt.Fprintf(tw, "Console password:\t%s\n", map[bool]string{true: "set", false: "none"}[u.Password])
 	fmt.Fprintf(tw, "Created:\t%s\n", timestamp(u.Created))
+	fmt.Fprintf(tw, "Canonical ID:\t%s\n", u.CanonicalID)
 	return tw.Flush()
 }
 

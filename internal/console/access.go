@@ -113,7 +113,7 @@ func (h *Handler) aclGrants(r *http.Request, s *session, q objectRequest) func()
 		if ba.Block.IgnorePublicAcls {
 			a = a.WithoutPublic()
 		}
-		return a.Allows(acl.Requester{ID: iam.CanonicalID(s.principal)}, need.perm)
+		return a.Allows(acl.Requester{ID: h.iam.CanonicalID(s.principal)}, need.perm)
 	}
 }
 
@@ -130,7 +130,7 @@ func (h *Handler) newObjectACL(r *http.Request, s *session, bucket string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	writer, bucketOwner := iam.CanonicalID(s.principal), bucketOwnerID(ba.Owner)
+	writer, bucketOwner := h.iam.CanonicalID(s.principal), bucketOwnerID(ba.Owner)
 	if acl.Ownership(ba.Ownership) == acl.BucketOwnerEnforced || writer == bucketOwner {
 		return nil, nil
 	}
@@ -141,7 +141,7 @@ func (h *Handler) newObjectACL(r *http.Request, s *session, bucket string) ([]by
 // bucket from before owners were recorded.
 func bucketOwnerID(owner string) string {
 	if owner == "" {
-		return iam.CanonicalID(iam.Principal{Root: true})
+		return iam.RootCanonicalID()
 	}
 	return owner
 }

@@ -91,9 +91,9 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, s *sessio
 	name := strings.TrimSpace(r.PostFormValue("name"))
 	err := h.authorize(r, s, iam.CreateBucket, name)
 	if err == nil {
-		owner := iam.CanonicalID(s.principal)
+		owner := h.iam.CanonicalID(s.principal)
 		err = h.buckets.CreateBucket(r.Context(), name, objects.CreateBucketInput{
-			Owner: owner, LegacyOwner: iam.CanonicalID(iam.Principal{Root: true}),
+			Owner: owner, LegacyOwner: iam.RootCanonicalID(),
 		})
 	}
 	if err != nil {

@@ -126,6 +126,9 @@ type IAM interface {
 	// SignInName returns the principal a sign-in name stands for, or
 	// false if it names none.
 	SignInName(name string) (iam.Principal, bool)
+	// CanonicalID returns the canonical user ID of a principal, the
+	// owner its writes record.
+	CanonicalID(p iam.Principal) string
 }
 
 var _ IAM = (*iam.IAM)(nil)

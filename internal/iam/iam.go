@@ -20,6 +20,7 @@ package iam
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -438,21 +439,47 @@ func (m *IAM) SecretKey(_ context.Context, accessKeyID string) (string, error) {
 
 // CanonicalID returns the canonical user ID of p, which S3 shows as the
 // owner of its buckets and objects and which ACL grants name: 64 hex
-// digits derived from the user's name (stable across its keys), or from
-// "root"; "" for an anonymous principal.
-func CanonicalID(p Principal) string {
+// digits, root's (RootCanonicalID) or derived from the user's name and
+// ID (the same for all its keys, and another for a user deleted and
+// created again under the same name); "" for an anonymous principal. A
+// user that no longer exists gets an ID that names nothing, so a request
+// in flight when its user was deleted can own or match nothing.
+func (m *IAM) CanonicalID(p Principal) string {
 	switch {
 	case p.Anonymous:
 		return ""
 	case p.Root:
-		return canonicalID("root")
+		return RootCanonicalID()
 	}
-	return canonicalID("user:" + p.User)
+	if u, ok := m.snap.Load().users[p.User]; ok {
+		return u.canonical
+	}
+	return canonicalID("gone:" + p.User)
+}
+
+// RootCanonicalID returns the root user's canonical ID, which also owns
+// the buckets created before owners were recorded.
+func RootCanonicalID() string { return canonicalID("root") }
+
+// userCanonicalID derives the canonical ID of user name whose ID is id.
+// A user created before users had IDs keeps the one derived from its name.
+func userCanonicalID(name, id string) string {
+	if id == "" {
+		return canonicalID("user:" + name)
+	}
+	return canonicalID("user:" + name + "/" + id)
 }
 
 func canonicalID(name string) string {
 	sum := sha256.Sum256([]byte("coffer-canonical:" + name))
 	return hex.EncodeToString(sum[:])
+}
+
+// newUserID returns a new user's ID (userRec.ID): 128 random bits.
+func newUserID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
 
 // AccountID is the 12-digit ID that names Coffer's one account in the ARNs
@@ -514,7 +541,7 @@ func DisplayName(p Principal) string {
 // CanonicalUser returns the principal whose canonical ID is id: root or a
 // user that exists now. An ACL grant may name only those.
 func (m *IAM) CanonicalUser(id string) (Principal, bool) {
-	if id == canonicalID("root") {
+	if id == RootCanonicalID() {
 		return Principal{Root: true}, true
 	}
 	if name, ok := m.snap.Load().byCanonical[id]; ok {

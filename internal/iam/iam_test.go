@@ -3,6 +3,7 @@ package iam
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -495,5 +496,74 @@ func TestConcurrentChangesAndRequests(t *testing.T) {
 	us, _ := f.m.Users(ctx)
 	if len(us) != 51 {
 		t.Fatalf("%d users, want 51", len(us))
+	}
+}
+
+// TestCanonicalIDs checks that a user's canonical ID is stable across its
+// keys and restarts, that a user deleted and created again under the same
+// name gets another one (so it owns nothing the first one owned and holds
+// none of its ACL grants), and that a user stored before users had IDs
+// keeps the ID derived from its name.
+func TestCanonicalIDs(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	nk := f.user("alice")
+	first := f.m.CanonicalID(f.m.Principal(nk.AccessKey))
+	if len(first) != 64 || first == RootCanonicalID() {
+		t.Fatalf("alice's canonical ID = %q", first)
+	}
+	k2, err := f.m.CreateKey(ctx, "alice", KeyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.m.CanonicalID(f.m.Principal(k2.AccessKey)); got != first {
+		t.Errorf("alice's second key: canonical ID %q, want %q", got, first)
+	}
+	if got := f.m.CanonicalID(Principal{User: "alice", Session: true}); got != first {
+		t.Errorf("alice's console session: canonical ID %q, want %q", got, first)
+	}
+	if p, ok := f.m.CanonicalUser(first); !ok || p.User != "alice" {
+		t.Errorf("CanonicalUser(alice's ID) = %+v, %v", p, ok)
+	}
+	f.open() // a restart reads the same ID back
+	if got := f.m.CanonicalID(Principal{User: "alice"}); got != first {
+		t.Errorf("after a restart: canonical ID %q, want %q", got, first)
+	}
+
+	if err := f.m.DeleteUser(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	gone := f.m.CanonicalID(Principal{User: "alice"})
+	if gone == first || gone == "" {
+		t.Errorf("a deleted user's canonical ID = %q (its old one %q)", gone, first)
+	}
+	if _, ok := f.m.CanonicalUser(first); ok {
+		t.Errorf("CanonicalUser still resolves the deleted user's ID")
+	}
+	nk = f.user("alice")
+	second := f.m.CanonicalID(f.m.Principal(nk.AccessKey))
+	if second == first || second == gone || len(second) != 64 {
+		t.Errorf("re-created alice: canonical ID %q, the first alice's %q", second, first)
+	}
+	if _, ok := f.m.CanonicalUser(first); ok {
+		t.Errorf("the first alice's canonical ID resolves to the second alice")
+	}
+
+	// A user from before IDs (no "id" in the stored state) keeps the ID
+	// its name gives, so what it owns stays its own.
+	var doc map[string]any
+	if err := json.Unmarshal(f.store.state, &doc); err != nil {
+		t.Fatal(err)
+	}
+	delete(doc["users"].(map[string]any)["alice"].(map[string]any), "id")
+	if f.store.state, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	f.open()
+	if got, want := f.m.CanonicalID(Principal{User: "alice"}), canonicalID("user:alice"); got != want {
+		t.Errorf("a user stored without an ID: canonical ID %q, want the name's %q", got, want)
+	}
+	if p, ok := f.m.CanonicalUser(canonicalID("user:alice")); !ok || p.User != "alice" {
+		t.Errorf("CanonicalUser(legacy ID) = %+v, %v", p, ok)
 	}
 }

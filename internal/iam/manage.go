@@ -36,6 +36,9 @@ type UserInfo struct {
 	// Password says whether the user has a console password (never the
 	// password or its hash).
 	Password bool `json:"password"`
+	// CanonicalID is the user's canonical user ID: the owner S3 reports
+	// for what it creates, and what an ACL grant names it by.
+	CanonicalID string `json:"canonicalId"`
 }
 
 // KeyInfo describes an access key; never its secret.
@@ -192,7 +195,7 @@ func (m *IAM) CreateUser(ctx context.Context, name string) (NewKey, error) {
 		if _, ok := d.Users[name]; ok {
 			return fmt.Errorf("%w: user %q", ErrExists, name)
 		}
-		d.Users[name] = &userRec{Created: m.now()}
+		d.Users[name] = &userRec{ID: newUserID(), Created: m.now()}
 		var err error
 		nk, err = m.addKey(d, name, KeyOptions{})
 		return err
@@ -223,7 +226,8 @@ func (m *IAM) User(ctx context.Context, name string) (UserInfo, error) {
 
 func userInfo(d *stateDoc, name string) UserInfo {
 	u := d.Users[name]
-	ui := UserInfo{Name: name, Disabled: u.Disabled, Policies: sortedCopy(u.Policies), Groups: []string{}, Created: u.Created, Password: u.Password != ""}
+	ui := UserInfo{Name: name, Disabled: u.Disabled, Policies: sortedCopy(u.Policies), Groups: []string{}, Created: u.Created, Password: u.Password != "",
+		CanonicalID: userCanonicalID(name, u.ID)}
 	for _, gn := range sortedKeys(d.Groups) {
 		if slices.Contains(d.Groups[gn].Members, name) {
 			ui.Groups = append(ui.Groups, gn)

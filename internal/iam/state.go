@@ -47,6 +47,13 @@ type stateDoc struct {
 }
 
 type userRec struct {
+	// ID tells this user from an earlier one of the same name: 32 random
+	// hex digits given at creation, from which its canonical ID is
+	// derived (userCanonicalID), so a user deleted and created again
+	// neither owns what the first one owned nor holds its ACL grants.
+	// Users created before IDs were kept have none, and keep the
+	// canonical ID derived from their name alone.
+	ID       string    `json:"id,omitempty"`
 	Disabled bool      `json:"disabled,omitempty"`
 	Policies []string  `json:"policies,omitempty"`
 	Created  time.Time `json:"created"`
@@ -216,10 +223,11 @@ type liveKey struct {
 // liveUser is a user with its effective identity policies: those attached
 // to it and to its groups, each once.
 type liveUser struct {
-	name     string
-	disabled bool
-	policies []*policy.Policy
-	refs     []policyRef // refs[i] names policies[i], for explanations
+	name      string
+	canonical string // its canonical ID (userCanonicalID)
+	disabled  bool
+	policies  []*policy.Policy
+	refs      []policyRef // refs[i] names policies[i], for explanations
 }
 
 // policyRef names an identity policy of a user: the policy's name and,
@@ -295,8 +303,9 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 				return nil, err
 			}
 		}
+		lu.canonical = userCanonicalID(un, u.ID)
 		snap.users[un] = lu
-		snap.byCanonical[canonicalID("user:"+un)] = un
+		snap.byCanonical[lu.canonical] = un
 	}
 	for id, k := range d.Keys {
 		u, ok := snap.users[k.User]

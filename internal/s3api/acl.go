@@ -143,7 +143,7 @@ func (h *Handler) canonicalOwner(id string) s3xml.Owner {
 // a bucket created before owners were recorded.
 func bucketOwnerID(owner string) string {
 	if owner == "" {
-		return iam.CanonicalID(iam.Principal{Root: true})
+		return iam.RootCanonicalID()
 	}
 	return owner
 }
@@ -364,7 +364,7 @@ func (h *Handler) newObjectACL(r *http.Request, rq *request) ([]byte, error) {
 		return nil, err
 	}
 	bucketOwner := bucketOwnerID(ba.Owner)
-	writer := iam.CanonicalID(rq.principal)
+	writer := h.iam.CanonicalID(rq.principal)
 	owner := writer
 	switch acl.Ownership(ba.Ownership) {
 	case acl.BucketOwnerEnforced:
@@ -448,7 +448,7 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, t t
 		if ba.Block.IgnorePublicAcls {
 			a = a.WithoutPublic()
 		}
-		return a.Allows(acl.Requester{ID: iam.CanonicalID(rq.principal), Anonymous: rq.principal.Anonymous}, need.perm)
+		return a.Allows(acl.Requester{ID: h.iam.CanonicalID(rq.principal), Anonymous: rq.principal.Anonymous}, need.perm)
 	}
 }
 

@@ -127,7 +127,7 @@ func (h *Handler) createBucket(w http.ResponseWriter, r *http.Request, rq *reque
 		return s3err.Newf(s3err.IllegalLocationConstraintExc, rq.bucket,
 			"The "+region+" location constraint is incompatible for the region specific endpoint this request was sent to.")
 	}
-	owner := bucketOwnerID(iam.CanonicalID(rq.principal))
+	owner := bucketOwnerID(h.iam.CanonicalID(rq.principal))
 	a, err := ra.build(owner, owner)
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package s3api
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -107,9 +109,9 @@ func TestExpectedBucketOwner(t *testing.T) {
 	hs := newHarness(t, Config{})
 	hs.mkBucket("bkt")
 	hs.put("bkt", "k", []byte("x"))
-	root := iam.CanonicalID(iam.Principal{Root: true})
+	root := iam.RootCanonicalID()
 	bob := hs.user("bob", "readwrite")
-	bobID := iam.CanonicalID(iam.Principal{User: "bob"})
+	bobID := hs.iam.CanonicalID(iam.Principal{User: "bob"})
 	for _, owner := range []string{root, "123456789012"} {
 		hs.do(call{method: "GET", path: "/bkt", header: header("X-Amz-Expected-Bucket-Owner", owner)}).mustStatus(t, http.StatusOK)
 		hs.do(call{method: "GET", path: "/bkt/k", header: header("X-Amz-Expected-Bucket-Owner", owner), cred: bob}).mustStatus(t, http.StatusOK)
@@ -124,4 +126,42 @@ func TestExpectedBucketOwner(t *testing.T) {
 	hs.do(call{method: "HEAD", path: "/bkt/copy"}).want(t, http.StatusNotFound, "")
 	hs.do(call{method: "PUT", path: "/bkt/copy", header: header("X-Amz-Copy-Source", "bkt/k", "X-Amz-Source-Expected-Bucket-Owner", root)}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "GET", path: "/nope", header: header("X-Amz-Expected-Bucket-Owner", root)}).want(t, http.StatusNotFound, s3err.NoSuchBucket)
+}
+
+// TestRecreatedUserInheritsNothing: a user deleted and created again
+// under the same name is another principal, as on AWS: it holds none of
+// the first one's ACL grants and owns none of its buckets.
+func TestRecreatedUserInheritsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("x"))
+	bob := hs.user("bob")
+	bobID := hs.iam.CanonicalID(iam.Principal{User: "bob"})
+	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Grant-Read", `id="`+bobID+`"`)}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "GET", path: "/bkt/k", cred: bob}).mustStatus(t, http.StatusOK)
+	alice := hs.user("alice", "readwrite")
+	hs.do(call{method: "PUT", path: "/alices", cred: alice}).mustStatus(t, http.StatusOK)
+	aliceID := hs.iam.CanonicalID(iam.Principal{User: "alice"})
+	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", aliceID)}).mustStatus(t, http.StatusOK)
+
+	for _, u := range []string{"bob", "alice"} {
+		if err := hs.iam.DeleteUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob = hs.user("bob")
+	alice = hs.user("alice", "readwrite")
+	if id := hs.iam.CanonicalID(iam.Principal{User: "bob"}); id == bobID {
+		t.Fatalf("re-created bob has the first bob's canonical ID %s", id)
+	}
+	hs.do(call{method: "GET", path: "/bkt/k", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", hs.iam.CanonicalID(iam.Principal{User: "alice"}))}).
+		want(t, http.StatusForbidden, s3err.AccessDenied)
+	// The grant stays, naming the first bob, who has no name any more.
+	rp := hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK)
+	if b := string(rp.body); !strings.Contains(b, "<ID>"+bobID+"</ID>") || strings.Contains(b, "<DisplayName>bob</DisplayName>") {
+		t.Errorf("GetObjectAcl after bob was re-created:\n%s", b)
+	}
 }

@@ -101,8 +101,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   StorageClass and ObjectSize, of any version; the caller needs
   ` + "`s3:GetObject`" + ` (or ` + "`s3:GetObjectVersion`" + `) besides ` + "`s3:GetObjectAttributes`" + `.
 - ACLs: every bucket and object has an owner, the principal that created it
-  (its canonical ID is derived from the user, so all its keys share it; root
-  has its own), and an access control list: private unless ` + "`x-amz-acl`" + `
+  (its canonical ID is derived from the user, so all its keys share it, and
+  a user deleted and created again gets another; root has its own), and an access control list: private unless ` + "`x-amz-acl`" + `
   (every canned ACL but ` + "`aws-exec-read`" + `), ` + "`x-amz-grant-*`" + ` headers or an
   AccessControlPolicy body say otherwise, on CreateBucket, PutObject,
   CopyObject (S3 never copies an ACL), CreateMultipartUpload, PutBucketAcl and

@@ -488,7 +488,7 @@ func writes(method string) bool {
 // owner returns the owner S3 reports for the caller: its canonical ID
 // (derived from its user, so the same for all its keys) and display name.
 func (h *Handler) owner(rq *request) s3xml.Owner {
-	return s3xml.Owner{ID: iam.CanonicalID(rq.principal), DisplayName: iam.DisplayName(rq.principal)}
+	return s3xml.Owner{ID: h.iam.CanonicalID(rq.principal), DisplayName: iam.DisplayName(rq.principal)}
 }
 
 // quoteETag returns etag in double quotes, as S3 sends ETags.

@@ -267,8 +267,8 @@ func TestListOwners(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, Config{})
 	alice := hs.user("alice", "readwrite")
-	root := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{Root: true}), DisplayName: "root"}
-	aliceOwner := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+	root := s3xml.Owner{ID: iam.RootCanonicalID(), DisplayName: "root"}
+	aliceOwner := s3xml.Owner{ID: hs.iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
 
 	hs.mkBucket("bkt")
 	hs.do(call{method: "PUT", path: "/bkt?versioning", body: xmlBody(`

@@ -345,7 +345,7 @@ func (h *Handler) uploadParties(ctx context.Context, ba objects.BucketAccess, u 
 	case !ok:
 		initiator = owner
 	case p.Root:
-		initiator = s3xml.Owner{ID: iam.CanonicalID(p), DisplayName: iam.DisplayName(p)}
+		initiator = s3xml.Owner{ID: h.iam.CanonicalID(p), DisplayName: iam.DisplayName(p)}
 	default:
 		initiator = s3xml.Owner{ID: iam.ARN(p), DisplayName: p.User}
 	}

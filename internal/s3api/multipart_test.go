@@ -427,8 +427,8 @@ func TestMultipartInitiator(t *testing.T) {
 		rp := hs.do(call{method: "POST", path: "/bkt/" + c.key + "?uploads", cred: c.cred, header: header(c.kv...)}).mustStatus(t, http.StatusOK)
 		ids[c.key] = string(uploadIDRE.FindSubmatch(rp.body)[1])
 	}
-	root := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{Root: true}), DisplayName: "root"}
-	aliceOwner := s3xml.Owner{ID: iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+	root := s3xml.Owner{ID: iam.RootCanonicalID(), DisplayName: "root"}
+	aliceOwner := s3xml.Owner{ID: hs.iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
 	aliceARN := s3xml.Owner{ID: "arn:aws:iam::" + iam.AccountID + ":user/alice", DisplayName: "alice"}
 	want := map[string][2]s3xml.Owner{ // key → Initiator, Owner
 		"by-root":            {root, root},

@@ -267,7 +267,7 @@ func TestACL(t *testing.T) {
 	hs := newHarness(t, Config{})
 	hs.mkBucket("bkt")
 	hs.put("bkt", "k", []byte("x"))
-	owner := iam.CanonicalID(iam.Principal{Root: true})
+	owner := iam.RootCanonicalID()
 
 	rp := hs.do(call{method: "GET", path: "/bkt?acl"}).mustStatus(t, http.StatusOK)
 	golden(t, "GetBucketAcl", rp.body)
