@@ -294,7 +294,7 @@ func New(cfg Config) (*IAM, error) {
 	m.snap.Store(snap)
 	pols := make(map[string]*policy.Policy, len(bps))
 	for b, d := range bps {
-		p, err := policy.ParseBucket(b, d)
+		p, err := parseStoredBucketPolicy(b, d)
 		if err != nil {
 			return nil, fmt.Errorf("iam: stored policy of bucket %s: %w", b, err)
 		}
@@ -407,7 +407,7 @@ func (m *IAM) ReloadBucketPolicies(ctx context.Context) error {
 	}
 	pols := make(map[string]*policy.Policy, len(bps))
 	for b, d := range bps {
-		p, err := policy.ParseBucket(b, d)
+		p, err := parseStoredBucketPolicy(b, d)
 		if err != nil {
 			// Fail closed, as RefreshBucketPolicy does.
 			p = denyAll(b)
@@ -622,6 +622,7 @@ func (m *IAM) decide(rq *Request, tr *trace) bool {
 	if !ok {
 		return tr.verdict(false, ReasonInactive)
 	}
+	c.Principal.UserID = user.id // for bucket policies bound to users
 	allowed := false
 	for i, ip := range user.policies {
 		src := Source{Kind: SourceUser, Policy: user.refs[i].name, User: user.name}
@@ -742,7 +743,7 @@ func (m *IAM) CanSeeBucket(p Principal, bucket string) bool {
 	if !ok {
 		return false
 	}
-	pp := policy.Principal{User: user.name}
+	pp := policy.Principal{User: user.name, UserID: user.id}
 	if scope != nil && !scope.CouldAllowInBucket(pp, user.name, bucket, visibleActions...) {
 		return false
 	}
@@ -776,13 +777,13 @@ func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, s
 	return k.user, k.scope, k.id, true
 }
 
-// ParseBucketPolicy checks doc as bucket's policy and reports whether it
-// grants anything to everyone (GetBucketPolicyStatus). Its error (wrapping
-// ErrPolicy) says what is wrong, for the MalformedPolicy response.
-func ParseBucketPolicy(bucket string, doc []byte) (public bool, err error) {
-	p, err := policy.ParseBucket(bucket, doc)
+// ParseBucketPolicy parses bucket's policy as stored (see
+// BindBucketPolicy) and reports whether it grants anything to everyone
+// (GetBucketPolicyStatus). Its error wraps ErrPolicy.
+func ParseBucketPolicy(bucket string, stored []byte) (public bool, err error) {
+	p, err := parseStoredBucketPolicy(bucket, stored)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrPolicy, err)
+		return false, err
 	}
 	return p.Public(), nil
 }
@@ -801,7 +802,7 @@ func (m *IAM) RefreshBucketPolicy(ctx context.Context, bucket string) error {
 	doc, err := m.store.BucketPolicy(ctx, bucket)
 	var p *policy.Policy
 	if err == nil && doc != nil {
-		p, err = policy.ParseBucket(bucket, doc)
+		p, err = parseStoredBucketPolicy(bucket, doc)
 	}
 	if err != nil {
 		// Fail closed: the stored policy may deny what the cached one

@@ -224,6 +224,7 @@ type liveKey struct {
 // to it and to its groups, each once.
 type liveUser struct {
 	name      string
+	id        string // userRec.ID
 	canonical string // its canonical ID (userCanonicalID)
 	disabled  bool
 	policies  []*policy.Policy
@@ -303,7 +304,7 @@ func buildSnapshot(d *stateDoc, s *sealer, prev *snapshot) (*snapshot, error) {
 				return nil, err
 			}
 		}
-		lu.canonical = userCanonicalID(un, u.ID)
+		lu.id, lu.canonical = u.ID, userCanonicalID(un, u.ID)
 		snap.users[un] = lu
 		snap.byCanonical[lu.canonical] = un
 	}

@@ -414,7 +414,7 @@ func (p *principal) add(id string) error {
 	if name == "" {
 		return bad("the user name is empty")
 	}
-	p.users = append(p.users, name)
+	p.users = append(p.users, userRef{name: name})
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,9 @@ type Principal struct {
 	Anonymous bool
 	Root      bool
 	User      string // IAM user name; "" for root and anonymous
+	// UserID tells the user from others that had its name before (see
+	// Policy.Bind); "" for a user created before users had IDs.
+	UserID string
 }
 
 // Context is one request as the evaluator sees it.
@@ -252,7 +256,17 @@ type principal struct {
 	// account is set for the account principal (a 12-digit ID or
 	// arn:aws:iam::ID:root).
 	account bool
-	users   []string
+	users   []userRef
+}
+
+// userRef is a user a Principal element names: by name, and once the
+// policy is bound (Policy.Bind), the ID of the user that had the name
+// then.
+type userRef struct {
+	name  string
+	id    string
+	bound bool
+	none  bool // bound, but to no user: it matches nobody
 }
 
 // match reports whether the request's principal is one the element
@@ -272,11 +286,51 @@ func (p *principal) match(pr *Principal, deny bool) bool {
 		return true
 	}
 	for _, u := range p.users {
-		if u == pr.User {
+		if u.name == pr.User && !u.none && (!u.bound || u.id == pr.UserID) {
 			return true
 		}
 	}
 	return false
+}
+
+// Users returns the names of the users the policy's Principal elements
+// name, each once, in the order they first appear: those Bind binds.
+func (p *Policy) Users() []string {
+	var names []string
+	for i := range p.stmts {
+		pr := p.stmts[i].principal
+		if pr == nil {
+			continue
+		}
+		for _, u := range pr.users {
+			if !slices.Contains(names, u.name) {
+				names = append(names, u.name)
+			}
+		}
+	}
+	return names
+}
+
+// Bind ties each user the Principal elements name to the ID ids gives
+// its name: the user that had the name when the policy was set, as AWS
+// ties a principal to its unique ID. A bound entry matches only a
+// request whose Principal.UserID is that ID, so a user deleted and
+// created again under the name is not the one the policy meant. A name
+// ids lacks matches nobody. Bind must be called before the policy is
+// used; an unbound policy (one stored before policies were bound)
+// matches users by name alone.
+func (p *Policy) Bind(ids map[string]string) {
+	for i := range p.stmts {
+		pr := p.stmts[i].principal
+		if pr == nil {
+			continue
+		}
+		for j := range pr.users {
+			u := &pr.users[j]
+			id, ok := ids[u.name]
+			u.id, u.bound, u.none = id, true, !ok
+		}
+	}
 }
 
 // Raw returns a copy of the document as given to ParseIdentity or

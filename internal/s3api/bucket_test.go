@@ -130,7 +130,8 @@ func TestExpectedBucketOwner(t *testing.T) {
 
 // TestRecreatedUserInheritsNothing: a user deleted and created again
 // under the same name is another principal, as on AWS: it holds none of
-// the first one's ACL grants and owns none of its buckets.
+// the first one's ACL grants or bucket-policy grants and owns none of its
+// buckets.
 func TestRecreatedUserInheritsNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -145,14 +146,34 @@ func TestRecreatedUserInheritsNothing(t *testing.T) {
 	hs.do(call{method: "PUT", path: "/alices", cred: alice}).mustStatus(t, http.StatusOK)
 	aliceID := hs.iam.CanonicalID(iam.Principal{User: "alice"})
 	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", aliceID)}).mustStatus(t, http.StatusOK)
+	carol := hs.user("carol")
+	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::123456789012:user/team/carol"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
+	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).mustStatus(t, http.StatusOK)
 
-	for _, u := range []string{"bob", "alice"} {
+	for _, u := range []string{"bob", "alice", "carol"} {
 		if err := hs.iam.DeleteUser(ctx, u); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bob = hs.user("bob")
 	alice = hs.user("alice", "readwrite")
+	carol = hs.user("carol")
+	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).want(t, http.StatusForbidden, s3err.AccessDenied)
+	// The policy reads back as it was put; set again, it names the
+	// carol there is now.
+	if got := hs.do(call{method: "GET", path: "/bkt?policy"}).mustStatus(t, http.StatusOK); string(got.body) != pol {
+		t.Errorf("GetBucketPolicy = %s, want %s", got.body, pol)
+	}
+	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
+	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).mustStatus(t, http.StatusOK)
+	// As on AWS, a policy may name only users that exist.
+	dave := strings.ReplaceAll(pol, "team/carol", "dave")
+	rp := hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(dave)})
+	rp.want(t, http.StatusBadRequest, s3err.MalformedPolicy)
+	if !strings.Contains(string(rp.body), "Invalid principal in policy") {
+		t.Errorf("a policy naming no user: %s", rp.body)
+	}
 	if id := hs.iam.CanonicalID(iam.Principal{User: "bob"}); id == bobID {
 		t.Fatalf("re-created bob has the first bob's canonical ID %s", id)
 	}
@@ -160,7 +181,7 @@ func TestRecreatedUserInheritsNothing(t *testing.T) {
 	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", hs.iam.CanonicalID(iam.Principal{User: "alice"}))}).
 		want(t, http.StatusForbidden, s3err.AccessDenied)
 	// The grant stays, naming the first bob, who has no name any more.
-	rp := hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK)
+	rp = hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK)
 	if b := string(rp.body); !strings.Contains(b, "<ID>"+bobID+"</ID>") || strings.Contains(b, "<DisplayName>bob</DisplayName>") {
 		t.Errorf("GetObjectAcl after bob was re-created:\n%s", b)
 	}

@@ -244,7 +244,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
 - GetBucketPolicyStatus of a bucket without a policy answers ` + "`IsPublic`" + ` false
   (as MinIO and Ceph do; AWS answers ` + "`NoSuchBucketPolicy`" + `). A bucket policy's
   resources must be able to name the bucket or its objects; wildcards such
-  as ` + "`arn:aws:s3:::*`" + ` qualify, and apply to that bucket only.
+  as ` + "`arn:aws:s3:::*`" + ` qualify, and apply to that bucket only. A user a
+  bucket policy names must exist (` + "`MalformedPolicy`" + `, "Invalid principal in
+  policy", as on AWS), and the policy applies to that user only, not to one
+  deleted and created again under the name; GetBucketPolicy returns the
+  document as it was put. A Deny naming the account applies to all its users.
 - Conditional writes: ` + "`If-None-Match`" + ` (` + "`*`" + ` or ETags) and ` + "`If-Match`" + ` on PutObject,
   CopyObject and CompleteMultipartUpload, checked atomically with the commit
   against the current version (a key under a delete marker has none). A

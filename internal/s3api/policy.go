@@ -32,7 +32,8 @@ func (h *Handler) putBucketPolicy(w http.ResponseWriter, r *http.Request, rq *re
 	if _, err := h.objects.HeadBucket(r.Context(), rq.bucket); err != nil {
 		return err
 	}
-	public, err := iam.ParseBucketPolicy(rq.bucket, doc)
+	// Stored bound to the users it names (iam.BindBucketPolicy).
+	stored, public, err := h.iam.BindBucketPolicy(rq.bucket, doc)
 	if err != nil {
 		return malformedPolicy(err)
 	}
@@ -47,7 +48,7 @@ func (h *Handler) putBucketPolicy(w http.ResponseWriter, r *http.Request, rq *re
 		}
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if err := h.objects.PutBucketPolicy(ctx, rq.bucket, doc); err != nil {
+	if err := h.objects.PutBucketPolicy(ctx, rq.bucket, stored); err != nil {
 		return err
 	}
 	if err := h.iam.RefreshBucketPolicy(ctx, rq.bucket); err != nil {
@@ -66,7 +67,11 @@ func malformedPolicy(err error) error {
 
 // getBucketPolicy serves GetBucketPolicy: the document as it was put.
 func (h *Handler) getBucketPolicy(w http.ResponseWriter, r *http.Request, rq *request) error {
-	doc, err := h.objects.BucketPolicy(r.Context(), rq.bucket)
+	stored, err := h.objects.BucketPolicy(r.Context(), rq.bucket)
+	if err != nil {
+		return err
+	}
+	doc, err := iam.BucketPolicyDocument(stored)
 	if err != nil {
 		return err
 	}

@@ -104,6 +104,7 @@ func TestBlockPublicPolicy(t *testing.T) {
 	t.Parallel()
 	hs := newHarness(t, Config{})
 	hs.mkBucket("bkt")
+	hs.user("bob")
 	hs.putBlock(t, "BlockPublicPolicy")
 	public := []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`)
 	hs.do(call{method: "PUT", path: "/bkt?policy", body: public}).want(t, http.StatusForbidden, s3err.AccessDenied)
@@ -113,6 +114,9 @@ func TestBlockPublicPolicy(t *testing.T) {
 		`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}`,
 	} {
 		hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(doc)}).mustStatus(t, http.StatusNoContent)
+		if got := hs.do(call{method: "GET", path: "/bkt?policy"}).mustStatus(t, http.StatusOK); string(got.body) != doc {
+			t.Errorf("GetBucketPolicy = %s, want the document put", got.body)
+		}
 	}
 }
 
