@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 )
 
@@ -87,7 +86,7 @@ func TestBucketsFollowPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if owner := hb.Owner; owner != f.iam.CanonicalID(iam.Principal{User: "alice"}) {
+	if owner := hb.Owner; owner != f.canonicalID(t, "alice") {
 		t.Errorf("alice-two is owned by %q, want alice's canonical ID as S3 would record", hb.Owner)
 	}
 	for _, tc := range []struct {

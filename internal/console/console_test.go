@@ -637,3 +637,13 @@ func TestFailedSignInNotLogged(t *testing.T) {
 		t.Errorf("log of failed sign-ins:\n%s", log)
 	}
 }
+
+// canonicalID returns the canonical ID of user name, as IAM reports it.
+func (f *fixture) canonicalID(t testing.TB, name string) string {
+	t.Helper()
+	u, err := f.iam.User(context.Background(), name)
+	if err != nil {
+		t.Fatalf("User(%s): %v", name, err)
+	}
+	return u.CanonicalID
+}

@@ -274,7 +274,7 @@ func (h *Handler) signingKey(r *http.Request, s *session, tls bool, v objectView
 		if v.Versioned {
 			q = readRequest(v.Bucket, v.Key, v.Info.VersionID)
 		}
-		ks := &session{principal: iam.Principal{AccessKeyID: k.AccessKey, User: p.User}}
+		ks := &session{principal: iam.Principal{AccessKeyID: k.AccessKey, User: p.User, UserID: p.UserID}}
 		if h.authorizeKey(r, ks, q, tls) == nil {
 			best = k
 		}

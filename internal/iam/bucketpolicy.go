@@ -2,10 +2,12 @@ package iam
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/coffer-s3/coffer/internal/policy"
 )
@@ -23,21 +25,24 @@ import (
 //     byte for byte.
 //
 // A stored document is JSON and so never starts with boundPolicyMark. A
-// document stored before policies were bound names users it is not bound
-// to, and matches them by name alone until it is set again.
+// document stored before policies were bound applies to the users created
+// before users had IDs (parseStoredBucketPolicy).
 const boundPolicyMark = 0x01
 
-// maxBindings bounds the bindings a stored policy may hold: at most one
-// per user name in a document of policy.MaxDocumentSize bytes.
-const maxBindings = 64 << 10
+// maxBindingsLen bounds the length of a stored policy's bindings: one
+// per user name in a document of at most policy.MaxDocumentSize bytes,
+// with room for their IDs.
+const maxBindingsLen = 64 << 10
 
 // BindBucketPolicy checks doc as bucket's policy, as PutBucketPolicy was
 // given it, and returns the bytes to store: the document bound to the
 // users it names (see above). A user it names must exist, as on AWS
-// ("Invalid principal in policy"). public reports whether the policy
-// grants anything to everyone (for Block Public Access). Errors wrap
-// ErrPolicy.
-func (m *IAM) BindBucketPolicy(bucket string, doc []byte) (stored []byte, public bool, err error) {
+// ("Invalid principal in policy"). On a store shared with other nodes the
+// users are read from the stored state, not this node's snapshot, which
+// may lag a change made through another node. public reports whether the
+// policy grants anything to everyone (for Block Public Access). Errors
+// about the document wrap ErrPolicy.
+func (m *IAM) BindBucketPolicy(ctx context.Context, bucket string, doc []byte) (stored []byte, public bool, err error) {
 	p, err := policy.ParseBucket(bucket, doc)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", ErrPolicy, err)
@@ -46,12 +51,21 @@ func (m *IAM) BindBucketPolicy(bucket string, doc []byte) (stored []byte, public
 	if len(names) == 0 {
 		return doc, p.Public(), nil
 	}
-	users := m.snap.Load().users
+	snap := m.snap.Load()
+	if _, shared := m.store.(UpdateStore); shared {
+		data, err := m.store.IAMState(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("iam: bind bucket policy: %w", err)
+		}
+		if snap, err = m.decodeStored(data); err != nil {
+			return nil, false, fmt.Errorf("iam: bind bucket policy: %w", err)
+		}
+	}
 	ids := make(map[string]string, len(names))
 	for _, n := range names {
-		u, ok := users[n]
+		u, ok := snap.users[n]
 		if !ok {
-			return nil, false, fmt.Errorf("%w: Invalid principal in policy: %q: no such user", ErrPolicy, ARN(Principal{User: n}))
+			return nil, false, fmt.Errorf("%w: Invalid principal in policy: there is no user %q", ErrPolicy, n)
 		}
 		ids[n] = u.id
 	}
@@ -66,11 +80,95 @@ func (m *IAM) BindBucketPolicy(bucket string, doc []byte) (stored []byte, public
 	return append(stored, doc...), p.Public(), nil
 }
 
-// BucketPolicyDocument returns the document of a stored bucket policy,
-// as PutBucketPolicy was given it (GetBucketPolicy).
-func BucketPolicyDocument(stored []byte) ([]byte, error) {
-	doc, _, err := splitStoredPolicy(stored)
-	return doc, err
+// BucketPolicyDocument returns the document of a stored bucket policy for
+// GetBucketPolicy: as PutBucketPolicy was given it while every user it
+// names is the one it was bound to. A user deleted since (or deleted and
+// created again) is shown as AWS shows a deleted principal, by an ID in
+// place of its ARN: the canonical ID the deleted user had. Such a
+// document is not the one put (its JSON is re-encoded), and it cannot be
+// put back as it is: the ID is not a principal PutBucketPolicy accepts,
+// so a read-edit-write of the policy does not quietly grant the new user
+// what the old one had.
+func (m *IAM) BucketPolicyDocument(stored []byte) ([]byte, error) {
+	doc, ids, err := splitStoredPolicy(stored)
+	if err != nil || ids == nil {
+		return doc, err
+	}
+	users := m.snap.Load().users
+	stale := map[string]string{}
+	for n, id := range ids {
+		if u, ok := users[n]; !ok || u.id != id {
+			stale[n] = userCanonicalID(n, id)
+		}
+	}
+	if len(stale) == 0 {
+		return doc, nil
+	}
+	return replacePrincipals(doc, stale)
+}
+
+// replacePrincipals returns doc with each user ARN in a Principal element
+// whose user name is a key of stale replaced by stale's value.
+func replacePrincipals(doc []byte, stale map[string]string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("iam: stored bucket policy: %w", err)
+	}
+	replace := func(v any) any {
+		s, ok := v.(string)
+		if !ok {
+			return v
+		}
+		if n, ok := userARNName(s); ok && stale[n] != "" {
+			return stale[n]
+		}
+		return v
+	}
+	stmts, _ := root["Statement"].([]any)
+	if st, ok := root["Statement"].(map[string]any); ok {
+		stmts = []any{st}
+	}
+	for _, st := range stmts {
+		m, _ := st.(map[string]any)
+		pr, _ := m["Principal"].(map[string]any)
+		switch aws := pr["AWS"].(type) {
+		case string:
+			pr["AWS"] = replace(aws)
+		case []any:
+			for i := range aws {
+				aws[i] = replace(aws[i])
+			}
+		}
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(root); err != nil {
+		return nil, fmt.Errorf("iam: stored bucket policy: %w", err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// userARNName returns the user name of a user ARN of Coffer's account
+// (arn:aws:iam::ACCOUNT:user/[PATH/]NAME, ACCOUNT 12 digits), as the
+// policy package reads it.
+func userARNName(s string) (string, bool) {
+	rest, ok := strings.CutPrefix(s, "arn:aws:iam::")
+	if !ok || len(rest) < 13 || rest[12] != ':' {
+		return "", false
+	}
+	for _, c := range rest[:12] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	path, ok := strings.CutPrefix(rest[13:], "user/")
+	if !ok {
+		return "", false
+	}
+	return path[strings.LastIndexByte(path, '/')+1:], true
 }
 
 // splitStoredPolicy returns the document of a stored policy and its
@@ -80,18 +178,22 @@ func splitStoredPolicy(stored []byte) (doc []byte, ids map[string]string, err er
 		return stored, nil, nil
 	}
 	n, w := binary.Uvarint(stored[1:])
-	if w <= 0 || n > maxBindings || uint64(len(stored)-1-w) < n {
+	if w <= 0 || n > maxBindingsLen || uint64(len(stored)-1-w) < n {
 		return nil, nil, errors.New("iam: stored bucket policy: bindings are cut short")
 	}
-	j := stored[1+w : 1+w+int(n)]
-	if err := json.NewDecoder(bytes.NewReader(j)).Decode(&ids); err != nil || ids == nil {
+	if err := json.Unmarshal(stored[1+w:1+w+int(n)], &ids); err != nil || ids == nil {
 		return nil, nil, fmt.Errorf("iam: stored bucket policy: bindings do not parse: %v", err)
 	}
 	return stored[1+w+int(n):], ids, nil
 }
 
 // parseStoredBucketPolicy parses bucket's policy as stored, bound to the
-// users it was bound to. Errors wrap ErrPolicy.
+// users it was bound to. A policy stored before policies were bound is
+// bound to the users created before users had IDs (ID ""): those are the
+// ones it can have meant, never a user created since. Bindings that do not
+// name exactly the users the document names are damage, and an error, so
+// that the bucket fails closed rather than lose a Deny. Errors wrap
+// ErrPolicy.
 func parseStoredBucketPolicy(bucket string, stored []byte) (*policy.Policy, error) {
 	doc, ids, err := splitStoredPolicy(stored)
 	if err != nil {
@@ -101,8 +203,21 @@ func parseStoredBucketPolicy(bucket string, stored []byte) (*policy.Policy, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
-	if ids != nil {
-		p.Bind(ids)
+	names := p.Users()
+	if ids == nil {
+		ids = make(map[string]string, len(names))
+		for _, n := range names {
+			ids[n] = ""
+		}
 	}
+	if len(ids) != len(names) {
+		return nil, fmt.Errorf("%w: stored bindings name %d users, the document %d", ErrPolicy, len(ids), len(names))
+	}
+	for _, n := range names {
+		if _, ok := ids[n]; !ok {
+			return nil, fmt.Errorf("%w: stored bindings do not name user %q", ErrPolicy, n)
+		}
+	}
+	p.Bind(ids)
 	return p, nil
 }

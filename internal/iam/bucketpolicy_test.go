@@ -3,6 +3,7 @@ package iam
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,38 +12,56 @@ import (
 const erinPolicy = `{"Version":"2012-10-17","Statement":[
 	{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::000000000000:user/erin","arn:aws:iam::000000000000:user/ops/frank"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::site/*"}]}`
 
+// setBucketPolicy stores doc as bucket's policy as PutBucketPolicy does:
+// bound, then refreshed.
+func (f *fixture) setBucketPolicy(bucket, doc string) {
+	f.t.Helper()
+	stored, _, err := f.m.BindBucketPolicy(context.Background(), bucket, []byte(doc))
+	if err != nil {
+		f.t.Fatalf("BindBucketPolicy: %v", err)
+	}
+	f.setStoredPolicy(bucket, string(stored))
+}
+
+// setStoredPolicy stores bytes as bucket's policy as they are.
+func (f *fixture) setStoredPolicy(bucket, stored string) {
+	f.t.Helper()
+	f.store.setPolicy(bucket, stored)
+	if err := f.m.RefreshBucketPolicy(context.Background(), bucket); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // TestBoundBucketPolicy checks the stored form of a bucket policy that
 // names users: bound to the users that had the names when it was set, so a
 // user deleted and created again is not the one it meant, in requests and
-// in ListBuckets; a policy stored before binding matches by name; a
-// document that names no user is stored as given.
+// in ListBuckets, for an Allow and for a Deny; a document that names no
+// user is stored as given.
 func TestBoundBucketPolicy(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	erin, frank := f.user("erin"), f.user("frank")
 
-	if _, _, err := f.m.BindBucketPolicy("site", []byte(strings.ReplaceAll(erinPolicy, "ops/frank", "gina"))); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), `Invalid principal in policy: "arn:aws:iam::000000000000:user/gina"`) {
+	if _, _, err := f.m.BindBucketPolicy(ctx, "site", []byte(strings.ReplaceAll(erinPolicy, "ops/frank", "gina"))); !errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), `Invalid principal in policy: there is no user "gina"`) {
 		t.Fatalf("a policy naming a user that does not exist: %v", err)
 	}
 	plain := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::site/*"}]}`
-	if stored, public, err := f.m.BindBucketPolicy("site", []byte(plain)); err != nil || !public || string(stored) != plain {
+	if stored, public, err := f.m.BindBucketPolicy(ctx, "site", []byte(plain)); err != nil || !public || string(stored) != plain {
 		t.Fatalf("a policy naming no user is stored as %q, %v, %v; want it as given", stored, public, err)
 	}
 
-	stored, public, err := f.m.BindBucketPolicy("site", []byte(erinPolicy))
+	stored, public, err := f.m.BindBucketPolicy(ctx, "site", []byte(erinPolicy))
 	if err != nil || public || stored[0] != boundPolicyMark {
 		t.Fatalf("BindBucketPolicy = %q, %v, %v", stored, public, err)
 	}
-	if doc, err := BucketPolicyDocument(stored); err != nil || string(doc) != erinPolicy {
+	if doc, err := f.m.BucketPolicyDocument(stored); err != nil || string(doc) != erinPolicy {
 		t.Fatalf("BucketPolicyDocument = %q, %v; want the document as given", doc, err)
 	}
-	f.store.setPolicy("site", string(stored))
-	if err := f.m.RefreshBucketPolicy(ctx, "site"); err != nil {
-		t.Fatal(err)
-	}
+	f.setStoredPolicy("site", string(stored))
 	if !f.allowed(erin.AccessKey, GetObject, "site", "k") || !f.allowed(frank.AccessKey, GetObject, "site", "k") {
 		t.Fatal("the bound policy does not let in the users it names")
 	}
+	firstErin := f.m.CanonicalID(f.m.Principal(erin.AccessKey))
 	if err := f.m.DeleteUser(ctx, "erin"); err != nil {
 		t.Fatal(err)
 	}
@@ -61,41 +80,130 @@ func TestBoundBucketPolicy(t *testing.T) {
 		t.Fatal("after a reload the bound policy matches otherwise")
 	}
 
-	// Stored before binding: by name, as before.
-	f.store.setPolicy("site", erinPolicy)
-	if err := f.m.RefreshBucketPolicy(ctx, "site"); err != nil {
+	// GetBucketPolicy shows the deleted erin by the ID she had, as AWS
+	// shows a deleted principal, and that document cannot be put back.
+	doc, err := f.m.BucketPolicyDocument(stored)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !f.allowed(erin.AccessKey, GetObject, "site", "k") {
-		t.Fatal("an unbound stored policy does not match its users by name")
+	var got struct {
+		Statement []struct{ Principal struct{ AWS []string } }
+	}
+	if err := json.Unmarshal(doc, &got); err != nil || len(got.Statement) != 1 {
+		t.Fatalf("the document with a deleted user: %s, %v", doc, err)
+	}
+	if aws := got.Statement[0].Principal.AWS; len(aws) != 2 || aws[0] != firstErin || aws[1] != "arn:aws:iam::000000000000:user/ops/frank" {
+		t.Errorf("principals shown with a deleted user: %q; want the first erin's ID %s, then frank's ARN", aws, firstErin)
+	}
+	if _, _, err := f.m.BindBucketPolicy(ctx, "site", doc); !errors.Is(err, ErrPolicy) {
+		t.Errorf("the document with a deleted user's ID was accepted back: %v", err)
 	}
 
-	// A stored form whose bindings are damaged fails closed.
-	f.store.setPolicy("site", string(stored[:5]))
-	if err := f.m.RefreshBucketPolicy(ctx, "site"); err == nil {
-		t.Fatal("a damaged stored policy refreshes without error")
+	// A Deny is bound alike: it shuts out the frank it named, not a
+	// frank created since.
+	if err := f.m.AttachPolicy(ctx, "readwrite", Target{User: "frank"}); err != nil {
+		t.Fatal(err)
 	}
+	f.setBucketPolicy("site", `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/frank"},"Action":"s3:*","Resource":"arn:aws:s3:::site/*"}]}`)
 	if f.allowed(frank.AccessKey, GetObject, "site", "k") {
-		t.Fatal("a damaged stored policy lets users in")
+		t.Fatal("the Deny does not shut out frank")
+	}
+	if err := f.m.DeleteUser(ctx, "frank"); err != nil {
+		t.Fatal(err)
+	}
+	frank = f.user("frank", "readwrite")
+	if !f.allowed(frank.AccessKey, GetObject, "site", "k") {
+		t.Fatal("a Deny of the first frank shuts out the second")
 	}
 }
 
-// FuzzStoredBucketPolicy: splitting any stored bytes never panics, and a
-// policy bound by BindBucketPolicy splits back to its document.
+// TestLegacyBucketPolicy: a policy stored before policies were bound
+// applies to the users created before users had IDs, never to a user
+// created since under one of their names; stored bindings that do not
+// name exactly the document's users are damage, and the bucket fails
+// closed.
+func TestLegacyBucketPolicy(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	erin, frank := f.user("erin"), f.user("frank")
+	// erin and frank as a Coffer from before user IDs stored them.
+	var doc map[string]any
+	if err := json.Unmarshal(f.store.state, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range doc["users"].(map[string]any) {
+		delete(u.(map[string]any), "id")
+	}
+	var err error
+	if f.store.state, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	f.open()
+	f.setStoredPolicy("site", erinPolicy)
+	if !f.allowed(erin.AccessKey, GetObject, "site", "k") || !f.allowed(frank.AccessKey, GetObject, "site", "k") {
+		t.Fatal("a policy stored unbound does not let in the users from before IDs it names")
+	}
+	if err := f.m.DeleteUser(ctx, "erin"); err != nil {
+		t.Fatal(err)
+	}
+	erin = f.user("erin")
+	if f.allowed(erin.AccessKey, GetObject, "site", "k") {
+		t.Fatal("a policy stored unbound lets in a user created since under a name it names")
+	}
+	// Set again, it names the erin there is now.
+	f.setBucketPolicy("site", erinPolicy)
+	if !f.allowed(erin.AccessKey, GetObject, "site", "k") || !f.allowed(frank.AccessKey, GetObject, "site", "k") {
+		t.Fatal("the policy set again does not let in the users it names")
+	}
+
+	for name, stored := range map[string][]byte{
+		"bindings lack a user":    append([]byte{boundPolicyMark, 2, '{', '}'}, erinPolicy...),
+		"bindings name another":   append([]byte{boundPolicyMark, 21}, append([]byte(`{"erin":"","gina":""}`), erinPolicy...)...),
+		"bindings cut short":      []byte{boundPolicyMark, 40, '{'},
+		"trailing after bindings": append([]byte{boundPolicyMark, 4, '{', '}', '{', '}'}, erinPolicy...),
+	} {
+		f.setStoredPolicy("site", erinPolicy)
+		f.store.setPolicy("site", string(stored))
+		if err := f.m.RefreshBucketPolicy(ctx, "site"); err == nil {
+			t.Errorf("%s: the refresh succeeds", name)
+		}
+		if f.allowed(frank.AccessKey, GetObject, "site", "k") || f.allowed("", GetObject, "site", "k") {
+			t.Errorf("%s: the bucket does not fail closed", name)
+		}
+	}
+}
+
+// FuzzStoredBucketPolicy: splitting any stored bytes never panics, a
+// policy bound by BindBucketPolicy splits back to its document exactly,
+// and what parses is bound to exactly the users it names.
 func FuzzStoredBucketPolicy(f *testing.F) {
 	fx := newFixture(f)
 	fx.user("erin")
 	fx.user("frank")
-	stored, _, err := fx.m.BindBucketPolicy("site", []byte(erinPolicy))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(stored)
-	f.Add([]byte(erinPolicy))
-	f.Add([]byte{boundPolicyMark})
-	f.Add([]byte{boundPolicyMark, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
-	f.Add([]byte{boundPolicyMark, 2, '{', '}', '{', '}'})
-	f.Fuzz(func(t *testing.T, b []byte) {
+	ctx := context.Background()
+	f.Add([]byte(erinPolicy), true)
+	f.Add([]byte(`{"Version":"2012-10-17","Statement":{"Effect":"Deny","Principal":{"AWS":"arn:aws:iam::000000000000:user/erin"},"Action":"s3:*","Resource":"arn:aws:s3:::site/*"}}`), true)
+	f.Add([]byte{boundPolicyMark}, false)
+	f.Add([]byte{boundPolicyMark, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false)
+	f.Add([]byte{boundPolicyMark, 2, '{', '}', '{', '}'}, false)
+	f.Fuzz(func(t *testing.T, b []byte, bind bool) {
+		if bind {
+			stored, _, err := fx.m.BindBucketPolicy(ctx, "site", b)
+			if err != nil {
+				return
+			}
+			doc, _, err := splitStoredPolicy(stored)
+			if err != nil || !bytes.Equal(doc, b) {
+				t.Fatalf("bound %q, split back to %q, %v", b, doc, err)
+			}
+			if _, err := parseStoredBucketPolicy("site", stored); err != nil {
+				t.Fatalf("a bound policy does not parse back: %v", err)
+			}
+			if _, err := fx.m.BucketPolicyDocument(stored); err != nil {
+				t.Fatalf("BucketPolicyDocument: %v", err)
+			}
+			return
+		}
 		doc, ids, err := splitStoredPolicy(b)
 		if err != nil {
 			return
@@ -106,5 +214,6 @@ func FuzzStoredBucketPolicy(f *testing.F) {
 		if _, err := parseStoredBucketPolicy("site", b); err != nil && !errors.Is(err, ErrPolicy) {
 			t.Fatalf("parse error %v does not wrap ErrPolicy", err)
 		}
+		_, _ = fx.m.BucketPolicyDocument(b)
 	})
 }

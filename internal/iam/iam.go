@@ -101,8 +101,12 @@ const (
 type Principal struct {
 	AccessKeyID string
 	User        string // the key's user; "" for root and anonymous
-	Root        bool
-	Anonymous   bool
+	// UserID is the user's ID (userRec.ID) when the principal was made,
+	// "" for a user created before users had IDs: a principal of a user
+	// since deleted and created again under its name is not the new one.
+	UserID    string
+	Root      bool
+	Anonymous bool
 	// Session marks a principal signed in to the web console (SignIn)
 	// rather than one that signed a request with an access key: a user's
 	// own identity policies apply, with no key's scope.
@@ -442,8 +446,9 @@ func (m *IAM) SecretKey(_ context.Context, accessKeyID string) (string, error) {
 // digits, root's (RootCanonicalID) or derived from the user's name and
 // ID (the same for all its keys, and another for a user deleted and
 // created again under the same name); "" for an anonymous principal. A
-// user that no longer exists gets an ID that names nothing, so a request
-// in flight when its user was deleted can own or match nothing.
+// principal whose user no longer exists, or is another user of the name
+// now (Principal.UserID differs), gets an ID that names nothing, so a
+// request in flight when its user was deleted can own or match nothing.
 func (m *IAM) CanonicalID(p Principal) string {
 	switch {
 	case p.Anonymous:
@@ -451,7 +456,7 @@ func (m *IAM) CanonicalID(p Principal) string {
 	case p.Root:
 		return RootCanonicalID()
 	}
-	if u, ok := m.snap.Load().users[p.User]; ok {
+	if u, ok := m.snap.Load().users[p.User]; ok && u.id == p.UserID {
 		return u.canonical
 	}
 	return canonicalID("gone:" + p.User)
@@ -544,8 +549,9 @@ func (m *IAM) CanonicalUser(id string) (Principal, bool) {
 	if id == RootCanonicalID() {
 		return Principal{Root: true}, true
 	}
-	if name, ok := m.snap.Load().byCanonical[id]; ok {
-		return Principal{User: name}, true
+	snap := m.snap.Load()
+	if name, ok := snap.byCanonical[id]; ok {
+		return Principal{User: name, UserID: snap.users[name].id}, true
 	}
 	return Principal{}, false
 }
@@ -557,7 +563,7 @@ func (m *IAM) Principal(accessKeyID string) Principal {
 	}
 	p := Principal{AccessKeyID: accessKeyID}
 	if k, ok := m.snap.Load().keys[accessKeyID]; ok {
-		p.User = k.user.name
+		p.User, p.UserID = k.user.name, k.user.id
 	}
 	return p
 }
@@ -765,7 +771,7 @@ func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, s
 	snap := m.snap.Load()
 	if p.Session {
 		u, ok := snap.users[p.User]
-		if !ok || u.disabled {
+		if !ok || u.disabled || u.id != p.UserID {
 			return nil, nil, "", false
 		}
 		return u, nil, "", true

@@ -341,10 +341,7 @@ func TestBucketPolicies(t *testing.T) {
 	if _, err := ParseBucketPolicy("other", []byte(public)); !errors.Is(err, ErrPolicy) {
 		t.Fatalf("a policy for another bucket's resources: %v", err)
 	}
-	f.store.setPolicy("site", public)
-	if err := f.m.RefreshBucketPolicy(ctx, "site"); err != nil {
-		t.Fatal(err)
-	}
+	f.setBucketPolicy("site", public)
 	if !f.allowed("", GetObject, "site", "public/index.html") || f.allowed("", GetObject, "site", "private/x") || f.allowed("", PutObject, "site", "public/x") {
 		t.Fatal("anonymous access through the bucket policy is wrong")
 	}
@@ -519,21 +516,23 @@ func TestCanonicalIDs(t *testing.T) {
 	if got := f.m.CanonicalID(f.m.Principal(k2.AccessKey)); got != first {
 		t.Errorf("alice's second key: canonical ID %q, want %q", got, first)
 	}
-	if got := f.m.CanonicalID(Principal{User: "alice", Session: true}); got != first {
+	aliceID := f.m.Principal(nk.AccessKey).UserID
+	if got := f.m.CanonicalID(Principal{User: "alice", UserID: aliceID, Session: true}); got != first {
 		t.Errorf("alice's console session: canonical ID %q, want %q", got, first)
 	}
 	if p, ok := f.m.CanonicalUser(first); !ok || p.User != "alice" {
 		t.Errorf("CanonicalUser(alice's ID) = %+v, %v", p, ok)
 	}
 	f.open() // a restart reads the same ID back
-	if got := f.m.CanonicalID(Principal{User: "alice"}); got != first {
+	if got := f.m.CanonicalID(f.m.Principal(nk.AccessKey)); got != first {
 		t.Errorf("after a restart: canonical ID %q, want %q", got, first)
 	}
 
 	if err := f.m.DeleteUser(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	gone := f.m.CanonicalID(Principal{User: "alice"})
+	old := Principal{User: "alice", UserID: aliceID}
+	gone := f.m.CanonicalID(old)
 	if gone == first || gone == "" {
 		t.Errorf("a deleted user's canonical ID = %q (its old one %q)", gone, first)
 	}
@@ -548,6 +547,19 @@ func TestCanonicalIDs(t *testing.T) {
 	if _, ok := f.m.CanonicalUser(first); ok {
 		t.Errorf("the first alice's canonical ID resolves to the second alice")
 	}
+	// A principal of the first alice (a request or session in flight)
+	// is not the second one.
+	if got := f.m.CanonicalID(old); got == second {
+		t.Errorf("a principal of the deleted alice has the new alice's canonical ID")
+	}
+	if err := f.m.SetPassword(ctx, "alice", "another-s3cret"); err != nil {
+		t.Fatal(err)
+	}
+	newID := f.m.Principal(nk.AccessKey).UserID
+	if start := f.now.Add(time.Minute); f.m.SessionValid(Principal{User: "alice", UserID: aliceID, Session: true}, start) ||
+		!f.m.SessionValid(Principal{User: "alice", UserID: newID, Session: true}, start) {
+		t.Errorf("SessionValid tells the two alices apart wrongly")
+	}
 
 	// A user from before IDs (no "id" in the stored state) keeps the ID
 	// its name gives, so what it owns stays its own.
@@ -555,15 +567,28 @@ func TestCanonicalIDs(t *testing.T) {
 	if err := json.Unmarshal(f.store.state, &doc); err != nil {
 		t.Fatal(err)
 	}
+	if doc["version"] != 2.0 {
+		t.Errorf("stored state format %v, want 2", doc["version"])
+	}
 	delete(doc["users"].(map[string]any)["alice"].(map[string]any), "id")
+	doc["version"] = 1 // as a Coffer from before user IDs wrote it
 	if f.store.state, err = json.Marshal(doc); err != nil {
 		t.Fatal(err)
 	}
 	f.open()
-	if got, want := f.m.CanonicalID(Principal{User: "alice"}), canonicalID("user:alice"); got != want {
+	if got, want := f.m.CanonicalID(f.m.Principal(nk.AccessKey)), canonicalID("user:alice"); got != want {
 		t.Errorf("a user stored without an ID: canonical ID %q, want the name's %q", got, want)
 	}
 	if p, ok := f.m.CanonicalUser(canonicalID("user:alice")); !ok || p.User != "alice" {
 		t.Errorf("CanonicalUser(legacy ID) = %+v, %v", p, ok)
+	}
+	// The first change writes format 2, which a Coffer of format 1
+	// refuses rather than drop the IDs; a newer format is refused here.
+	f.user("bob")
+	if !bytes.Contains(f.store.state, []byte(`"version":2`)) {
+		t.Errorf("a change did not write format 2: %.60s", f.store.state)
+	}
+	if _, err := decodeState(bytes.Replace(f.store.state, []byte(`"version":2`), []byte(`"version":3`), 1)); err == nil || !strings.Contains(err.Error(), "format 3") {
+		t.Errorf("a state of format 3: %v", err)
 	}
 }

@@ -221,7 +221,7 @@ func (m *IAM) SignIn(ctx context.Context, name, password string) (Principal, err
 	if !current {
 		m.upgradeHash(ctx, name, stored, password)
 	}
-	return Principal{User: name, Session: true}, nil
+	return Principal{User: name, UserID: u.ID, Session: true}, nil
 }
 
 // errHashChanged ends upgradeHash's change without writing: the user's
@@ -270,22 +270,23 @@ func (m *IAM) SignInName(name string) (Principal, bool) {
 	if m.isRoot(name) {
 		return Principal{AccessKeyID: name, Root: true}, true
 	}
-	if _, ok := m.snap.Load().doc.Users[name]; ok {
-		return Principal{User: name}, true
+	if u, ok := m.snap.Load().doc.Users[name]; ok {
+		return Principal{User: name, UserID: u.ID}, true
 	}
 	return Principal{}, false
 }
 
 // SessionValid reports whether a console session of p that signed in at
 // start may still act: root always (its credentials change only with a
-// restart, which ends every session); a user while it exists, is enabled
-// and its password has not changed since start.
+// restart, which ends every session); a user while it exists (the same
+// user, not one created again under its name), is enabled and its
+// password has not changed since start.
 func (m *IAM) SessionValid(p Principal, start time.Time) bool {
 	if p.Root {
 		return !p.Anonymous && m.isRoot(p.AccessKeyID)
 	}
 	u, ok := m.snap.Load().doc.Users[p.User]
-	return p.Session && ok && !u.Disabled && u.Password != "" && !u.PasswordChanged.After(start)
+	return p.Session && ok && u.ID == p.UserID && !u.Disabled && u.Password != "" && !u.PasswordChanged.After(start)
 }
 
 // PasswordParams returns the argon2id parameters new hashes are made with.

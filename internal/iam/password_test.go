@@ -155,6 +155,10 @@ func TestSignIn(t *testing.T) {
 				}
 				return
 			}
+			if got.User != "" && got.UserID == "" {
+				t.Errorf("SignIn(%q) = %+v: no user ID", tc.user, got)
+			}
+			got.UserID = ""
 			if err != nil || got != tc.want {
 				t.Errorf("SignIn(%q) = %+v, %v; want %+v", tc.user, got, err, tc.want)
 			}
@@ -298,7 +302,7 @@ func TestSignInUpgradesHash(t *testing.T) {
 	start := f.now
 	f.now = f.now.Add(time.Minute)
 	p, err := m.SignIn(ctx, "alice", "s3cret-pass")
-	if err != nil || p != (Principal{User: "alice", Session: true}) {
+	if err != nil || p != (Principal{User: "alice", UserID: p.UserID, Session: true}) || p.UserID == "" {
 		t.Fatalf("SignIn = %+v, %v", p, err)
 	}
 	after := storedUser(t, f.store.state, "alice")
@@ -353,7 +357,7 @@ func TestSignInUpgradeSaveFails(t *testing.T) {
 	}
 	f.store.failPut = errors.New("disk full")
 	p, err := m.SignIn(ctx, "alice", "s3cret-pass")
-	if err != nil || p != (Principal{User: "alice", Session: true}) {
+	if err != nil || p != (Principal{User: "alice", UserID: p.UserID, Session: true}) || p.UserID == "" {
 		t.Fatalf("SignIn with the right password and a failing store = %+v, %v; want alice signed in", p, err)
 	}
 	want := `level=WARN msg="console password hash upgrade not saved; it is tried again at the user's next sign-in" user=alice err="iam: save state: disk full"`

@@ -203,10 +203,11 @@ func (m *IAM) simulatedPrincipal(in SimulateInput) (Principal, string, error) {
 	case (in.User == "") == (in.AccessKey == ""):
 		return Principal{}, "", fmt.Errorf("%w: name exactly one of a user and an access key", ErrInvalid)
 	case in.User != "":
-		if _, ok := m.snap.Load().users[in.User]; !ok {
+		u, ok := m.snap.Load().users[in.User]
+		if !ok {
 			return Principal{}, "", notFound("user", in.User)
 		}
-		return Principal{User: in.User, Session: true}, in.User, nil
+		return Principal{User: in.User, UserID: u.id, Session: true}, in.User, nil
 	case m.isRoot(in.AccessKey):
 		return Principal{AccessKeyID: in.AccessKey, Root: true}, "root", nil
 	}

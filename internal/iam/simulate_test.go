@@ -58,10 +58,9 @@ func newSimWorld(t *testing.T) *simWorld {
 	f.user("dave", "readwrite")
 	must(f.m.SetUserDisabled(ctx, "dave", true))
 	w.disabledUser = "dave"
-	f.store.setPolicy("shared", `{"Version":"2012-10-17","Statement":[
+	f.setBucketPolicy("shared", `{"Version":"2012-10-17","Statement":[
 		{"Sid":"BobReads","Effect":"Allow","Principal":{"AWS":"arn:aws:iam::000000000000:user/bob"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::shared/*"},
 		{"Sid":"NobodyDeletes","Effect":"Deny","Principal":"*","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::shared/*"}]}`)
-	must(f.m.RefreshBucketPolicy(ctx, "shared"))
 	// Patterns that back-track at every character of a long User-Agent.
 	costly := `"*` + strings.Repeat("?", 63) + `b"`
 	f.store.setPolicy("costly", `{"Version":"2012-10-17","Statement":[

@@ -31,8 +31,13 @@ import (
 // administrative call, which is fine for the thousands of users an object
 // store has; requests never pay for it. See docs/design/0003-iam.md.
 
-// stateVersion is the format of stateDoc.
-const stateVersion = 1
+// stateVersion is the format of stateDoc. Format 2 (2026-11-29) added
+// userRec.ID. This version reads format 1 too and writes 2 at its first
+// change, which an older Coffer then refuses to read rather than drop
+// the users' IDs: without them a user created since would take the
+// canonical ID of a deleted one of its name, and with it what that one
+// owned.
+const stateVersion = 2
 
 // stateDoc is the stored IAM state.
 type stateDoc struct {
@@ -98,7 +103,7 @@ func newStateDoc() *stateDoc {
 // clone returns a deep copy of d, for a change to edit.
 func (d *stateDoc) clone() *stateDoc {
 	c := &stateDoc{
-		Version:  d.Version,
+		Version:  stateVersion, // a change writes the current format
 		Check:    d.Check,
 		Users:    make(map[string]*userRec, len(d.Users)),
 		Groups:   make(map[string]*groupRec, len(d.Groups)),
@@ -136,8 +141,8 @@ func decodeState(data []byte) (*stateDoc, error) {
 	if err := json.Unmarshal(data, d); err != nil {
 		return nil, fmt.Errorf("iam: stored state does not parse: %w", err)
 	}
-	if d.Version != stateVersion {
-		return nil, fmt.Errorf("iam: stored state has format %d; this coffer reads format %d", d.Version, stateVersion)
+	if d.Version < 1 || d.Version > stateVersion {
+		return nil, fmt.Errorf("iam: stored state has format %d; this coffer reads formats 1 to %d", d.Version, stateVersion)
 	}
 	for _, m := range []bool{d.Users == nil, d.Groups == nil, d.Policies == nil, d.Keys == nil} {
 		if m {

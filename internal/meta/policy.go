@@ -9,7 +9,8 @@ import (
 // Two small tables hold access control, beside the object records so that
 // they share the store's durability and, later, its replacement engine:
 //
-//	y bucket → the bucket's policy document, as PutBucketPolicy gave it
+//	y bucket → the bucket's policy in iam's stored form: the document as
+//	           PutBucketPolicy gave it, bound to the users it names
 //	i        → the IAM state document (users, keys, groups, policies)
 //
 // Both are opaque bytes here; iam owns their meaning and encryption.

@@ -111,7 +111,7 @@ func TestExpectedBucketOwner(t *testing.T) {
 	hs.put("bkt", "k", []byte("x"))
 	root := iam.RootCanonicalID()
 	bob := hs.user("bob", "readwrite")
-	bobID := hs.iam.CanonicalID(iam.Principal{User: "bob"})
+	bobID := hs.canonicalID("bob")
 	for _, owner := range []string{root, "123456789012"} {
 		hs.do(call{method: "GET", path: "/bkt", header: header("X-Amz-Expected-Bucket-Owner", owner)}).mustStatus(t, http.StatusOK)
 		hs.do(call{method: "GET", path: "/bkt/k", header: header("X-Amz-Expected-Bucket-Owner", owner), cred: bob}).mustStatus(t, http.StatusOK)
@@ -139,17 +139,18 @@ func TestRecreatedUserInheritsNothing(t *testing.T) {
 	hs.mkBucket("bkt")
 	hs.put("bkt", "k", []byte("x"))
 	bob := hs.user("bob")
-	bobID := hs.iam.CanonicalID(iam.Principal{User: "bob"})
+	bobID := hs.canonicalID("bob")
 	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Grant-Read", `id="`+bobID+`"`)}).mustStatus(t, http.StatusOK)
 	hs.do(call{method: "GET", path: "/bkt/k", cred: bob}).mustStatus(t, http.StatusOK)
 	alice := hs.user("alice", "readwrite")
 	hs.do(call{method: "PUT", path: "/alices", cred: alice}).mustStatus(t, http.StatusOK)
-	aliceID := hs.iam.CanonicalID(iam.Principal{User: "alice"})
+	aliceID := hs.canonicalID("alice")
 	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", aliceID)}).mustStatus(t, http.StatusOK)
 	carol := hs.user("carol")
 	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"arn:aws:iam::123456789012:user/team/carol"},"Action":"s3:GetObject","Resource":"arn:aws:s3:::bkt/*"}]}`
 	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).mustStatus(t, http.StatusOK)
+	carolID := hs.canonicalID("carol")
 
 	for _, u := range []string{"bob", "alice", "carol"} {
 		if err := hs.iam.DeleteUser(ctx, u); err != nil {
@@ -160,12 +161,18 @@ func TestRecreatedUserInheritsNothing(t *testing.T) {
 	alice = hs.user("alice", "readwrite")
 	carol = hs.user("carol")
 	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).want(t, http.StatusForbidden, s3err.AccessDenied)
-	// The policy reads back as it was put; set again, it names the
-	// carol there is now.
+	// As on AWS, the policy reads back with the deleted principal shown
+	// by an ID (the first carol's canonical ID), which cannot be put back;
+	// set again as first written, it names the carol there is now.
+	got := hs.do(call{method: "GET", path: "/bkt?policy"}).mustStatus(t, http.StatusOK)
+	if b := string(got.body); !strings.Contains(b, `"AWS":"`+carolID+`"`) || strings.Contains(b, "carol") {
+		t.Errorf("GetBucketPolicy after carol was re-created = %s", b)
+	}
+	hs.do(call{method: "PUT", path: "/bkt?policy", body: got.body}).want(t, http.StatusBadRequest, s3err.MalformedPolicy)
+	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
 	if got := hs.do(call{method: "GET", path: "/bkt?policy"}).mustStatus(t, http.StatusOK); string(got.body) != pol {
 		t.Errorf("GetBucketPolicy = %s, want %s", got.body, pol)
 	}
-	hs.do(call{method: "PUT", path: "/bkt?policy", body: []byte(pol)}).mustStatus(t, http.StatusNoContent)
 	hs.do(call{method: "GET", path: "/bkt/k", cred: carol}).mustStatus(t, http.StatusOK)
 	// As on AWS, a policy may name only users that exist.
 	dave := strings.ReplaceAll(pol, "team/carol", "dave")
@@ -174,11 +181,11 @@ func TestRecreatedUserInheritsNothing(t *testing.T) {
 	if !strings.Contains(string(rp.body), "Invalid principal in policy") {
 		t.Errorf("a policy naming no user: %s", rp.body)
 	}
-	if id := hs.iam.CanonicalID(iam.Principal{User: "bob"}); id == bobID {
+	if id := hs.canonicalID("bob"); id == bobID {
 		t.Fatalf("re-created bob has the first bob's canonical ID %s", id)
 	}
 	hs.do(call{method: "GET", path: "/bkt/k", cred: bob}).want(t, http.StatusForbidden, s3err.AccessDenied)
-	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", hs.iam.CanonicalID(iam.Principal{User: "alice"}))}).
+	hs.do(call{method: "GET", path: "/alices", cred: alice, header: header("X-Amz-Expected-Bucket-Owner", hs.canonicalID("alice"))}).
 		want(t, http.StatusForbidden, s3err.AccessDenied)
 	// The grant stays, naming the first bob, who has no name any more.
 	rp = hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK)

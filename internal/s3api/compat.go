@@ -247,8 +247,11 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   as ` + "`arn:aws:s3:::*`" + ` qualify, and apply to that bucket only. A user a
   bucket policy names must exist (` + "`MalformedPolicy`" + `, "Invalid principal in
   policy", as on AWS), and the policy applies to that user only, not to one
-  deleted and created again under the name; GetBucketPolicy returns the
-  document as it was put. A Deny naming the account applies to all its users.
+  deleted and created again under the name. GetBucketPolicy returns the
+  document as it was put, or, once a user it names was deleted, with that
+  user shown by the canonical ID it had (as AWS shows a deleted principal by
+  its ID), which PutBucketPolicy refuses back. A Deny naming the account
+  (any 12-digit ID: Coffer has one) applies to all its users.
 - Conditional writes: ` + "`If-None-Match`" + ` (` + "`*`" + ` or ETags) and ` + "`If-Match`" + ` on PutObject,
   CopyObject and CompleteMultipartUpload, checked atomically with the commit
   against the current version (a key under a delete marker has none). A

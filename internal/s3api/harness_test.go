@@ -409,3 +409,13 @@ func crc32Of(b []byte) string {
 
 // xmlBody is a helper for request bodies.
 func xmlBody(s string) []byte { return []byte(strings.TrimSpace(s)) }
+
+// canonicalID returns the canonical ID of user name, as IAM reports it.
+func (hs *harness) canonicalID(name string) string {
+	hs.t.Helper()
+	u, err := hs.iam.User(context.Background(), name)
+	if err != nil {
+		hs.t.Fatalf("User(%s): %v", name, err)
+	}
+	return u.CanonicalID
+}

@@ -268,7 +268,7 @@ func TestListOwners(t *testing.T) {
 	hs := newHarness(t, Config{})
 	alice := hs.user("alice", "readwrite")
 	root := s3xml.Owner{ID: iam.RootCanonicalID(), DisplayName: "root"}
-	aliceOwner := s3xml.Owner{ID: hs.iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+	aliceOwner := s3xml.Owner{ID: hs.canonicalID("alice"), DisplayName: "alice"}
 
 	hs.mkBucket("bkt")
 	hs.do(call{method: "PUT", path: "/bkt?versioning", body: xmlBody(`

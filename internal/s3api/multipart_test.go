@@ -428,7 +428,7 @@ func TestMultipartInitiator(t *testing.T) {
 		ids[c.key] = string(uploadIDRE.FindSubmatch(rp.body)[1])
 	}
 	root := s3xml.Owner{ID: iam.RootCanonicalID(), DisplayName: "root"}
-	aliceOwner := s3xml.Owner{ID: hs.iam.CanonicalID(iam.Principal{User: "alice"}), DisplayName: "alice"}
+	aliceOwner := s3xml.Owner{ID: hs.canonicalID("alice"), DisplayName: "alice"}
 	aliceARN := s3xml.Owner{ID: "arn:aws:iam::" + iam.AccountID + ":user/alice", DisplayName: "alice"}
 	want := map[string][2]s3xml.Owner{ // key → Initiator, Owner
 		"by-root":            {root, root},

@@ -33,7 +33,7 @@ func (h *Handler) putBucketPolicy(w http.ResponseWriter, r *http.Request, rq *re
 		return err
 	}
 	// Stored bound to the users it names (iam.BindBucketPolicy).
-	stored, public, err := h.iam.BindBucketPolicy(rq.bucket, doc)
+	stored, public, err := h.iam.BindBucketPolicy(r.Context(), rq.bucket, doc)
 	if err != nil {
 		return malformedPolicy(err)
 	}
@@ -71,7 +71,7 @@ func (h *Handler) getBucketPolicy(w http.ResponseWriter, r *http.Request, rq *re
 	if err != nil {
 		return err
 	}
-	doc, err := iam.BucketPolicyDocument(stored)
+	doc, err := h.iam.BucketPolicyDocument(stored)
 	if err != nil {
 		return err
 	}
