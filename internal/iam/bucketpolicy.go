@@ -51,23 +51,27 @@ func (m *IAM) BindBucketPolicy(ctx context.Context, bucket string, doc []byte) (
 	if len(names) == 0 {
 		return doc, p.Public(), nil
 	}
-	snap := m.snap.Load()
+	users := m.snap.Load().doc.Users
 	if _, shared := m.store.(UpdateStore); shared {
 		data, err := m.store.IAMState(ctx)
 		if err != nil {
 			return nil, false, fmt.Errorf("iam: bind bucket policy: %w", err)
 		}
-		if snap, err = m.decodeStored(data); err != nil {
-			return nil, false, fmt.Errorf("iam: bind bucket policy: %w", err)
+		if data != nil {
+			d, err := decodeState(data)
+			if err != nil {
+				return nil, false, fmt.Errorf("iam: bind bucket policy: %w", err)
+			}
+			users = d.Users
 		}
 	}
 	ids := make(map[string]string, len(names))
 	for _, n := range names {
-		u, ok := snap.users[n]
+		u, ok := users[n]
 		if !ok {
 			return nil, false, fmt.Errorf("%w: Invalid principal in policy: there is no user %q", ErrPolicy, n)
 		}
-		ids[n] = u.id
+		ids[n] = u.ID
 	}
 	j, err := json.Marshal(ids)
 	if err != nil {
@@ -89,40 +93,57 @@ func (m *IAM) BindBucketPolicy(ctx context.Context, bucket string, doc []byte) (
 // put back as it is: the ID is not a principal PutBucketPolicy accepts,
 // so a read-edit-write of the policy does not quietly grant the new user
 // what the old one had.
+//
+// A policy set before policies were bound is shown alike, for the users
+// its Allow statements name (see parseStoredBucketPolicy): one created
+// since under such a name is not the user the Allow meant.
 func (m *IAM) BucketPolicyDocument(stored []byte) ([]byte, error) {
 	doc, ids, err := splitStoredPolicy(stored)
-	if err != nil || ids == nil {
-		return doc, err
+	if err != nil {
+		return nil, err
 	}
 	users := m.snap.Load().users
-	stale := map[string]string{}
-	for n, id := range ids {
-		if u, ok := users[n]; !ok || u.id != id {
-			stale[n] = userCanonicalID(n, id)
+	legacy := ids == nil
+	stale := func(name string) (string, bool) {
+		id := ids[name] // "" for every name of a policy set before binding
+		if u, ok := users[name]; ok && u.id == id {
+			return "", false
 		}
+		if _, ok := ids[name]; !ok && !legacy {
+			return "", false // not bound: not a user entry of this policy
+		}
+		return userCanonicalID(name, id), true
 	}
-	if len(stale) == 0 {
-		return doc, nil
-	}
-	return replacePrincipals(doc, stale)
+	return replacePrincipals(doc, stale, legacy)
 }
 
 // replacePrincipals returns doc with each user ARN in a Principal element
-// whose user name is a key of stale replaced by stale's value.
-func replacePrincipals(doc []byte, stale map[string]string) ([]byte, error) {
+// for which stale says so replaced by the ID stale gives, in every
+// statement or, with allowsOnly, in the Allow statements only; doc itself
+// when there is none to replace.
+func replacePrincipals(doc []byte, stale func(name string) (string, bool), allowsOnly bool) ([]byte, error) {
+	if !bytes.Contains(doc, []byte("user")) && !bytes.Contains(doc, []byte(`\u`)) {
+		return doc, nil // names no user (an escape could spell one)
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var root map[string]any
 	if err := dec.Decode(&root); err != nil {
 		return nil, fmt.Errorf("iam: stored bucket policy: %w", err)
 	}
+	changed := false
 	replace := func(v any) any {
 		s, ok := v.(string)
 		if !ok {
 			return v
 		}
-		if n, ok := userARNName(s); ok && stale[n] != "" {
-			return stale[n]
+		n, ok := userARNName(s)
+		if !ok {
+			return v
+		}
+		if id, ok := stale(n); ok {
+			changed = true
+			return id
 		}
 		return v
 	}
@@ -132,6 +153,9 @@ func replacePrincipals(doc []byte, stale map[string]string) ([]byte, error) {
 	}
 	for _, st := range stmts {
 		m, _ := st.(map[string]any)
+		if allowsOnly && m["Effect"] != "Allow" {
+			continue
+		}
 		pr, _ := m["Principal"].(map[string]any)
 		switch aws := pr["AWS"].(type) {
 		case string:
@@ -141,6 +165,9 @@ func replacePrincipals(doc []byte, stale map[string]string) ([]byte, error) {
 				aws[i] = replace(aws[i])
 			}
 		}
+	}
+	if !changed {
+		return doc, nil
 	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
@@ -188,12 +215,13 @@ func splitStoredPolicy(stored []byte) (doc []byte, ids map[string]string, err er
 }
 
 // parseStoredBucketPolicy parses bucket's policy as stored, bound to the
-// users it was bound to. A policy stored before policies were bound is
-// bound to the users created before users had IDs (ID ""): those are the
-// ones it can have meant, never a user created since. Bindings that do not
-// name exactly the users the document names are damage, and an error, so
-// that the bucket fails closed rather than lose a Deny. Errors wrap
-// ErrPolicy.
+// users it was bound to. The Allow statements of a policy stored before
+// policies were bound are bound to the users created before users had IDs
+// (ID ""): those are the ones they can have meant, never a user created
+// since; its Deny statements keep matching by name, so that none stops
+// applying. Bindings that do not name exactly the users the document
+// names are damage, and an error, so that the bucket fails closed rather
+// than lose a Deny. Errors wrap ErrPolicy.
 func parseStoredBucketPolicy(bucket string, stored []byte) (*policy.Policy, error) {
 	doc, ids, err := splitStoredPolicy(stored)
 	if err != nil {
@@ -209,6 +237,8 @@ func parseStoredBucketPolicy(bucket string, stored []byte) (*policy.Policy, erro
 		for _, n := range names {
 			ids[n] = ""
 		}
+		p.BindAllows(ids)
+		return p, nil
 	}
 	if len(ids) != len(names) {
 		return nil, fmt.Errorf("%w: stored bindings name %d users, the document %d", ErrPolicy, len(ids), len(names))

@@ -150,12 +150,41 @@ func TestLegacyBucketPolicy(t *testing.T) {
 	if f.allowed(erin.AccessKey, GetObject, "site", "k") {
 		t.Fatal("a policy stored unbound lets in a user created since under a name it names")
 	}
+	// GetBucketPolicy shows that erin by the ID the first one had, and
+	// the document cannot be put back as it is.
+	shown, err := f.m.BucketPolicyDocument([]byte(erinPolicy))
+	if err != nil || !bytes.Contains(shown, []byte(`"`+canonicalID("user:erin")+`"`)) || !bytes.Contains(shown, []byte("user/ops/frank")) {
+		t.Fatalf("an unbound policy naming a re-created user is shown as %s, %v", shown, err)
+	}
+	if _, _, err := f.m.BindBucketPolicy(ctx, "site", shown); !errors.Is(err, ErrPolicy) {
+		t.Errorf("the shown document was accepted back: %v", err)
+	}
 	// Set again, it names the erin there is now.
 	f.setBucketPolicy("site", erinPolicy)
 	if !f.allowed(erin.AccessKey, GetObject, "site", "k") || !f.allowed(frank.AccessKey, GetObject, "site", "k") {
 		t.Fatal("the policy set again does not let in the users it names")
 	}
 
+	// Its Deny statements keep matching by name: a user created since
+	// under a name one names is denied too (binding errs towards denying).
+	if err := f.m.AttachPolicy(ctx, "readwrite", Target{User: "erin"}); err != nil {
+		t.Fatal(err)
+	}
+	mallory := f.user("mallory", "readwrite")
+	denyDoc := `{"Version":"2012-10-17","Statement":[{"Effect":"Deny","Principal":{"AWS":["arn:aws:iam::000000000000:user/erin","arn:aws:iam::000000000000:user/mallory"]},"Action":"s3:*","Resource":"arn:aws:s3:::site/*"}]}`
+	f.setStoredPolicy("site", denyDoc)
+	if f.allowed(erin.AccessKey, GetObject, "site", "k") || f.allowed(mallory.AccessKey, GetObject, "site", "k") {
+		t.Fatal("a Deny stored unbound stops applying to users created since under its names")
+	}
+	if shown, err := f.m.BucketPolicyDocument([]byte(denyDoc)); err != nil || string(shown) != denyDoc {
+		t.Errorf("an unbound Deny is shown as %s, %v; want as stored (it applies to the users of its names)", shown, err)
+	}
+
+	// frank may read through his own policy: a bucket whose policy is
+	// damaged must deny him (deny-all), not drop the policy.
+	if err := f.m.AttachPolicy(ctx, "readonly", Target{User: "frank"}); err != nil {
+		t.Fatal(err)
+	}
 	for name, stored := range map[string][]byte{
 		"bindings lack a user":    append([]byte{boundPolicyMark, 2, '{', '}'}, erinPolicy...),
 		"bindings name another":   append([]byte{boundPolicyMark, 21}, append([]byte(`{"erin":"","gina":""}`), erinPolicy...)...),
@@ -167,7 +196,7 @@ func TestLegacyBucketPolicy(t *testing.T) {
 		if err := f.m.RefreshBucketPolicy(ctx, "site"); err == nil {
 			t.Errorf("%s: the refresh succeeds", name)
 		}
-		if f.allowed(frank.AccessKey, GetObject, "site", "k") || f.allowed("", GetObject, "site", "k") {
+		if f.allowed(frank.AccessKey, GetObject, "site", "k") {
 			t.Errorf("%s: the bucket does not fail closed", name)
 		}
 	}
@@ -186,6 +215,11 @@ func FuzzStoredBucketPolicy(f *testing.F) {
 	f.Add([]byte{boundPolicyMark}, false)
 	f.Add([]byte{boundPolicyMark, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false)
 	f.Add([]byte{boundPolicyMark, 2, '{', '}', '{', '}'}, false)
+	// Another store whose erin and frank are other users of the names:
+	// every user a policy bound in fx names is a deleted one there.
+	other := newFixture(f)
+	other.user("erin")
+	other.user("frank")
 	f.Fuzz(func(t *testing.T, b []byte, bind bool) {
 		if bind {
 			stored, _, err := fx.m.BindBucketPolicy(ctx, "site", b)
@@ -199,8 +233,19 @@ func FuzzStoredBucketPolicy(f *testing.F) {
 			if _, err := parseStoredBucketPolicy("site", stored); err != nil {
 				t.Fatalf("a bound policy does not parse back: %v", err)
 			}
-			if _, err := fx.m.BucketPolicyDocument(stored); err != nil {
-				t.Fatalf("BucketPolicyDocument: %v", err)
+			if shown, err := fx.m.BucketPolicyDocument(stored); err != nil || !bytes.Equal(shown, b) {
+				t.Fatalf("BucketPolicyDocument with its users = %q, %v; want the document", shown, err)
+			}
+			for _, s := range [][]byte{stored, b} { // bound, and as if stored before binding
+				shown, err := other.m.BucketPolicyDocument(s)
+				if err != nil {
+					t.Fatalf("BucketPolicyDocument with its users gone: %v", err)
+				}
+				if !bytes.Equal(shown, b) {
+					if _, _, err := other.m.BindBucketPolicy(ctx, "site", shown); err == nil {
+						t.Fatalf("a document showing a deleted user is accepted back: %s", shown)
+					}
+				}
 			}
 			return
 		}

@@ -780,6 +780,11 @@ func (m *IAM) identity(p Principal, now time.Time) (*liveUser, *policy.Policy, s
 	if !ok || !k.usable(now) {
 		return nil, nil, "", false
 	}
+	if p.User != "" && (k.user.name != p.User || k.user.id != p.UserID) {
+		// Made for another user than the key's now (IAM.Principal sets
+		// both): not this one.
+		return nil, nil, "", false
+	}
 	return k.user, k.scope, k.id, true
 }
 

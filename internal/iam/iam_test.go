@@ -549,8 +549,12 @@ func TestCanonicalIDs(t *testing.T) {
 	}
 	// A principal of the first alice (a request or session in flight)
 	// is not the second one.
-	if got := f.m.CanonicalID(old); got == second {
-		t.Errorf("a principal of the deleted alice has the new alice's canonical ID")
+	if got := f.m.CanonicalID(old); got != gone {
+		t.Errorf("a principal of the deleted alice: canonical ID %q, want the deleted user's %q", got, gone)
+	}
+	// Nor does it act as the new one with the new one's key.
+	if f.m.Authorize(ctx, Request{Principal: Principal{AccessKeyID: nk.AccessKey, User: "alice", UserID: aliceID}, Action: ListAllMyBuckets}) == nil {
+		t.Errorf("a principal of the deleted alice acts with the new alice's key")
 	}
 	if err := f.m.SetPassword(ctx, "alice", "another-s3cret"); err != nil {
 		t.Fatal(err)

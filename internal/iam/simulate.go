@@ -215,7 +215,7 @@ func (m *IAM) simulatedPrincipal(in SimulateInput) (Principal, string, error) {
 	if !ok {
 		return Principal{}, "", notFound("access key", in.AccessKey)
 	}
-	return Principal{AccessKeyID: in.AccessKey, User: k.user.name}, k.user.name + " (key " + in.AccessKey + ")", nil
+	return Principal{AccessKeyID: in.AccessKey, User: k.user.name, UserID: k.user.id}, k.user.name + " (key " + in.AccessKey + ")", nil
 }
 
 // explain returns the sentence of Simulation.Message.

@@ -28,6 +28,8 @@ func TestBind(t *testing.T) {
 	bound.Bind(map[string]string{"alice": "a1", "bob": "", "carol": "c1"})
 	partial := mustBucket(t, "b", d)
 	partial.Bind(map[string]string{"alice": "a1"})
+	allows := mustBucket(t, "b", d)
+	allows.BindAllows(map[string]string{"alice": "", "bob": "", "carol": ""})
 	for _, tc := range []struct {
 		name string
 		p    *Policy
@@ -43,8 +45,11 @@ func TestBind(t *testing.T) {
 		{"bound deny applies to its user", bound, req("s3:DeleteObject", objARN, as("carol", "c1")), Deny},
 		{"bound deny spares another of the name", bound, req("s3:DeleteObject", objARN, as("carol", "c2")), NotApplicable},
 		{"name the bindings lack matches nobody", partial, req(getObj, objARN, as("bob", "")), NotApplicable},
-		{"bound: account Deny is not a user entry", bound, req(getObj, objARN, asRoot), Allow},
+		{"bound: root through the account's Allow", bound, req(getObj, objARN, asRoot), Allow},
 		{"bound: anyone still anyone", bound, req(list, bktARN, anonymous), Allow},
+		{"allows bound: Allow only its user", allows, req(getObj, objARN, as("alice", "a9")), NotApplicable},
+		{"allows bound: Allow its user", allows, req(getObj, objARN, as("alice", "")), Allow},
+		{"allows bound: Deny by name", allows, req("s3:DeleteObject", objARN, as("carol", "c9")), Deny},
 	} {
 		if got := tc.p.Evaluate(&tc.c); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

@@ -319,10 +319,19 @@ func (p *Policy) Users() []string {
 // ids lacks matches nobody. Bind must be called before the policy is
 // used; an unbound policy (one stored before policies were bound)
 // matches users by name alone.
-func (p *Policy) Bind(ids map[string]string) {
+func (p *Policy) Bind(ids map[string]string) { p.bind(ids, true) }
+
+// BindAllows is Bind for the Allow statements only: the Deny statements
+// keep matching users by name. It is for a policy set before policies
+// were bound, whose Allow entries can have meant only the users that
+// existed then, and whose Deny entries must not stop applying to a user
+// created since: binding errs towards denying.
+func (p *Policy) BindAllows(ids map[string]string) { p.bind(ids, false) }
+
+func (p *Policy) bind(ids map[string]string, denies bool) {
 	for i := range p.stmts {
 		pr := p.stmts[i].principal
-		if pr == nil {
+		if pr == nil || p.stmts[i].effect == Deny && !denies {
 			continue
 		}
 		for j := range pr.users {
