@@ -328,11 +328,12 @@ func (db *DB) HasBuckets(ctx context.Context) (bool, error) {
 // copySkip reports whether the keys of table t stay behind in a copy: the
 // garbage queue (blocks nothing references, not copied either: the
 // target's GC would only delete them), the format key and the readiness
-// probe (each engine has its own), a migration's progress, and the store
-// ID (the target is another store, with the ID its Open made: two stores
-// with one ID would pass each other's claims of an upstream prefix).
+// probe (each engine has its own), a migration's progress, the store ID
+// (the target is another store, with the ID its Open made: two stores
+// with one ID would pass each other's claims of an upstream prefix) and
+// the records of a shared store's nodes (the target's publish their own).
 func copySkip(t byte) bool {
-	return t == tableGarbage || t == tableFormat || t == tableProbe || t == tableMigration || t == tableStoreID
+	return t == tableGarbage || t == tableFormat || t == tableProbe || t == tableMigration || t == tableStoreID || t == tableNodes
 }
 
 // CopyLimits bound one batch of CopyFrom. A batch holds at least one key.

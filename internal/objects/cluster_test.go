@@ -218,3 +218,145 @@ func TestClusterCommitDeadline(t *testing.T) {
 		t.Fatalf("HEAD after the refused put = %v, want NoSuchKey", err)
 	}
 }
+
+// pgNodesWith returns services over one PostgreSQL schema and one block
+// store, one per config, as nodes of a cluster configured differently,
+// with a bucket "bkt".
+func pgNodesWith(t *testing.T, store blob.Store, cfgs ...Config) []*Service {
+	t.Helper()
+	url := testPG.Get(t).NewSchema(t)
+	var nodes []*Service
+	for _, cfg := range cfgs {
+		db, err := meta.Open(meta.Config{Kind: meta.EnginePostgres, Postgres: meta.PostgresConfig{URL: url, MaxConns: 4}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		s, err := New(cfg, db, store, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, s)
+	}
+	if err := nodes[0].CreateBucket(t.Context(), "bkt", CreateBucketInput{}); err != nil {
+		t.Fatal(err)
+	}
+	return nodes
+}
+
+// TestClusterNodeSettings: nodes configured with different GC graces and
+// free delays are as safe as the most cautious of them. Node A (grace 2s)
+// runs GC passes while node B (grace 1h) writes slowly: A's passes use
+// B's published grace, so B's blocks are kept past A's own grace and B's
+// object is whole; A's prompt freeing waits B's free delay. Once B's
+// record is older than its grace plus nodeSlack it stops counting, and
+// after nodeForget more a pass deletes it. A node that could not publish
+// for half its grace refuses writes with blocks.
+func TestClusterNodeSettings(t *testing.T) {
+	store := memblob.New()
+	var skew atomic.Int64 // added to every node's clock
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	cfgA := clusterCfg
+	cfgA.NodeID, cfgA.Clock = "node-a", clock
+	cfgB := clusterCfg
+	cfgB.NodeID, cfgB.Clock, cfgB.GCGrace, cfgB.SharedFreeDelay = "node-b", clock, time.Hour, 7*time.Minute
+	nodes := pgNodesWith(t, store, cfgA, cfgB)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	for _, s := range nodes {
+		if err := s.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Publish(ctx); err != nil { // reads B's record too
+		t.Fatal(err)
+	}
+	if d := a.freeDelay(); d != 7*time.Minute {
+		t.Errorf("A's prompt freeing waits %v, want B's 7m", d)
+	}
+
+	data := randBytes(3*testBlock, 3)
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(data[:testBlock+1]) // the first block, stored
+		time.Sleep(clusterCfg.GCGrace + 500*time.Millisecond)
+		for _, grace := range []time.Duration{0, clusterCfg.GCGrace} {
+			st, err := a.GC(ctx, grace)
+			if err != nil {
+				t.Error(err)
+			}
+			if st.Grace != time.Hour {
+				t.Errorf("A's GC(%v) ran with grace %v, want B's 1h", grace, st.Grace)
+			}
+		}
+		_, _ = pw.Write(data[testBlock+1:])
+		_ = pw.Close()
+	}()
+	if _, err := b.PutObject(ctx, "bkt", "k", PutInput{Size: int64(len(data))}, pr); err != nil {
+		t.Fatalf("slow put through B: %v", err)
+	}
+	got, err := a.GetObject(ctx, "bkt", "k", GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(got.Body)
+	got.Body.Close()
+	if err != nil || !bytes.Equal(body, data) {
+		t.Fatalf("object written through B while A collected: %d bytes, %v; want %d intact", len(body), err, len(data))
+	}
+
+	// Past half its grace without publishing, B refuses writes with
+	// blocks (inline ones need no block and go on); A, which publishes,
+	// does not.
+	skew.Store(int64(31 * time.Minute))
+	if err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	big := randBytes(2*testBlock, 4)
+	if _, err := b.PutObject(ctx, "bkt", "big", PutInput{Size: int64(len(big))}, bytes.NewReader(big)); !s3err.Is(err, s3err.ServiceUnavailable) {
+		t.Errorf("a write with blocks on a node that could not publish for 31m = %v, want ServiceUnavailable", err)
+	}
+	if _, err := b.PutObject(ctx, "bkt", "small", PutInput{Size: 3}, bytes.NewReader([]byte("abc"))); err != nil {
+		t.Errorf("an inline write on that node: %v", err)
+	}
+	if _, err := a.PutObject(ctx, "bkt", "big", PutInput{Size: int64(len(big))}, bytes.NewReader(big)); err != nil {
+		t.Errorf("a write with blocks on a node that publishes: %v", err)
+	}
+	if err := b.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.PutObject(ctx, "bkt", "big", PutInput{Size: int64(len(big))}, bytes.NewReader(big)); err != nil {
+		t.Errorf("a write with blocks once the node published again: %v", err)
+	}
+
+	// B stops publishing: its grace counts until 1h + nodeSlack after its
+	// last record, then not; the record goes nodeForget later.
+	skew.Add(int64(time.Hour + nodeSlack - time.Minute))
+	if st, err := a.GC(ctx, 0); err != nil || st.Grace != time.Hour {
+		t.Errorf("GC with B's record %v old: grace %v, %v; want 1h", time.Hour+nodeSlack-time.Minute, st.Grace, err)
+	}
+	skew.Add(int64(2 * time.Minute))
+	if err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.GC(ctx, 0); err != nil || st.Grace != clusterCfg.GCGrace {
+		t.Errorf("GC once B's record stopped counting: grace %v, %v; want A's own %v", st.Grace, err, clusterCfg.GCGrace)
+	}
+	if d := a.freeDelay(); d != clusterCfg.SharedFreeDelay && d != DefaultSharedFreeDelay {
+		t.Errorf("A's prompt freeing waits %v once B stopped counting, want its own", d)
+	}
+	if ns, err := a.db.Nodes(ctx); err != nil || len(ns) != 2 {
+		t.Fatalf("node records before nodeForget: %d, %v; want 2", len(ns), err)
+	}
+	skew.Add(int64(nodeForget))
+	if err := a.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.GC(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := a.db.Nodes(ctx)
+	if err != nil || len(ns) != 1 || ns[0].Node != "node-a" {
+		t.Fatalf("node records after nodeForget: %+v, %v; want only node-a's", ns, err)
+	}
+}

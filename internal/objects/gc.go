@@ -46,12 +46,14 @@ const gcPage = 1000
 // every write on a shared store must beat (writeLimit). That limit derives
 // from the configured GCGrace, so on a shared store a pass asked for a
 // shorter grace (an operator's `coffer admin gc --grace 0s`) runs with
-// GCGrace instead; GCStats.Grace says which it used.
+// GCGrace instead, or with the longest grace a live node published if
+// that is longer (nodes.go); GCStats.Grace says which it used.
 func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
-	if s.shared && grace < s.cfg.GCGrace {
-		grace = s.cfg.GCGrace
+	grace, err := s.passGrace(ctx, grace)
+	if err != nil {
+		return GCStats{}, fmt.Errorf("gc: %w", err)
 	}
 	st := GCStats{Grace: grace}
 	release, ok, err := s.db.GCLease(ctx)
@@ -63,6 +65,9 @@ func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) 
 		return st, nil
 	}
 	defer release()
+	if s.shared {
+		s.forgetNodes(ctx)
+	}
 	cutoff := s.clock().Add(-grace)
 	if err := s.drainGarbage(ctx, cutoff, false, &st); err != nil {
 		return st, err
@@ -168,6 +173,9 @@ func (s *Service) Run(ctx context.Context) error {
 	if s.cfg.GCInterval >= 0 {
 		wg.Go(func() { s.gcLoop(ctx) })
 	}
+	if s.shared && s.cfg.NodeID != "" {
+		wg.Go(func() { s.publishLoop(ctx) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	return nil
@@ -220,10 +228,7 @@ func (s *Service) freeLoop(ctx context.Context) {
 			return
 		case <-s.freed:
 		}
-		delay := s.cfg.FreeDelay
-		if s.shared {
-			delay = max(delay, s.cfg.SharedFreeDelay)
-		}
+		delay := s.freeDelay()
 		if delay > 0 && !pause(delay) {
 			return
 		}

@@ -96,13 +96,18 @@ func (s *Service) writeLimit() time.Duration {
 }
 
 // checkWriteAge refuses, on a shared store, a write whose first block is
-// older than writeLimit: another node's GC may delete its blocks now.
+// older than writeLimit: another node's GC may delete its blocks now; and
+// a write with blocks while this node cannot publish its GC settings
+// (checkPublished).
 func (s *Service) checkWriteAge(in *ingested, res string) error {
 	t, ok := s.firstBlockTime(in)
-	if !ok || s.clock().Sub(t) <= s.writeLimit() {
+	if !ok {
 		return nil
 	}
-	return s.writeTooSlow(res, nil)
+	if s.clock().Sub(t) > s.writeLimit() {
+		return s.writeTooSlow(res, nil)
+	}
+	return s.checkPublished(res)
 }
 
 // firstBlockTime returns, on a shared store, when in's first block was

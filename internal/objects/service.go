@@ -74,6 +74,11 @@ type Config struct {
 	// seen: a GET streaming a version through another node must finish
 	// within it (default 5 min).
 	SharedFreeDelay time.Duration
+	// NodeID names this node among those of a shared metadata store: when
+	// set, the service publishes its GC grace and free delay there
+	// (Publish), so that every node's GC spares what this one's writes and
+	// reads need. The server keeps it in the node's storage path.
+	NodeID string `toml:"-"`
 
 	// Clock returns the current time; nil means time.Now. Tests inject a
 	// fixed or stepping clock.
@@ -156,6 +161,11 @@ type Service struct {
 	// freeing frees only what this node queued, and writes must commit
 	// within writeLimit.
 	shared bool
+	// published is when this node last published its record (Publish), in
+	// Unix nanoseconds by its clock; 0 before the first time. cluster is
+	// what the live nodes' records asked for then.
+	published atomic.Int64
+	cluster   atomic.Pointer[clusterNeeds]
 
 	gcMu sync.Mutex // serialises GC passes
 	// lastRefs is how many blocks the last orphan sweep found referenced:

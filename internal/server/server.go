@@ -7,7 +7,9 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -161,6 +163,13 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 	if cfg.Blob.Kind == config.BlobMemory {
 		log.Warn("blob.kind is memory: object data lives in memory and is lost on exit, while metadata persists in the storage path; use for tests and benchmarks only")
 	}
+	if cfg.Meta.Kind == config.MetaPostgres {
+		// A node of a cluster publishes its GC settings under an ID of
+		// this start (objects.Service.Publish).
+		var id [12]byte
+		_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
+		cfg.Objects.NodeID = hex.EncodeToString(id[:])
+	}
 	st, err := openStorage(cfg, log, h.failWrite)
 	if err != nil {
 		return nil, err
@@ -178,6 +187,14 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 		return s, err
 	}
 	if s.root.MasterKey, err = masterKey(cfg.StoragePath, cfg.Root.MasterKey, st.db.Shared()); err != nil {
+		return s, err
+	}
+	// Before the first write: the other nodes' GC must count this node's
+	// grace before any of its writes makes a block.
+	pctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	err = st.objects.Publish(pctx)
+	cancel()
+	if err != nil {
 		return s, err
 	}
 	s.ready = newReadiness(storageChecks(st), log.With("component", "health"))

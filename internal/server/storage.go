@@ -25,6 +25,10 @@ import (
 // bucket of gateway mode answers.
 const upstreamCheckTimeout = 30 * time.Second
 
+// publishTimeout bounds a starting node's first publication of its GC
+// settings in the cluster's database (objects.Service.Publish).
+const publishTimeout = 30 * time.Second
+
 // Directories under the storage path.
 const (
 	metaDir = "meta"
