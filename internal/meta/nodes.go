@@ -38,6 +38,8 @@ type NodeRecord struct {
 	FreeDelay time.Duration `json:"freeDelay"`
 	// Seen is when it published the record, by its clock.
 	Seen time.Time `json:"seen"`
+
+	raw []byte // the stored bytes Nodes decoded it from
 }
 
 // maxNodeID bounds a node ID's length.
@@ -64,12 +66,13 @@ func (db *DB) PutNode(ctx context.Context, r NodeRecord) error {
 	return db.updateNode(ctx, r.Node, func([]byte) ([]byte, bool) { return v, true })
 }
 
-// ForgetNode deletes r's record if it is still r as Nodes returned it: a
-// record its node published again meanwhile stays.
+// ForgetNode deletes r's record if it is still the one Nodes returned as
+// r (the same stored bytes): a record its node published again meanwhile
+// stays.
 func (db *DB) ForgetNode(ctx context.Context, r NodeRecord) error {
-	v, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("meta: encode node record: %w", err)
+	v := r.raw
+	if v == nil {
+		return fmt.Errorf("meta: forget node %q: not a record Nodes returned", r.Node)
 	}
 	return db.updateNode(ctx, r.Node, func(old []byte) ([]byte, bool) {
 		return nil, bytes.Equal(old, v)
@@ -113,10 +116,10 @@ func (db *DB) updateNode(ctx context.Context, node string, fn func(old []byte) (
 	return nil
 }
 
-// Nodes returns every node record, in node ID order, with the stored
-// bytes each decoded from (for ForgetNode). A record that does not decode
+// Nodes returns every node record, in node ID order, each with the stored
+// bytes it decoded from (for ForgetNode). A record that does not decode
 // is an error: the GC that reads them must not go on without what a node
-// published.
+// published (delete such a record by hand: its key is "N" and the ID).
 func (db *DB) Nodes(ctx context.Context) ([]NodeRecord, error) {
 	it, err := db.kv.newIter([]byte{tableNodes}, []byte{tableNodes + 1})
 	if err != nil {
@@ -135,7 +138,7 @@ func (db *DB) Nodes(ctx context.Context) ([]NodeRecord, error) {
 		if err := json.Unmarshal(v, &r); err != nil {
 			return nil, errors.Join(fmt.Errorf("meta: node record %q: %w: %w", it.key()[1:], errCorrupt, err), it.close())
 		}
-		r.Node = string(it.key()[1:])
+		r.Node, r.raw = string(it.key()[1:]), append([]byte(nil), v...)
 		out = append(out, r)
 	}
 	if err := it.close(); err != nil {

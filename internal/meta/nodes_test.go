@@ -23,18 +23,27 @@ func TestNodes(t *testing.T) {
 			}
 		}
 		ns, err := db.Nodes(ctx)
-		if err != nil || len(ns) != 2 || ns[0].Node != "a1" || ns[0].Grace != 3*time.Hour || !ns[0].Seen.Equal(seen.Add(time.Minute)) || ns[1] != b {
+		same := func(x, y NodeRecord) bool {
+			return x.Node == y.Node && x.Grace == y.Grace && x.FreeDelay == y.FreeDelay && x.Seen.Equal(y.Seen)
+		}
+		if err != nil || len(ns) != 2 || !same(ns[0], NodeRecord{Node: "a1", Grace: 3 * time.Hour, Seen: seen.Add(time.Minute)}) || !same(ns[1], b) {
 			t.Fatalf("Nodes = %+v, %v", ns, err)
 		}
-		// ForgetNode deletes a record only as it was read.
-		if err := db.ForgetNode(ctx, a); err != nil {
+		// ForgetNode deletes a record only as it was read: a1 published
+		// again since is kept, b2 goes.
+		if err := db.PutNode(ctx, a); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.ForgetNode(ctx, ns[1]); err != nil {
-			t.Fatal(err)
+		for _, r := range ns {
+			if err := db.ForgetNode(ctx, r); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if ns, err = db.Nodes(ctx); err != nil || len(ns) != 1 || ns[0].Node != "a1" {
+		if ns, err = db.Nodes(ctx); err != nil || len(ns) != 1 || !same(ns[0], a) {
 			t.Fatalf("after forgetting b2 and an old a1: %+v, %v", ns, err)
+		}
+		if err := db.ForgetNode(ctx, a); err == nil {
+			t.Error("ForgetNode of a record Nodes did not return succeeded")
 		}
 		if err := db.PutNode(ctx, NodeRecord{Grace: time.Hour}); err == nil {
 			t.Error("a record without a node ID was stored")

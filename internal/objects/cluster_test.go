@@ -331,9 +331,9 @@ func TestClusterNodeSettings(t *testing.T) {
 
 	// B stops publishing: its grace counts until 1h + nodeSlack after its
 	// last record, then not; the record goes nodeForget later.
-	skew.Add(int64(time.Hour + nodeSlack - time.Minute))
+	skew.Add(int64(time.Hour + nodeSlack(time.Hour) - time.Minute))
 	if st, err := a.GC(ctx, 0); err != nil || st.Grace != time.Hour {
-		t.Errorf("GC with B's record %v old: grace %v, %v; want 1h", time.Hour+nodeSlack-time.Minute, st.Grace, err)
+		t.Errorf("GC with B's record %v old: grace %v, %v; want 1h", time.Hour+nodeSlack(time.Hour)-time.Minute, st.Grace, err)
 	}
 	skew.Add(int64(2 * time.Minute))
 	if err := a.Publish(ctx); err != nil {
@@ -358,5 +358,112 @@ func TestClusterNodeSettings(t *testing.T) {
 	ns, err := a.db.Nodes(ctx)
 	if err != nil || len(ns) != 1 || ns[0].Node != "node-a" {
 		t.Fatalf("node records after nodeForget: %+v, %v; want only node-a's", ns, err)
+	}
+}
+
+// TestClusterCommitDeadlineRecord: a commit must be done before this
+// node's last published record stops counting on the others, whatever
+// time the write itself has left: a write that began long after the last
+// record was published (the database out of reach meanwhile) and whose
+// commit then waits gets a deadline at the record's expiry less half the
+// slack, not at its own write limit.
+func TestClusterCommitDeadlineRecord(t *testing.T) {
+	var skew atomic.Int64
+	cfg := clusterCfg
+	cfg.NodeID, cfg.GCGrace = "node-b", time.Hour
+	cfg.Clock = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	b := pgNodesWith(t, memblob.New(), cfg)[0]
+	if err := b.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	published := time.Unix(0, b.published.Load())
+	data := &ingested{blocks: []meta.Block{{Key: newBlobKey(b.clock())}}}
+	ctx, cancel := b.commitContext(t.Context(), data)
+	dl, _ := ctx.Deadline()
+	cancel()
+	if left := time.Until(dl); left < b.writeLimit() || left > time.Hour {
+		t.Errorf("a commit right after publishing has %v, want its write limit and a half margin", left)
+	}
+	skew.Store(int64(20 * time.Minute)) // no record since
+	data = &ingested{blocks: []meta.Block{{Key: newBlobKey(b.clock())}}}
+	ctx, cancel = b.commitContext(t.Context(), data)
+	dl, _ = ctx.Deadline()
+	cancel()
+	want := published.Add(time.Hour + nodeSlack(time.Hour)/2).Sub(b.clock())
+	if left := time.Until(dl); left > want+time.Second || left < want-time.Second {
+		t.Errorf("a commit 20m after the last record has %v left, want %v (the record's expiry less half the slack)", left, want)
+	}
+}
+
+// TestClusterPublishLoop: with a short grace a node's own publish loop
+// keeps its record fresh enough that its writes are never refused as
+// unpublished.
+func TestClusterPublishLoop(t *testing.T) {
+	cfg := clusterCfg
+	cfg.NodeID, cfg.GCGrace = "node-a", time.Second
+	s := pgNodesWith(t, memblob.New(), cfg)[0]
+	ctx := t.Context()
+	if err := s.Publish(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = s.Run(rctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	data := randBytes(2*testBlock, 5)
+	var ok, refused int
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		_, err := s.PutObject(ctx, "bkt", "k", PutInput{Size: int64(len(data))}, bytes.NewReader(data))
+		switch {
+		case err == nil:
+			ok++
+		case s3err.Is(err, s3err.ServiceUnavailable):
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if refused > 0 || ok == 0 {
+		t.Errorf("grace 1s with the publish loop: %d writes, %d refused as unpublished", ok+refused, refused)
+	}
+}
+
+// TestClusterDrainWaitsFreeDelay: a GC pass frees the garbage another
+// node queued only once it is older than the longest free delay a live
+// node published, the time that node's GETs may stream a dropped version.
+func TestClusterDrainWaitsFreeDelay(t *testing.T) {
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	cfgA := clusterCfg
+	cfgA.NodeID, cfgA.Clock = "node-a", clock
+	cfgB := clusterCfg
+	cfgB.NodeID, cfgB.Clock, cfgB.SharedFreeDelay = "node-b", clock, 7*time.Minute
+	nodes := pgNodesWith(t, memblob.New(), cfgA, cfgB)
+	a, b := nodes[0], nodes[1]
+	ctx := t.Context()
+	for _, s := range nodes {
+		if err := s.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := randBytes(2*testBlock, 6)
+	if _, err := b.PutObject(ctx, "bkt", "k", PutInput{Size: int64(len(data))}, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.DeleteObject(ctx, "bkt", ObjectRef{Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	skew.Store(int64(3 * time.Second)) // past A's 2s grace, not B's 7m
+	if st, err := a.GC(ctx, 0); err != nil || st.Deleted != 0 {
+		t.Fatalf("a pass 3s after B's delete: %+v, %v; want nothing freed", st, err)
+	}
+	skew.Store(int64(7*time.Minute + time.Second))
+	for _, s := range nodes {
+		if err := s.Publish(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := a.GC(ctx, 0); err != nil || st.Deleted != 2 {
+		t.Fatalf("a pass 7m after B's delete: %+v, %v; want its 2 blocks freed", st, err)
 	}
 }

@@ -51,11 +51,10 @@ const gcPage = 1000
 func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) {
 	s.gcMu.Lock()
 	defer s.gcMu.Unlock()
-	grace, err := s.passGrace(ctx, grace)
-	if err != nil {
-		return GCStats{}, fmt.Errorf("gc: %w", err)
-	}
 	st := GCStats{Grace: grace}
+	if s.shared {
+		st.Grace = max(grace, s.cfg.GCGrace)
+	}
 	release, ok, err := s.db.GCLease(ctx)
 	if err != nil {
 		return st, fmt.Errorf("gc: %w", err)
@@ -65,11 +64,21 @@ func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) 
 		return st, nil
 	}
 	defer release()
+	drainAge := st.Grace
 	if s.shared {
 		s.forgetNodes(ctx)
+		needs, err := s.clusterNeeds(ctx)
+		if err != nil {
+			return st, fmt.Errorf("gc: %w", err)
+		}
+		// The longest grace and free delay of the live nodes (nodes.go):
+		// the blocks of their writes in flight, and of the versions their
+		// GETs stream, are kept.
+		st.Grace = max(st.Grace, needs.grace)
+		drainAge = max(st.Grace, needs.freeDelay, s.freeDelay())
 	}
-	cutoff := s.clock().Add(-grace)
-	if err := s.drainGarbage(ctx, cutoff, false, &st); err != nil {
+	cutoff := s.clock().Add(-st.Grace)
+	if err := s.drainGarbage(ctx, s.clock().Add(-drainAge), false, &st); err != nil {
 		return st, err
 	}
 	if err := s.sweepOrphans(ctx, cutoff, &st); err != nil {
@@ -239,7 +248,7 @@ func (s *Service) freeLoop(ctx context.Context) {
 		if s.shared {
 			// What this node queued and did not free by now (kept for
 			// readers past the grace) is the GC pass's.
-			s.db.ForgetQueued(s.clock().Add(-s.cfg.GCGrace))
+			s.db.ForgetQueued(s.clock().Add(-max(s.cfg.GCGrace, delay)))
 		}
 		switch {
 		case ctx.Err() != nil:

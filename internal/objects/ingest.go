@@ -131,7 +131,8 @@ func (s *Service) writeTooSlow(res string, cause error) error {
 // blocks data holds: checkWriteAge let it through when its body ended, but
 // the commit can still wait (for a database connection, for the key's
 // locks), and it must be done before another node's GC may take its
-// blocks for orphans, grace after the first one. The deadline is half way
+// blocks for orphans, grace after the first one, and before this node's
+// published record stops counting (nodes.go). The deadline is half way
 // through the margin writeLimit leaves, so that the other half still
 // covers clocks that disagree. The error to answer when it passes is
 // commitTimeout's.
@@ -141,7 +142,20 @@ func (s *Service) commitContext(ctx context.Context, data *ingested) (context.Co
 		return ctx, func() {}
 	}
 	margin := s.cfg.GCGrace - s.writeLimit()
-	return context.WithTimeout(ctx, t.Add(s.writeLimit()+margin/2).Sub(s.clock()))
+	deadline := t.Add(s.writeLimit() + margin/2)
+	if p := s.published.Load(); p != 0 {
+		// And before this node's last record stops counting (nodes.go),
+		// with half the slack left for clocks.
+		deadline = minTime(deadline, time.Unix(0, p).Add(s.cfg.GCGrace+nodeSlack(s.cfg.GCGrace)/2))
+	}
+	return context.WithTimeout(ctx, deadline.Sub(s.clock()))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // commitTimeout returns, for err from a commit under commitContext's cctx,

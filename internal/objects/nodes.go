@@ -28,13 +28,16 @@ import (
 // of its reach) refuses writes with blocks until it publishes again.
 
 // nodeSlack is how long past its grace a node's record still counts: room
-// for its next beats and for clocks of nodes that disagree. nodeForget is
-// how long after that a GC pass deletes it (a node's ID is new at each
-// start, so records of nodes stopped or restarted would pile up).
-const (
-	nodeSlack  = 5 * time.Minute
-	nodeForget = 24 * time.Hour
-)
+// for clocks of nodes that disagree, which writeLimit's margin assumes
+// already (a quarter of the grace, at most 5 minutes). nodeForget is how
+// long after that a GC pass deletes it (a node's ID is new at each start,
+// so records of nodes stopped or restarted would pile up).
+func nodeSlack(grace time.Duration) time.Duration { return min(grace/4, 5*time.Minute) }
+
+const nodeForget = 24 * time.Hour
+
+// nodeExpiry returns when r stops counting.
+func nodeExpiry(r meta.NodeRecord) time.Time { return r.Seen.Add(r.Grace + nodeSlack(r.Grace)) }
 
 // clusterNeeds is what the live nodes' records ask of a GC pass and of
 // prompt freeing: the largest grace and free delay among them.
@@ -43,9 +46,10 @@ type clusterNeeds struct {
 }
 
 // nodeBeat is how often a node publishes its record: a minute, or an
-// eighth of its grace if that is shorter (at least a second).
+// eighth of its grace if that is shorter (at least 50 ms), so that a node
+// beats four times before checkPublished would refuse its writes.
 func (s *Service) nodeBeat() time.Duration {
-	return max(time.Second, min(time.Minute, s.cfg.GCGrace/8))
+	return max(50*time.Millisecond, min(time.Minute, s.cfg.GCGrace/8))
 }
 
 // Publish stores this node's record (its GC grace and free delay) in the
@@ -62,9 +66,12 @@ func (s *Service) Publish(ctx context.Context) error {
 		return fmt.Errorf("publish this node's GC settings: %w", err)
 	}
 	s.published.Store(now.UnixNano())
+	// What the others ask is for prompt freeing; GC passes read it again.
+	// A record that does not decode stops GC passes, not this node.
 	needs, err := s.clusterNeeds(ctx)
 	if err != nil {
-		return err
+		s.log.ErrorContext(ctx, "could not read the cluster's node records: GC passes fail until it is fixed", "err", err)
+		return nil
 	}
 	s.cluster.Store(&needs)
 	return nil
@@ -80,7 +87,7 @@ func (s *Service) clusterNeeds(ctx context.Context) (clusterNeeds, error) {
 	now := s.clock()
 	var n clusterNeeds
 	for _, r := range nodes {
-		if now.After(r.Seen.Add(r.Grace + nodeSlack)) {
+		if now.After(nodeExpiry(r)) {
 			continue // stopped publishing: its writes are over
 		}
 		n.grace = max(n.grace, r.Grace)
@@ -100,7 +107,10 @@ func (s *Service) publishLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := s.Publish(ctx); err != nil && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, max(time.Second, s.cfg.GCGrace/4))
+		err := s.Publish(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "could not publish this node's GC settings to the cluster; writes stop if it lasts", "err", err,
 				"stops_after", s.cfg.GCGrace/2)
 		}
@@ -110,7 +120,9 @@ func (s *Service) publishLoop(ctx context.Context) {
 // checkPublished refuses, on a shared store where this node publishes, a
 // write with blocks once the node could not publish its record for half
 // its grace: other nodes may soon stop counting it, and then collect
-// blocks of its writes that their own grace does not cover.
+// blocks of its writes that their own grace does not cover. It refuses
+// early; what makes a commit safe is commitContext's deadline, which ends
+// it before the node's last record stops counting.
 func (s *Service) checkPublished(res string) error {
 	last := s.published.Load()
 	if last == 0 {
@@ -136,28 +148,13 @@ func (s *Service) forgetNodes(ctx context.Context) {
 	}
 	now := s.clock()
 	for _, r := range nodes {
-		if now.After(r.Seen.Add(r.Grace + nodeSlack + nodeForget)) {
+		if now.After(nodeExpiry(r).Add(nodeForget)) {
 			if err := s.db.ForgetNode(ctx, r); err != nil {
 				s.log.WarnContext(ctx, "could not delete the record of a node gone long ago", "node", r.Node, "err", err)
 				return
 			}
 		}
 	}
-}
-
-// passGrace returns the grace a GC pass asked for grace uses: on a shared
-// store at least this node's GCGrace and the largest grace of the live
-// nodes, read now (a pass fails rather than guess).
-func (s *Service) passGrace(ctx context.Context, grace time.Duration) (time.Duration, error) {
-	if !s.shared {
-		return grace, nil
-	}
-	grace = max(grace, s.cfg.GCGrace)
-	needs, err := s.clusterNeeds(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return max(grace, needs.grace), nil
 }
 
 // freeDelay returns how long prompt freeing waits after the commit that

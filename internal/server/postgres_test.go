@@ -104,6 +104,17 @@ func TestPostgresNodes(t *testing.T) {
 			t.Errorf("%s: %s %s = %d %s, want %d with %q", tc.name, tc.method, tc.path, status, body, tc.wantStatus, tc.wantBody)
 		}
 	}
+	// Each node published its GC settings before it served, under an ID
+	// of its own.
+	recs, err := nodes[0].st.db.Nodes(t.Context())
+	if err != nil || len(recs) != 2 || recs[0].Node == recs[1].Node {
+		t.Fatalf("node records = %+v, %v; want one per node", recs, err)
+	}
+	for _, r := range recs {
+		if r.Grace != cfg.Objects.GCGrace || time.Since(r.Seen) > time.Minute {
+			t.Errorf("node record %+v: want grace %v, published now", r, cfg.Objects.GCGrace)
+		}
+	}
 }
 
 // pgNodes starts n servers on one new PostgreSQL schema, as n nodes of a
