@@ -251,7 +251,9 @@ func TestClusterKill(t *testing.T) {
 
 func testClusterKill(t *testing.T, versioned bool) {
 	const grace = 5 * time.Second
-	cl := startCluster(t, clusterConfig{args: append([]string{"--gc-grace", grace.String()}, clusterLoadArgs...)})
+	// A pass drains the garbage queue only past the shared free delay too
+	// (the time GETs on other nodes have): shorter than the grace here.
+	cl := startCluster(t, clusterConfig{args: append([]string{"--gc-grace", grace.String(), "--gc-shared-free-delay", "1s"}, clusterLoadArgs...)})
 	c := cl.client(t)
 	b := mkBucket(t, c, "kill")
 	if versioned {
@@ -316,7 +318,11 @@ func testClusterKill(t *testing.T, versioned bool) {
 func TestClusterGC(t *testing.T) {
 	t.Parallel()
 	const grace = 5 * time.Second
-	cl := startCluster(t, clusterConfig{args: append([]string{"--gc-grace", grace.String()}, clusterLoadArgs...)})
+	// A pass drains the garbage queue only past the shared free delay too
+	// (the time GETs on other nodes have), which the nodes' own prompt
+	// freeing waits as well: the grace, so that the passes, which run
+	// without a pause, collect most of it.
+	cl := startCluster(t, clusterConfig{args: append([]string{"--gc-grace", grace.String(), "--gc-shared-free-delay", grace.String()}, clusterLoadArgs...)})
 	writers := &nodeSet{addrs: []string{cl.nodes[1].addr, cl.nodes[2].addr}}
 	c := cl.clientOf(t, writers)
 	b := mkBucket(t, c, "gc")

@@ -77,8 +77,9 @@ func (s *Service) GC(ctx context.Context, grace time.Duration) (GCStats, error) 
 		st.Grace = max(st.Grace, needs.grace)
 		drainAge = max(st.Grace, needs.freeDelay, s.freeDelay())
 	}
-	cutoff := s.clock().Add(-st.Grace)
-	if err := s.drainGarbage(ctx, s.clock().Add(-drainAge), false, &st); err != nil {
+	now := s.clock()
+	cutoff := now.Add(-st.Grace)
+	if err := s.drainGarbage(ctx, now.Add(-drainAge), false, &st); err != nil {
 		return st, err
 	}
 	if err := s.sweepOrphans(ctx, cutoff, &st); err != nil {
