@@ -110,7 +110,7 @@ func settings(c *Config) []setting {
 		{name: "gc-shared-free-delay", value: &durationValue{p: &c.Objects.SharedFreeDelay},
 			usage: "with metadata on PostgreSQL (several nodes), the least gc-free-delay: a node does not see another's readers, so a GET that streams an object version through one node must finish within this after the version is deleted or overwritten through another"},
 		{name: "gc-grace", value: &durationValue{p: &c.Objects.GCGrace},
-			usage: "garbage collection never removes a blob younger than this; must be positive (offline admin gc takes --grace 0s)"},
+			usage: "garbage collection never removes a blob younger than this; must be positive, at least 1s with meta.kind postgres (offline admin gc takes --grace 0s)"},
 		{name: "lifecycle.interval", value: &durationValue{p: &c.Lifecycle.Interval, zeroDisables: true},
 			usage: "how often the lifecycle worker applies buckets' lifecycle rules (S3 applies them once a day); 0 disables it ('coffer admin lifecycle run' still runs a pass)"},
 		{name: "lifecycle.day", value: &durationValue{p: &c.Lifecycle.Day},

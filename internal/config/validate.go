@@ -228,6 +228,9 @@ func (c Config) validateBlobS3() []error {
 	return errs
 }
 
+// minClusterGCGrace is the least gc-grace of a node of a cluster.
+const minClusterGCGrace = time.Second
+
 func (c Config) validateObjects() []error {
 	var errs []error
 	o := c.Objects
@@ -254,8 +257,13 @@ func (c Config) validateObjects() []error {
 		// produce it, so a hand-built Config is ambiguous.
 		errs = append(errs, &settingError{"gc-interval", errors.New("must be positive (or negative to disable)")})
 	}
-	if o.GCGrace <= 0 {
+	switch {
+	case o.GCGrace <= 0:
 		errs = append(errs, &settingError{"gc-grace", errors.New("must be positive")})
+	case c.Meta.Kind == MetaPostgres && o.GCGrace < minClusterGCGrace:
+		// A node publishes it every eighth of it (objects.Service.Publish)
+		// and refuses writes with blocks after half of it without.
+		errs = append(errs, &settingError{"gc-grace", fmt.Errorf("must be at least %v with meta.kind postgres", minClusterGCGrace)})
 	}
 	if o.SharedFreeDelay <= 0 {
 		errs = append(errs, &settingError{"gc-shared-free-delay", errors.New("must be positive")})

@@ -159,10 +159,12 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // commitTimeout returns, for err from a commit under commitContext's cctx,
-// writeTooSlow's answer if cctx's deadline ended it, else err.
+// RequestTimeout if cctx's deadline ended it, else err.
 func (s *Service) commitTimeout(cctx context.Context, err error, res string) error {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return s.writeTooSlow(res, err)
+		return &s3err.Error{Code: s3err.RequestTimeout, Resource: res, Err: err,
+			Message: "The write could not commit in the time the cluster allows it (within " + s.writeLimit().String() +
+				" of its first block, and while this node reaches the database); please retry."}
 	}
 	return err
 }
