@@ -467,3 +467,22 @@ func TestClusterDrainWaitsFreeDelay(t *testing.T) {
 		t.Fatalf("a pass 7m after B's delete: %+v, %v; want its 2 blocks freed", st, err)
 	}
 }
+
+// TestClusterFreeDelayUnread: a node that publishes but has not read the
+// other nodes' records (the read failed) frees its garbage no sooner than
+// its grace, not after its own free delay alone, which another node may
+// have published longer.
+func TestClusterFreeDelayUnread(t *testing.T) {
+	cfg := clusterCfg
+	cfg.NodeID, cfg.GCGrace, cfg.SharedFreeDelay = "node-a", time.Minute, 5*time.Second
+	a := pgNodesWith(t, memblob.New(), cfg)[0]
+	if d := a.freeDelay(); d != time.Minute {
+		t.Errorf("before it read the records: prompt freeing waits %v, want the grace 1m", d)
+	}
+	if err := a.Publish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := a.freeDelay(); d != 5*time.Second {
+		t.Errorf("after it read the records: prompt freeing waits %v, want its own 5s", d)
+	}
+}

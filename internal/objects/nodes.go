@@ -159,13 +159,18 @@ func (s *Service) forgetNodes(ctx context.Context) {
 
 // freeDelay returns how long prompt freeing waits after the commit that
 // queued garbage: FreeDelay, and on a shared store at least
-// SharedFreeDelay and the largest free delay of the live nodes.
+// SharedFreeDelay and the largest free delay of the live nodes. A node
+// that publishes but could not read the others' records yet waits its
+// grace: their free delays are unknown to it.
 func (s *Service) freeDelay() time.Duration {
 	d := s.cfg.FreeDelay
 	if s.shared {
 		d = max(d, s.cfg.SharedFreeDelay)
-		if n := s.cluster.Load(); n != nil {
+		switch n := s.cluster.Load(); {
+		case n != nil:
 			d = max(d, n.freeDelay)
+		case s.cfg.NodeID != "":
+			d = max(d, s.cfg.GCGrace)
 		}
 	}
 	return d
