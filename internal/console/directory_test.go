@@ -157,8 +157,12 @@ func TestUsersAndKeys(t *testing.T) {
 	if got, err := f.iam.SecretKey(ctx, ak[1]); err != nil || got != sk[1] {
 		t.Errorf("the secret shown is not the key's: %v", err)
 	}
-	if _, page := f.get(t, id, "/users/alice"); strings.Contains(html.UnescapeString(page), sk[1]) {
+	_, page := f.get(t, id, "/users/alice")
+	if strings.Contains(html.UnescapeString(page), sk[1]) {
 		t.Error("the user's page shows the secret again")
+	}
+	if want := `<code id="canonical-id">` + f.canonicalID(t, "alice") + `</code>`; !strings.Contains(page, want) {
+		t.Errorf("the user's page does not show the canonical ID (%s)", want)
 	}
 	resp = f.post(t, id, csrf, "/users", url.Values{"name": {"bad name!"}})
 	if b := body(t, resp); resp.StatusCode != 400 || !strings.Contains(b, `id="error"`) || !strings.Contains(b, "may contain only letters") {
