@@ -23,13 +23,11 @@ func (s sharedStore) UpdateIAMState(ctx context.Context, fn func(old []byte) ([]
 	return nil
 }
 
-// TestSharedNodes runs two IAMs over one shared store: a change through
-// one applies to the other after Reload (a revoked key stops working
-// there), and a change through a node that has not reloaded yet builds on
-// the stored state, so that no change made through the other is lost.
-func TestSharedNodes(t *testing.T) {
-	ctx := t.Context()
-	st := sharedStore{newMemStore()}
+// sharedNodes returns a new shared store and two IAMs over it, as two
+// nodes of a cluster.
+func sharedNodes(t *testing.T) (st sharedStore, a, b *IAM) {
+	t.Helper()
+	st = sharedStore{newMemStore()}
 	open := func() *IAM {
 		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: st,
 			Password: testPasswordParams})
@@ -38,7 +36,16 @@ func TestSharedNodes(t *testing.T) {
 		}
 		return m
 	}
-	a, b := open(), open()
+	return st, open(), open()
+}
+
+// TestSharedNodes runs two IAMs over one shared store: a change through
+// one applies to the other after Reload (a revoked key stops working
+// there), and a change through a node that has not reloaded yet builds on
+// the stored state, so that no change made through the other is lost.
+func TestSharedNodes(t *testing.T) {
+	ctx := t.Context()
+	st, a, b := sharedNodes(t)
 	nk, err := a.CreateUser(ctx, "alice")
 	if err != nil {
 		t.Fatal(err)
@@ -122,16 +129,7 @@ func TestSharedMasterKeyCheck(t *testing.T) {
 // be named at once.
 func TestSharedBindsStoredUsers(t *testing.T) {
 	ctx := t.Context()
-	st := sharedStore{newMemStore()}
-	open := func() *IAM {
-		m, err := New(Config{RootAccessKey: "ROOT", RootSecretKey: "rootsecret", MasterKey: testMaster, Store: st,
-			Password: testPasswordParams})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	a, b := open(), open()
+	st, a, b := sharedNodes(t)
 	if _, err := a.CreateUser(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}

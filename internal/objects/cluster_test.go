@@ -32,23 +32,7 @@ func TestMain(m *testing.M) {
 // store, as two nodes of a cluster, with a bucket "bkt".
 func pgNodes(t *testing.T, cfg Config, store blob.Store) (a, b *Service) {
 	t.Helper()
-	url := testPG.Get(t).NewSchema(t)
-	var nodes []*Service
-	for range 2 {
-		db, err := meta.Open(meta.Config{Kind: meta.EnginePostgres, Postgres: meta.PostgresConfig{URL: url, MaxConns: 4}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		s, err := New(cfg, db, store, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nodes = append(nodes, s)
-	}
-	if err := nodes[0].CreateBucket(t.Context(), "bkt", CreateBucketInput{}); err != nil {
-		t.Fatal(err)
-	}
+	nodes := pgNodesWith(t, store, cfg, cfg)
 	return nodes[0], nodes[1]
 }
 
