@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -34,6 +35,20 @@ func pgNodes(t *testing.T, cfg Config, store blob.Store) (a, b *Service) {
 	t.Helper()
 	nodes := pgNodesWith(t, store, cfg, cfg)
 	return nodes[0], nodes[1]
+}
+
+// wantObject reads bkt/key through s and fails t unless it is data, whole.
+func wantObject(t *testing.T, s *Service, key string, data []byte, what string) {
+	t.Helper()
+	got, err := s.GetObject(t.Context(), "bkt", key, GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	body, err := io.ReadAll(got.Body)
+	got.Body.Close()
+	if err != nil || !bytes.Equal(body, data) {
+		t.Fatalf("%s: %d bytes, %v; want %d intact", what, len(body), err, len(data))
+	}
 }
 
 var clusterCfg = Config{InlineThreshold: testInline, BlockSize: testBlock, MinPartSize: 2 * testBlock,
@@ -133,15 +148,7 @@ func TestClusterGCSparesRemoteWrite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("slow put through B: %v", err)
 	}
-	got, err := a.GetObject(ctx, "bkt", "k", GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(got.Body)
-	got.Body.Close()
-	if err != nil || !bytes.Equal(body, data) {
-		t.Fatalf("object written through B during A's %d GC passes: %d bytes, %v; want %d intact", gcs, len(body), err, len(data))
-	}
+	wantObject(t, a, "k", data, fmt.Sprintf("object written through B during A's %d GC passes", gcs))
 
 	// Past writeLimit (1.5s of the 2s grace): refused, and nothing left
 	// behind but what GC collects.
@@ -279,15 +286,7 @@ func TestClusterNodeSettings(t *testing.T) {
 	if _, err := b.PutObject(ctx, "bkt", "k", PutInput{Size: int64(len(data))}, pr); err != nil {
 		t.Fatalf("slow put through B: %v", err)
 	}
-	got, err := a.GetObject(ctx, "bkt", "k", GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := io.ReadAll(got.Body)
-	got.Body.Close()
-	if err != nil || !bytes.Equal(body, data) {
-		t.Fatalf("object written through B while A collected: %d bytes, %v; want %d intact", len(body), err, len(data))
-	}
+	wantObject(t, a, "k", data, "object written through B while A collected")
 
 	// Past half its grace without publishing, B refuses writes with
 	// blocks (inline ones need no block and go on); A, which publishes,
