@@ -1,11 +1,14 @@
 package lifecycle
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -489,17 +492,35 @@ func (c *Configuration) Encode() ([]byte, error) {
 	return b, nil
 }
 
-// Decode reads a stored document back. It fails on a document of another
-// version or one that does not decode: stored configurations were valid
-// when they were put, so that means corruption or a newer Coffer.
+// Decode reads a stored document back and checks it again as Validate
+// checks a configuration that is put, every rule with its ID. It fails on
+// a document of another version, one with a field this Coffer does not
+// know (a newer Coffer's filter read without it would select every
+// object), one that does not decode or one that is not valid: stored
+// configurations were valid when they were put, so any of these means
+// corruption or a newer Coffer, and the bucket's rules are not applied
+// (the lifecycle worker reports the error) rather than applied wrongly.
 func Decode(doc []byte) (*Configuration, error) {
 	var d storedDoc
-	if err := json.Unmarshal(doc, &d); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
 		return nil, fmt.Errorf("lifecycle: decode configuration: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("lifecycle: decode configuration: data after the document")
 	}
 	if d.Version != docVersion {
 		return nil, fmt.Errorf("lifecycle: configuration document of version %d, want %d", d.Version, docVersion)
 	}
 	c := d.Configuration
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("lifecycle: stored configuration is not valid: %w", err)
+	}
+	for _, r := range c.Rules {
+		if r.ID == "" {
+			return nil, errors.New("lifecycle: stored configuration has a rule without an ID")
+		}
+	}
 	return &c, nil
 }

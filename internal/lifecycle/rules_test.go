@@ -204,26 +204,52 @@ func TestAssignIDs(t *testing.T) {
 }
 
 func TestEncodeDecode(t *testing.T) {
-	c := &Configuration{MinimumSize: MinimumSizeByClass, Rules: []Rule{
-		legacyRule("v1", "", &Expiration{ExpiredObjectDeleteMarker: ptr(true)}),
-		{ID: "all", Status: Disabled, Filter: &Filter{And: &And{Prefix: ptr(""), Tags: []Tag{{Key: "k"}}, ObjectSizeLessThan: ptr[int64](9)}},
-			Expiration:                     &Expiration{Date: &midnight},
-			NoncurrentVersionExpiration:    &NoncurrentVersionExpiration{NoncurrentDays: ptr(2), NewerNoncurrentVersions: ptr(3)},
-			AbortIncompleteMultipartUpload: &AbortIncompleteMultipartUpload{DaysAfterInitiation: ptr(4)}},
-		{ID: "empty", Status: Enabled, Filter: &Filter{}, Expiration: days(5)},
-	}}
-	doc, err := c.Encode()
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []*Configuration{
+		{MinimumSize: MinimumSizeByClass, Rules: []Rule{
+			{ID: "marker", Status: Enabled, Filter: &Filter{Prefix: ptr("")}, Expiration: &Expiration{ExpiredObjectDeleteMarker: ptr(true)}},
+			{ID: "all", Status: Disabled, Filter: &Filter{And: &And{Prefix: ptr(""), Tags: []Tag{{Key: "k"}}, ObjectSizeLessThan: ptr[int64](9)}},
+				Expiration:                  &Expiration{Date: &midnight},
+				NoncurrentVersionExpiration: &NoncurrentVersionExpiration{NoncurrentDays: ptr(2), NewerNoncurrentVersions: ptr(3)}},
+			{ID: "uploads", Status: Enabled, Filter: &Filter{ObjectSizeGreaterThan: ptr[int64](1)}, Expiration: days(1)},
+			{ID: "empty", Status: Enabled, Filter: &Filter{},
+				Expiration: days(5), AbortIncompleteMultipartUpload: &AbortIncompleteMultipartUpload{DaysAfterInitiation: ptr(4)}},
+		}},
+		{Rules: []Rule{ // V1: rule-level prefixes
+			legacyRule("v1", "a/", &Expiration{ExpiredObjectDeleteMarker: ptr(true)}),
+			legacyRule("v1b", "b/", days(3)),
+		}},
+	} {
+		if err := c.Validate(); err != nil {
+			t.Fatalf("the test's configuration: %v", err)
+		}
+		doc, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(doc)
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", doc, err)
+		}
+		if diff := cmp.Diff(c, got); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
 	}
-	got, err := Decode(doc)
-	if err != nil {
-		t.Fatalf("Decode(%s): %v", doc, err)
+	ok := `{"v":1,"rules":[{"id":"a","status":"Enabled","filter":{"prefix":"logs/"},"expiration":{"days":1}}]}`
+	if _, err := Decode([]byte(ok)); err != nil {
+		t.Fatalf("Decode(%s): %v", ok, err)
 	}
-	if diff := cmp.Diff(c, got); diff != "" {
-		t.Errorf("round trip (-want +got):\n%s", diff)
-	}
-	for _, bad := range []string{`{"v":2,"rules":[]}`, `{"rules":[]}`, `not json`} {
+	for _, bad := range []string{
+		`{"v":2,"rules":[]}`, `{"rules":[]}`, `not json`,
+		`{"v":1,"rules":[]}`, // no rules: never stored
+		// A field this Coffer does not know: read without it, the
+		// filter would select every object.
+		`{"v":1,"rules":[{"id":"a","status":"Enabled","filter":{"prefix":"logs/","sizeBetween":[1,2]},"expiration":{"days":1}}]}`,
+		`{"v":1,"rules":[{"id":"a","status":"Enabled","filter":{},"expiration":{"days":0}}]}`,          // not valid
+		`{"v":1,"rules":[{"id":"a","status":"Enabled","filter":{},"noncurrentVersionExpiration":{}}]}`, // no NoncurrentDays
+		`{"v":1,"rules":[{"id":"","status":"Enabled","filter":{},"expiration":{"days":1}}]}`,           // no ID
+		`{"v":1,"rules":[{"id":"a","status":"Maybe","filter":{},"expiration":{"days":1}}]}`,
+		ok + `{}`, // data after the document
+	} {
 		if _, err := Decode([]byte(bad)); err == nil {
 			t.Errorf("Decode(%s) succeeded", bad)
 		}
