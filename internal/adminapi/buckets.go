@@ -47,7 +47,7 @@ func (h *Handler) listBuckets(ctx context.Context, rq *request) (any, error) {
 	out := BucketList{Buckets: []BucketInfo{}}
 	for _, bu := range all {
 		if h.iam.CanSeeBucket(rq.principal, bu.Name) {
-			out.Buckets = append(out.Buckets, bucketInfo(bu, policies[bu.Name]))
+			out.Buckets = append(out.Buckets, h.bucketInfoFor(rq, bu, policies[bu.Name]))
 		}
 	}
 	return out, nil
@@ -75,7 +75,21 @@ func (h *Handler) getBucket(ctx context.Context, rq *request) (any, error) {
 	case err != nil:
 		return nil, err
 	}
-	return bucketInfo(bu, doc), nil
+	return h.bucketInfoFor(rq, bu, doc), nil
+}
+
+// bucketInfoFor is bucketInfo told to rq's caller: the bucket's usage and
+// whether it is public only to a caller S3 would tell them, one that may
+// list the whole bucket and one that may get its policy status.
+func (h *Handler) bucketInfoFor(rq *request, bu objects.BucketUsage, policy []byte) BucketInfo {
+	bi := bucketInfo(bu, policy)
+	if !h.may(rq, iam.ListBucket, bu.Name) {
+		bi.Usage, bi.UsageCorrupt, bi.UsageHidden = Usage{}, false, true
+	}
+	if bi.Public && !h.may(rq, iam.GetBucketPolicyStatus, bu.Name) {
+		bi.Public = false
+	}
+	return bi
 }
 
 // bucketInfo describes bu, public if its policy document grants anything
@@ -126,4 +140,10 @@ func (h *Handler) checkUsage(ctx context.Context, rq *request) (any, error) {
 		})
 	}
 	return out, nil
+}
+
+// may reports whether rq's caller may perform action on bucket, as S3
+// would decide it for a request of the same caller.
+func (h *Handler) may(rq *request, action iam.Action, bucket string) bool {
+	return h.iam.Authorize(rq.r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: bucket, Cond: conditions(rq.r, rq.auth)}) == nil
 }

@@ -205,6 +205,33 @@ func TestWithIAMBuckets(t *testing.T) {
 	if usage["alice-photos"] != photos || usage["bob-stuff"] != (Usage{Uploads: 1}) || usage["alice-docs"] != (Usage{}) {
 		t.Errorf("usage = %+v", usage)
 	}
+	// carol may list alice-photos under a prefix alone: she sees the
+	// bucket, not its totals, which S3 would not tell her.
+	carol := must[CreateUserResponse](t, "create carol")(root.CreateUser(ctx, "carol"))
+	doc = []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::alice-photos",
+		"Condition":{"StringLike":{"s3:prefix":"carol/*"}}}]}`)
+	mustDo(t, "put policy", root.PutPolicy(ctx, "photos-carol", doc))
+	mustDo(t, "attach", root.AttachPolicy(ctx, "photos-carol", iam.Target{User: "carol"}))
+	cc := newTestClient(t, h, sigv4.Credentials{AccessKeyID: carol.AccessKey, SecretKey: carol.SecretKey})
+	got = must[[]BucketInfo](t, "carol lists")(cc.Buckets(ctx))
+	if diff := cmp.Diff([]BucketInfo{{Name: "alice-photos", Created: got[0].Created, UsageHidden: true}}, got); diff != "" {
+		t.Errorf("carol's buckets (-want +got):\n%s", diff)
+	}
+	if one := must[BucketInfo](t, "carol gets the bucket")(cc.Bucket(ctx, "alice-photos")); one.Usage != (Usage{}) || !one.UsageHidden {
+		t.Errorf("carol gets alice-photos = %+v, want no usage", one)
+	}
+	// Whether a bucket is public is told to whoever may ask S3
+	// (s3:GetBucketPolicyStatus): root, not alice.
+	mustDo(t, "make alice-docs public", svc.PutBucketPolicy(ctx, "alice-docs", []byte(`{"Version":"2012-10-17","Statement":[
+		{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::alice-docs/*"}]}`)))
+	doc = []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::alice-docs"}]}`)
+	mustDo(t, "put policy", root.PutPolicy(ctx, "docs-lister", doc))
+	mustDo(t, "attach", root.AttachPolicy(ctx, "docs-lister", iam.Target{User: "alice"}))
+	for who, c := range map[string]*Client{"root": root, "alice": ac} {
+		if one := must[BucketInfo](t, who+" gets alice-docs")(c.Bucket(ctx, "alice-docs")); one.Public != (who == "root") {
+			t.Errorf("%s gets alice-docs: public %v", who, one.Public)
+		}
+	}
 	one := must[BucketInfo](t, "alice gets her bucket")(ac.Bucket(ctx, "alice-photos"))
 	if one.Usage != photos {
 		t.Errorf("alice-photos = %+v", one)

@@ -229,8 +229,13 @@ type BucketInfo struct {
 	// Usage is then zero, not what the bucket holds, until POST
 	// /usage/check with repair resets it.
 	UsageCorrupt bool `json:"usageCorrupt,omitempty"`
+	// UsageHidden is true if the caller may not list the whole bucket
+	// (s3:ListBucket without a prefix): Usage is then zero, since S3
+	// would not tell the caller the bucket's totals either.
+	UsageHidden bool `json:"usageHidden,omitempty"`
 	// Public is true if the bucket's policy grants anything to everyone
-	// (as S3's GetBucketPolicyStatus reports it).
+	// (as S3's GetBucketPolicyStatus reports it); false, whatever the
+	// policy, for a caller that may not ask S3 (s3:GetBucketPolicyStatus).
 	Public bool `json:"public"`
 }
 

@@ -21,14 +21,27 @@ const window = time.Minute
 // ellipsis marks a cut string.
 const ellipsis = "…"
 
+// The most bytes of each string field that Record keeps: what the
+// longest legitimate value needs (an S3 key is at most 1,024 bytes; a
+// console deletion's Target names up to 20 keys), so that an event of
+// any principal stays small whatever it sends (a path segment of 60,000
+// bytes, say).
+const (
+	MaxTrustedFieldBytes  = 2 << 10
+	MaxTrustedTargetBytes = 24 << 10
+)
+
 // truncate returns s if it fits in MaxFieldBytes, else its start, cut at
 // a rune boundary, and "…", in a new string that does not keep s's memory
 // alive.
-func truncate(s string) string {
-	if len(s) <= MaxFieldBytes {
+func truncate(s string) string { return truncateTo(s, MaxFieldBytes) }
+
+// truncateTo is truncate with max bytes instead of MaxFieldBytes.
+func truncateTo(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	n := MaxFieldBytes - len(ellipsis)
+	n := max - len(ellipsis)
 	// Back up to the start of a rune, unless s is not UTF-8 there (a key
 	// may hold any bytes), so that the cut makes no invalid sequence.
 	for i := n; i > n-utf8.UTFMax && i > 0; i-- {
@@ -38,6 +51,17 @@ func truncate(s string) string {
 		}
 	}
 	return s[:n] + ellipsis
+}
+
+// truncateTrusted cuts every string field of e to MaxTrustedFieldBytes,
+// its Target to MaxTrustedTargetBytes.
+func truncateTrusted(e *Event) {
+	const m = MaxTrustedFieldBytes
+	e.Source, e.Op, e.Code = truncateTo(e.Source, m), truncateTo(e.Op, m), truncateTo(e.Code, m)
+	e.Bucket, e.Key = truncateTo(e.Bucket, m), truncateTo(e.Key, m)
+	e.User, e.AccessKey = truncateTo(e.User, m), truncateTo(e.AccessKey, m)
+	e.SourceIP, e.RequestID = truncateTo(e.SourceIP, m), truncateTo(e.RequestID, m)
+	e.Target = truncateTo(e.Target, MaxTrustedTargetBytes)
 }
 
 // truncateEvent cuts every string field of e to MaxFieldBytes.

@@ -355,10 +355,12 @@ func (l *Log) openPG() (err error) {
 }
 
 // Record queues e to be stored in full and returns at once: it never
-// waits for the writer and allocates nothing. It returns false, and
-// counts a drop in Stats, when the queue is full or the log is closed. A
-// zero e.Time is replaced by the Clock's time; e.ID and e.Count are
-// ignored. Strings in e are kept, not copied.
+// waits for the writer and allocates nothing (but for a string it cuts:
+// a field longer than MaxTrustedFieldBytes, or a Target longer than
+// MaxTrustedTargetBytes, is cut as RecordBounded cuts). It returns false,
+// and counts a drop in Stats, when the queue is full or the log is
+// closed. A zero e.Time is replaced by the Clock's time; e.ID and e.Count
+// are ignored. Strings in e are kept, not copied.
 //
 // Record is for the actions of authenticated principals, whose number a
 // stranger cannot raise at will. Requests that were refused or carry no
@@ -368,6 +370,7 @@ func (l *Log) Record(e Event) bool {
 		e.Time = l.clock()
 	}
 	e.Count, e.Untrusted = 0, false
+	truncateTrusted(&e)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {

@@ -165,6 +165,37 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRecordCutsFields: an event of an authenticated principal keeps
+// every legitimate value whole (a 1,024-byte key, a Target naming 20
+// such keys) but no field grows without bound: a principal chooses its
+// request's path, and one segment of 60,000 bytes made a 60 KB event.
+func TestRecordCutsFields(t *testing.T) {
+	t.Parallel()
+	l := openTest(t, Config{FlushInterval: time.Hour}, hooks{})
+	key := strings.Repeat("k", 1024)
+	target := strings.TrimSpace(strings.Repeat(key+" ", 20))
+	huge := strings.Repeat("b", 60_000)
+	recordAll(t, l,
+		Event{Time: t0, Source: SourceS3, Op: "PutObject", Status: 200, Bucket: "b", Key: key, Target: target, User: "alice"},
+		Event{Time: t0, Source: SourceConsole, Op: "PutObject", Status: 400, Bucket: huge, Key: huge, Target: huge + huge, User: huge, RequestID: huge})
+	got := queryAll(t, l, Filter{})
+	if len(got) != 2 {
+		t.Fatalf("%d events, want 2", len(got))
+	}
+	if e := got[1]; e.Key != key || e.Target != target {
+		t.Errorf("legitimate values cut: key %d bytes, target %d bytes", len(e.Key), len(e.Target))
+	}
+	e := got[0]
+	for name, v := range map[string]string{"Bucket": e.Bucket, "Key": e.Key, "User": e.User, "RequestID": e.RequestID} {
+		if len(v) > MaxTrustedFieldBytes || !strings.HasSuffix(v, ellipsis) {
+			t.Errorf("%s: %d bytes, want at most %d ending in %q", name, len(v), MaxTrustedFieldBytes, ellipsis)
+		}
+	}
+	if len(e.Target) > MaxTrustedTargetBytes || !strings.HasSuffix(e.Target, ellipsis) {
+		t.Errorf("Target: %d bytes, want at most %d", len(e.Target), MaxTrustedTargetBytes)
+	}
+}
+
 func TestRecordZeroTimeUsesClock(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock(t0)

@@ -20,7 +20,8 @@ import (
 // NewS3Observer.
 //
 // Requests of a verified access key are recorded in full, one event each
-// (Log.Record), unless they were refused. Refused requests and requests
+// (Log.Record), unless they were refused (an authorization of theirs
+// was denied, whatever the status: RequestRecord.Denied). Refused requests and requests
 // without a verified key (anonymous, or failing authentication) are
 // recorded within the bounds of Log.RecordBounded: anyone can send them,
 // as fast as the network allows.
@@ -74,7 +75,7 @@ func (o *S3Observer) ObserveRequest(rec *s3api.RequestRecord) {
 		BytesOut:  rec.BytesOut,
 		Duration:  rec.Duration,
 	}
-	if Untrusted(rec.Status, rec.AccessKeyID) {
+	if rec.Denied || Untrusted(rec.Status, rec.AccessKeyID) {
 		o.log.RecordBounded(e)
 		return
 	}

@@ -79,6 +79,11 @@ func TestS3Observer(t *testing.T) {
 			e.Untrusted = true
 		})},
 		{name: "get with a bad request of a verified key", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.Code = 400, "InvalidArgument" })},
+		// A denied PUT to a bucket that does not exist is answered
+		// NoSuchBucket: still a refusal, which a principal with no
+		// permissions can send at will.
+		{name: "put denied, answered 404", rec: with(put, func(r *s3api.RequestRecord) { r.Status, r.Code, r.Denied = 404, "NoSuchBucket", true }),
+			want: event(func(e *Event) { e.Status, e.Code, e.Untrusted = 404, "NoSuchBucket", true })},
 		{name: "get unauthorized", rec: with(get, func(r *s3api.RequestRecord) { r.Status, r.AccessKeyID, r.User = 401, "", "" }),
 			want: event(func(e *Event) {
 				e.Op, e.Status, e.User, e.AccessKey, e.BytesIn, e.BytesOut = "GetObject", 401, "", "", 0, 100

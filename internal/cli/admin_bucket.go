@@ -77,6 +77,10 @@ func adminBucketList(ctx context.Context, s *adminSession, _ []string) error {
 	fmt.Fprintln(tw, "NAME\tOBJECTS\tSIZE\tUPLOADS\tPART SIZE\tPUBLIC\tCREATED")
 	var corrupt []string
 	for _, b := range bs {
+		if b.UsageHidden {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\t%s\n", b.Name, yesNo(b.Public), timestamp(b.Created))
+			continue
+		}
 		if b.UsageCorrupt {
 			corrupt = append(corrupt, b.Name)
 			fmt.Fprintf(tw, "%s\t?\t?\t?\t?\t%s\t%s\n", b.Name, yesNo(b.Public), timestamp(b.Created))
@@ -117,6 +121,11 @@ func adminBucketInfo(ctx context.Context, s *adminSession, args []string) error 
 	fmt.Fprintf(tw, "Name:\t%s\n", b.Name)
 	fmt.Fprintf(tw, "Region:\t%s\n", region)
 	fmt.Fprintf(tw, "Created:\t%s\n", timestamp(b.Created))
+	if b.UsageHidden {
+		fmt.Fprintf(tw, "Usage:\tnot shown: you may not list the whole bucket\n")
+		fmt.Fprintf(tw, "Public:\t%s\n", yesNo(b.Public))
+		return tw.Flush()
+	}
 	if b.UsageCorrupt {
 		fmt.Fprintf(tw, "Usage:\tunknown: the stored value is corrupt; %s resets it\n", repairCommand)
 		fmt.Fprintf(tw, "Public:\t%s\n", yesNo(b.Public))

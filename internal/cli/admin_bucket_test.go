@@ -220,6 +220,7 @@ func TestAdminBucketsCorruptUsage(t *testing.T) {
 	buckets := []adminapi.BucketInfo{
 		{Name: "bad", Created: created, UsageCorrupt: true},
 		{Name: "good", Created: created, Usage: adminapi.Usage{Objects: 2, Bytes: 2048}},
+		{Name: "listed-in-part", Created: created, UsageHidden: true},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var v any
@@ -228,6 +229,8 @@ func TestAdminBucketsCorruptUsage(t *testing.T) {
 			v = adminapi.BucketList{Buckets: buckets}
 		case adminapi.BasePath + "/buckets/bad":
 			v = buckets[0]
+		case adminapi.BasePath + "/buckets/listed-in-part":
+			v = buckets[2]
 		default:
 			http.NotFound(w, r)
 			return
@@ -239,7 +242,8 @@ func TestAdminBucketsCorruptUsage(t *testing.T) {
 	env := map[string]string{"COFFER_ENDPOINT": srv.URL, "COFFER_ACCESS_KEY": "AK", "COFFER_SECRET_KEY": "SK"}
 
 	code, stdout, stderr := runCLI(t, env, "admin", "bucket", "ls")
-	for _, re := range []string{`(?m)^bad +\? +\? +\? +\? +no +2026-01-02T03:04:05Z$`, `(?m)^good +2 +2\.0 KiB +0 +0 B +no +2026-`} {
+	for _, re := range []string{`(?m)^bad +\? +\? +\? +\? +no +2026-01-02T03:04:05Z$`, `(?m)^good +2 +2\.0 KiB +0 +0 B +no +2026-`,
+		`(?m)^listed-in-part +- +- +- +- +no +2026-`} {
 		if !regexp.MustCompile(re).MatchString(stdout) {
 			t.Errorf("bucket ls does not match %q:\n%s", re, stdout)
 		}
@@ -260,6 +264,11 @@ func TestAdminBucketsCorruptUsage(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^Usage: +unknown: the stored value is corrupt; 'coffer admin usage check --repair' resets it$`).MatchString(stdout) ||
 		strings.Contains(stdout, "Objects:") || code != 0 || stderr != "" {
 		t.Errorf("bucket info of a corrupt bucket: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	code, stdout, stderr = runCLI(t, env, "admin", "bucket", "info", "listed-in-part")
+	if !regexp.MustCompile(`(?m)^Usage: +not shown: you may not list the whole bucket$`).MatchString(stdout) ||
+		strings.Contains(stdout, "Objects:") || code != 0 || stderr != "" {
+		t.Errorf("bucket info of a bucket listed in part: exit %d, stderr %q, stdout:\n%s", code, stderr, stdout)
 	}
 }
 

@@ -52,7 +52,7 @@ type listParams struct {
 func (h *Handler) authorizeObject(r *http.Request, s *session, q objectRequest) error {
 	rq := iam.Request{Principal: s.principal, Action: q.action, Bucket: q.bucket, Key: q.key, Cond: conditions(r)}
 	if s.principal.Root {
-		return h.iam.Authorize(r.Context(), rq)
+		return s.allowed(h.iam.Authorize(r.Context(), rq))
 	}
 	if l := q.list; l != nil {
 		rq.Cond.Prefix, rq.Cond.Delimiter, rq.Cond.MaxKeys = &l.prefix, &l.delimiter, &l.maxKeys
@@ -61,7 +61,7 @@ func (h *Handler) authorizeObject(r *http.Request, s *session, q objectRequest) 
 		rq.Cond.ExistingObjectTags = h.objectTags(r, q)
 	}
 	rq.ACL = h.aclGrants(r, s, q)
-	return h.iam.Authorize(r.Context(), rq)
+	return s.allowed(h.iam.Authorize(r.Context(), rq))
 }
 
 // objectTags returns the loader of the tags of the object q is on, which

@@ -195,9 +195,15 @@ func (h *Handler) objectDetails(w http.ResponseWriter, r *http.Request, s *sessi
 }
 
 // objectView authorizes and reads what the details page shows of the
-// object the request names (form or query: key, versionId).
+// object the request names (key, versionId: the query of a GET, the form
+// of a POST, from which the audit log records a share; never the query
+// of a POST, which the record would miss).
 func (h *Handler) objectView(r *http.Request, s *session) (objectView, error) {
-	bucket, key, vid := r.PathValue("bucket"), r.FormValue("key"), r.FormValue("versionId")
+	field := r.FormValue
+	if r.Method == http.MethodPost {
+		field = r.PostFormValue
+	}
+	bucket, key, vid := r.PathValue("bucket"), field("key"), field("versionId")
 	if key == "" {
 		return objectView{}, pageError(http.StatusBadRequest, "No object named.")
 	}

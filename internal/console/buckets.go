@@ -37,8 +37,12 @@ type bucketRow struct {
 	// UsageCorrupt: the bucket's stored usage does not decode, so Objects
 	// and Bytes are not known (the row says so instead).
 	UsageCorrupt bool
-	Created      time.Time
-	CanDelete    bool
+	// UsageHidden: the viewer may not list the whole bucket (a policy
+	// that grants s3:ListBucket under a prefix alone, say), so the
+	// bucket's totals, which S3 would not tell it, are not shown.
+	UsageHidden bool
+	Created     time.Time
+	CanDelete   bool
 }
 
 // bucketsView is the bucket list page's data.
@@ -76,10 +80,13 @@ func (h *Handler) bucketList(r *http.Request, s *session) (bucketsView, error) {
 		if !h.iam.CanSeeBucket(s.principal, b.Name) {
 			continue
 		}
-		v.Buckets = append(v.Buckets, bucketRow{
-			Name: b.Name, Objects: b.Usage.Objects, Bytes: b.Usage.Bytes, UsageCorrupt: b.UsageCorrupt, Created: b.Created,
-			CanDelete: h.authorize(r, s, iam.DeleteBucket, b.Name) == nil,
-		})
+		row := bucketRow{Name: b.Name, Created: b.Created, CanDelete: h.probe(r, s, iam.DeleteBucket, b.Name) == nil}
+		if h.probe(r, s, iam.ListBucket, b.Name) == nil {
+			row.Objects, row.Bytes, row.UsageCorrupt = b.Usage.Objects, b.Usage.Bytes, b.UsageCorrupt
+		} else {
+			row.UsageHidden = true
+		}
+		v.Buckets = append(v.Buckets, row)
 	}
 	return v, nil
 }

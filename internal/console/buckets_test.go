@@ -177,3 +177,37 @@ func TestBucketsCorruptUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketsUsageNeedsWholeList: a bucket's totals are shown only to a
+// viewer who may list the whole bucket, as S3 would tell them by a
+// listing; one who may list a prefix alone sees the bucket, not its
+// totals.
+func TestBucketsUsageNeedsWholeList(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	ctx := t.Context()
+	f.bucket(t, "shared")
+	f.put(t, "shared", "home/bob/secret.txt", "bob's bytes")
+	if err := f.iam.PutPolicy(ctx, "home-alice", []byte(`{"Version":"2012-10-17","Statement":[
+ {"Effect":"Allow","Action":"s3:ListBucket","Resource":"arn:aws:s3:::shared","Condition":{"StringLike":{"s3:prefix":"home/alice/*"}}},
+ {"Effect":"Allow","Action":"s3:*Object","Resource":"arn:aws:s3:::shared/home/alice/*"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	f.user(t, "alice", "alice-password", "home-alice")
+	for _, tc := range []struct {
+		who, password string
+		shown         bool
+	}{{testRootKey, testRootSecret, true}, {"alice", "alice-password", false}} {
+		id, _ := f.signIn(t, tc.who, tc.password)
+		for path, totals := range map[string]string{"/buckets": "<td class=\"num\">1</td>", "/objects": "1 objects"} {
+			resp := f.do(t, request{method: "GET", path: path, cookie: id})
+			b := body(t, resp)
+			if resp.StatusCode != 200 || !strings.Contains(b, `data-bucket="shared"`) {
+				t.Fatalf("%s: GET %s: %d, or no bucket shared\n%s", tc.who, path, resp.StatusCode, b)
+			}
+			if got := strings.Contains(b, totals); got != tc.shown {
+				t.Errorf("%s: GET %s shows the totals: %v, want %v\n%s", tc.who, path, got, tc.shown, b)
+			}
+		}
+	}
+}

@@ -259,16 +259,65 @@ func (h *Handler) routes() {
 	mux.HandleFunc("GET /{$}", h.signedIn(h.home))
 	for _, p := range h.pages {
 		for _, rt := range p.routes {
-			mux.HandleFunc(rt.pattern, h.signedIn(rt.handle(h)))
+			mux.HandleFunc(rt.pattern, h.checkNames(rt.pattern, h.signedIn(rt.handle(h))))
 		}
 		for _, rt := range p.streams {
-			mux.HandleFunc(rt.pattern, h.guard(rt.handle(h), true))
+			mux.HandleFunc(rt.pattern, h.checkNames(rt.pattern, h.guard(rt.handle(h), true)))
 		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, nil, pageError(http.StatusNotFound, "There is no page at %s.", r.URL.Path))
 	})
 	h.mux = mux
+}
+
+// checkNames answers 404 for a request whose path gives a wildcard of
+// pattern (a bucket, user, group, policy or access key) a value no such
+// name can have: pages put these values into the paths of their links
+// and forms, and a value with a slash, a question mark or a dot segment
+// (%2F, %3F and ".." decoded) would aim a page's confirmation form at
+// another endpoint with the viewer's own CSRF token. Bucket names, IAM
+// names and access keys are all of nameChars.
+func (h *Handler) checkNames(pattern string, next http.HandlerFunc) http.HandlerFunc {
+	var names []string
+	for rest := pattern; ; {
+		i := strings.IndexByte(rest, '{')
+		j := strings.IndexByte(rest[i+1:], '}')
+		if i < 0 || j < 0 {
+			break
+		}
+		if n := strings.TrimSuffix(rest[i+1:i+1+j], "..."); n != "$" {
+			names = append(names, n)
+		}
+		rest = rest[i+1+j+1:]
+	}
+	if len(names) == 0 {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, n := range names {
+			if !pathName(r.PathValue(n)) {
+				h.writeError(w, r, nil, pageError(http.StatusNotFound, "There is no page at %s.", r.URL.Path))
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// pathName reports whether v can be a name in a console path: 1 to 255
+// characters of letters, digits and "+=,.@_-", and not only dots.
+func pathName(v string) bool {
+	if v == "" || len(v) > 255 || strings.Trim(v, ".") == "" {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("+=,.@_-", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // ServeHTTP implements http.Handler: every response carries the security
@@ -321,6 +370,7 @@ func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 			ok = false
 		}
 		if !ok {
+			h.clearCookies(w, r)
 			if !stateChanging(r.Method) {
 				http.Redirect(w, r, "/login", http.StatusSeeOther)
 				return
@@ -373,13 +423,56 @@ func (h *Handler) admit(w http.ResponseWriter, r *http.Request, s *session, stre
 	return nil
 }
 
-// session returns the session of the request's cookie.
+// session returns the session of the request's cookie. A request with
+// more than one session cookie has none: a page of another port of this
+// host (an HTML object served by the S3 listener, say) can set a cookie
+// for the console's host with a longer path, which the browser sends
+// first, and so switch a signed-in user to the page author's session
+// for the pages under that path. Both sessions end (the one of the two
+// that is the user's own cannot be told), and conflicting clears the
+// cookies.
 func (h *Handler) session(r *http.Request) (session, bool) {
-	c, err := r.Cookie(h.cookieName(r))
-	if err != nil {
+	cs := r.CookiesNamed(h.cookieName(r))
+	if len(cs) != 1 {
+		for _, c := range cs {
+			if s, ok := h.sessions.get(c.Value); ok {
+				h.sessions.remove(s.key)
+			}
+		}
 		return session{}, false
 	}
-	return h.sessions.get(c.Value)
+	return h.sessions.get(cs[0].Value)
+}
+
+// maxClearedDepth bounds the path segments clearCookies clears cookies
+// for.
+const maxClearedDepth = 16
+
+// clearCookies, for a request with more than one session cookie, expires
+// the session cookie for every path the browser could have sent one of
+// them for: each prefix of the request's path, with and without a
+// trailing slash. A cookie set by a script cannot be HttpOnly, and so a
+// response's Set-Cookie replaces it.
+func (h *Handler) clearCookies(w http.ResponseWriter, r *http.Request) {
+	name := h.cookieName(r)
+	if len(r.CookiesNamed(name)) < 2 {
+		return
+	}
+	clear := func(path string) {
+		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+	}
+	clear("/")
+	path := r.URL.EscapedPath() // what browsers match cookie paths against
+	for i, depth := 1, 0; i < len(path) && depth < maxClearedDepth; depth++ {
+		j := strings.IndexByte(path[i:], '/')
+		if j < 0 {
+			clear(path)
+			break
+		}
+		clear(path[:i+j])
+		clear(path[:i+j+1])
+		i += j + 1
+	}
 }
 
 // cookieName is the session cookie's name: over TLS with the __Host-
@@ -421,8 +514,16 @@ func conditions(r *http.Request) iam.Conditions {
 }
 
 // authorize asks iam whether the session may do action on bucket, with
-// the same decision S3 makes for a request of its principal.
+// the same decision S3 makes for a request of its principal, and marks
+// the request authorized if so (action.authorized).
 func (h *Handler) authorize(r *http.Request, s *session, action iam.Action, bucket string) error {
+	return s.allowed(h.probe(r, s, action, bucket))
+}
+
+// probe is authorize without marking the request authorized: for a page
+// that shows what else s may do (a Delete button), which authorizes
+// nothing the request does.
+func (h *Handler) probe(r *http.Request, s *session, action iam.Action, bucket string) error {
 	return h.iam.Authorize(r.Context(), iam.Request{Principal: s.principal, Action: action, Bucket: bucket, Cond: conditions(r)})
 }
 

@@ -582,6 +582,21 @@ func TestSessionEndsWithUser(t *testing.T) {
 			t.Errorf("%s: the session came back: %d", tc.name, resp.StatusCode)
 		}
 	}
+	// Disabled and enabled again with no request between: the session
+	// still ended.
+	id, _ := f.signIn(t, "alice", "alice-password")
+	f.clock.advance(time.Second)
+	for _, disabled := range []bool{true, false} {
+		if err := f.iam.SetUserDisabled(ctx, "alice", disabled); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("a session from before a disable and an enable, unused meanwhile: %d, want 303 to /login", resp.StatusCode)
+	}
+	if id2, _ := f.signIn(t, "alice", "alice-password"); id2 == "" {
+		t.Error("no session for a sign-in after the enable")
+	}
 	if err := f.iam.SetUserDisabled(ctx, "alice", true); err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +605,7 @@ func TestSessionEndsWithUser(t *testing.T) {
 		t.Errorf("sign-in of a disabled user: %d, want 401", resp.StatusCode)
 	}
 	// Idle expiry through the handler.
-	id, _ := f.signIn(t, testRootKey, testRootSecret)
+	id, _ = f.signIn(t, testRootKey, testRootSecret)
 	f.clock.advance(time.Hour)
 	if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("after the idle time: %d, want 303 to /login", resp.StatusCode)
@@ -646,4 +661,82 @@ func (f *fixture) canonicalID(t testing.TB, name string) string {
 		t.Fatalf("User(%s): %v", name, err)
 	}
 	return u.CanonicalID
+}
+
+// TestPathNamesChecked: a wildcard of a console path takes only what a
+// bucket, IAM or access key name can be. A bucket "name" with an encoded
+// slash and dot segments once aimed the bucket-delete confirmation form
+// at another endpoint (here: deleting user bob) with the viewer's own
+// CSRF token.
+func TestPathNamesChecked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "bob", "bob-password")
+	id, csrf := f.signIn(t, testRootKey, testRootSecret)
+	for _, p := range []string{
+		"/buckets/photos%2F..%2F..%2Fusers%2Fbob/delete",
+		"/buckets/x%2F..%2F..%2Fkeys%2FAKIA%2Fenable%3F/delete",
+		"/buckets/a%3Fb/delete",
+		"/users/bob%2F..%2Falice",
+		"/objects/" + strings.Repeat("b", 256),
+		"/groups/..%2F..",
+	} {
+		resp := f.do(t, request{method: "GET", path: p, cookie: id})
+		if b := body(t, resp); resp.StatusCode != http.StatusNotFound || strings.Contains(b, `action="/buckets/photos/`) {
+			t.Errorf("GET %s: %d, want 404\n%s", p, resp.StatusCode, b)
+		}
+		resp = f.do(t, request{method: "POST", path: p, cookie: id, form: url.Values{"csrf": {csrf}}})
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST %s: %d, want 404", p, resp.StatusCode)
+		}
+	}
+	if _, err := f.iam.User(t.Context(), "bob"); err != nil {
+		t.Errorf("bob: %v", err)
+	}
+	// Names of every kind still reach their pages.
+	for _, p := range []string{"/users/bob", "/users/bob/delete", "/buckets/photos.2026-a/delete"} {
+		if resp := f.do(t, request{method: "GET", path: p, cookie: id}); resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %d, want 200", p, resp.StatusCode)
+		}
+	}
+}
+
+// TestConflictingSessionCookies: a second session cookie (set for a
+// longer path by a page of another port of this host, which the browser
+// sends first) switches nobody to another session: the request has none,
+// both sessions end and the response clears the cookies for every path
+// the browser could have sent one for.
+func TestConflictingSessionCookies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "alice", "alice-password", "readwrite")
+	f.user(t, "bob", "bob-password", "readwrite")
+	alice, _ := f.signIn(t, "alice", "alice-password")
+	bob, _ := f.signIn(t, "bob", "bob-password")
+	resp := f.do(t, request{method: "GET", path: "/objects/b/object", header: map[string]string{
+		"Cookie": sessionCookie + "=" + alice + "; " + sessionCookie + "=" + bob}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
+		t.Fatalf("GET with two session cookies: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	cleared := map[string]bool{}
+	for _, c := range resp.Cookies() {
+		if c.Name == sessionCookie && c.MaxAge < 0 {
+			cleared[c.Path] = true
+		}
+	}
+	for _, p := range []string{"/", "/objects", "/objects/", "/objects/b", "/objects/b/", "/objects/b/object"} {
+		if !cleared[p] {
+			t.Errorf("cookie for path %s not cleared; cleared %v", p, cleared)
+		}
+	}
+	for name, id := range map[string]string{"alice": alice, "bob": bob} {
+		if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("%s's session after the conflict: %d, want 303 to /login", name, resp.StatusCode)
+		}
+	}
+	// One cookie is a session as before.
+	id, _ := f.signIn(t, "bob", "bob-password")
+	if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 0 {
+		t.Errorf("GET /buckets with one session cookie: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
 }

@@ -88,9 +88,10 @@ func (h *Handler) perms(r *http.Request, s *session, actions ...string) perms {
 	return p
 }
 
-// may reports whether s may perform admin action a ("CreateUser").
+// may reports whether s may perform admin action a ("CreateUser"): a
+// probe, for what a page shows (see probe).
 func (h *Handler) may(r *http.Request, s *session, a string) bool {
-	return h.authorize(r, s, iam.Action("admin:"+a), "") == nil
+	return h.probe(r, s, iam.Action("admin:"+a), "") == nil
 }
 
 // mayAdmin returns nil if s may perform admin action a, else AccessDenied

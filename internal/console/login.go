@@ -24,6 +24,7 @@ func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
+	h.clearCookies(w, r)
 	h.render(w, r, http.StatusOK, "login.html", nil, "Sign in", loginView{})
 }
 
@@ -91,6 +92,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if old, ok := h.session(r); ok {
 		h.sessions.remove(old.key) // a new sign-in never reuses a session
 	}
+	h.clearCookies(w, r)
 	id, _ := h.sessions.create(p)
 	http.SetCookie(w, &http.Cookie{
 		Name:     h.cookieName(r),

@@ -70,6 +70,20 @@ type action struct {
 	// created).
 	target string
 	code   string // set by the guard's refusals and by failed; else from the handler's error
+	// authorized says an authorization of the request was granted (see
+	// authorized). A request that failed without one is recorded within
+	// the audit log's bounds for strangers: a signed-in user with no
+	// permissions could otherwise fill the log with events of its own.
+	authorized bool
+}
+
+// allowed marks the action of s authorized when err, an authorization's
+// answer, is nil, and returns err.
+func (s *session) allowed(err error) error {
+	if err == nil && s != nil && s.act != nil {
+		s.act.authorized = true
+	}
+	return err
 }
 
 // refused sets the audit code of a request the console refused before
@@ -291,7 +305,7 @@ func (h *Handler) endAction(r *http.Request, a *action, s *session, sw *httprec.
 		return
 	}
 	e.User, e.AccessKey = displayName(s.principal), s.principal.AccessKeyID
-	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden {
+	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status >= 400 && !a.authorized {
 		h.events.RecordBounded(e)
 		return
 	}

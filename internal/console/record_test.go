@@ -84,6 +84,9 @@ func TestConsoleActionsAudited(t *testing.T) {
 	id, csrf := f.signIn(t, testRootKey, testRootSecret)
 	status("create bucket", f.post(t, id, csrf, "/buckets", url.Values{"name": {"photos"}}), 303)
 	status("alice uploads", f.raw(t, "/objects/photos/upload?key=nope.txt", aliceID, aliceCSRF, []byte("x"), nil), 403)
+	// A request that fails before any authorization (no key) is a
+	// stranger's to the audit log: recorded within its bounds.
+	status("alice uploads without a key", f.raw(t, "/objects/photos/upload", aliceID, aliceCSRF, []byte("x"), nil), 400)
 	page := status("create user", f.post(t, id, csrf, "/users", url.Values{"name": {"bob"}}), 200)
 	bobSecret := regexp.MustCompile(`id="secret-key">([^<]+)<`).FindStringSubmatch(page)
 	if bobSecret == nil {
@@ -96,6 +99,10 @@ func TestConsoleActionsAudited(t *testing.T) {
 	if !ok {
 		t.Fatal("no share link")
 	}
+	// The object comes from the form alone, from which the event
+	// records it: a key in a POST's query once made a link that the
+	// log recorded without its object.
+	status("share with the key in the query", f.post(t, id, csrf, "/objects/photos/share?key=a.txt", url.Values{"expires": {"1"}, "unit": {"h"}}), 400)
 	sig := regexp.MustCompile(`X-Amz-Signature=([0-9a-f]+)`).FindStringSubmatch(link)
 	if sig == nil {
 		t.Fatalf("share link %q has no signature", link)
@@ -137,10 +144,12 @@ func TestConsoleActionsAudited(t *testing.T) {
 		{"SignIn", 303, "", "root", ip, "", "", ""},
 		{"CreateBucket", 303, "", "root", ip, "photos", "", ""},
 		{"PutObject", 403, "AccessDenied", "alice", ip, "photos", "nope.txt", ""},
+		{"PutObject", 400, "BadRequest", "alice", ip, "photos", "", ""},
 		{"CreateUser", 200, "", "root", ip, "", "", "users/bob new key K"},
 		{"SetUserPassword", 303, "", "root", ip, "", "", "users/bob"},
 		{"PutObject", 200, "", "root", ip, "photos", "a.txt", ""},
 		{"ShareObject", 200, "", "root", ip, "photos", "a.txt", "expires in 1h"},
+		{"ShareObject", 400, "BadRequest", "root", ip, "photos", "", "expires in 1h"},
 		{"DeleteObjects", 303, "", "root", ip, "photos", "a.txt", ""},
 		{"CreateBucket", 403, codeCSRF, "root", ip, "forged", "", ""},
 		{"DeleteBucket", 403, codeNoSession, "", ip, "photos", "", ""},
@@ -156,6 +165,11 @@ func TestConsoleActionsAudited(t *testing.T) {
 	for _, e := range pg.Events {
 		if e.Op == "SignIn" && e.User == "root" && e.AccessKey != testRootKey {
 			t.Errorf("root's sign-in recorded with access key %q, want %q", e.AccessKey, testRootKey)
+		}
+		// Refusals and failures before any authorization are recorded
+		// within the bounds for strangers; the rest in full.
+		if want := e.Status == 401 || e.Status == 403 || e.Status == 429 || e.Status == 400; e.Untrusted != want {
+			t.Errorf("%s %d by %q: untrusted %v, want %v", e.Op, e.Status, e.User, e.Untrusted, want)
 		}
 	}
 

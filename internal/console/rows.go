@@ -129,9 +129,12 @@ func bucketRows(rows []bucketRow) template.HTML {
 		w.WriteString("\">")
 		w.html(r.Name)
 		w.WriteString("</a></td>\n    ")
-		if r.UsageCorrupt {
+		switch {
+		case r.UsageHidden:
+			w.WriteString(hiddenUsageCell)
+		case r.UsageCorrupt:
 			w.WriteString(corruptUsageCell)
-		} else {
+		default:
 			w.WriteString("<td class=\"num\">")
 			w.int(r.Objects)
 			w.WriteString("</td>\n    <td class=\"num\" title=\"")
@@ -152,6 +155,10 @@ func bucketRows(rows []bucketRow) template.HTML {
 	}
 	return template.HTML(w.String())
 }
+
+// hiddenUsageCell stands for the Objects and Size cells of a bucket the
+// viewer may not list whole.
+const hiddenUsageCell = `<td class="num hidden-usage" colspan="2" title="You may not list this whole bucket, so its totals are not shown.">–</td>`
 
 // corruptUsageCell stands for the Objects and Size cells of a bucket whose
 // stored usage does not decode.

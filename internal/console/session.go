@@ -42,8 +42,12 @@ func randomToken() string {
 
 // sessionStore holds the console's sessions in memory: they end on
 // restart, after idle time without a request, at an absolute lifetime,
-// and on sign-out. It holds at most max sessions; past that the one idle
-// longest is dropped. Safe for concurrent use.
+// and on sign-out. It holds at most maxPerPrincipal sessions of one
+// principal, past which that principal's session idle longest is
+// dropped, and at most max sessions in all, past which the one idle
+// longest is dropped: so one user signing in again and again ends only
+// its own sessions, never those of everyone else. Safe for concurrent
+// use.
 type sessionStore struct {
 	idle, lifetime time.Duration
 	max            int
@@ -75,8 +79,11 @@ func (st *sessionStore) create(p iam.Principal) (string, session) {
 	if len(st.m) >= st.max {
 		st.sweepLocked(now)
 	}
+	if n := st.countLocked(p); n >= maxPerPrincipal {
+		st.evictIdlestLocked(func(s *session) bool { return samePrincipal(s.principal, p) })
+	}
 	if len(st.m) >= st.max {
-		st.evictIdlestLocked()
+		st.evictIdlestLocked(nil)
 	}
 	st.m[s.key] = s
 	return id, *s
@@ -149,14 +156,41 @@ func (st *sessionStore) sweepLocked(now time.Time) {
 	}
 }
 
-// evictIdlestLocked removes the session unused for longest.
-func (st *sessionStore) evictIdlestLocked() {
+// maxPerPrincipal is the most sessions one principal keeps: a browser
+// each on a good many machines.
+const maxPerPrincipal = 32
+
+// samePrincipal reports whether a and b are the same principal (a user
+// created again under its name is another).
+func samePrincipal(a, b iam.Principal) bool {
+	return a.Root == b.Root && a.AccessKeyID == b.AccessKeyID && a.User == b.User && a.UserID == b.UserID
+}
+
+// countLocked returns the number of sessions of p. Sign-ins, which alone
+// call it, are paced by their password hashes, and a scan of at most max
+// sessions costs far less than a hash.
+func (st *sessionStore) countLocked(p iam.Principal) int {
+	n := 0
+	for _, s := range st.m {
+		if samePrincipal(s.principal, p) {
+			n++
+		}
+	}
+	return n
+}
+
+// evictIdlestLocked removes the session unused for longest of those
+// that match says (all of them with match nil).
+func (st *sessionStore) evictIdlestLocked(match func(*session) bool) {
 	var (
 		oldest sessionKey
 		seen   time.Time
 		found  bool
 	)
 	for k, s := range st.m {
+		if match != nil && !match(s) {
+			continue
+		}
 		if !found || s.lastSeen.Before(seen) {
 			oldest, seen, found = k, s.lastSeen, true
 		}

@@ -121,3 +121,39 @@ func TestSessionStoreBounded(t *testing.T) {
 		t.Errorf("after expiry the store holds %d sessions, want 1", n)
 	}
 }
+
+// TestSessionsPerPrincipalBounded: one user signing in again and again
+// ends its own oldest sessions, never another principal's, however many
+// times it signs in.
+func TestSessionsPerPrincipalBounded(t *testing.T) {
+	t.Parallel()
+	c := newFakeClock()
+	st := newSessionStore(time.Hour, 24*time.Hour, maxPerPrincipal+2, c.now)
+	admin, _ := st.create(iam.Principal{Root: true, AccessKeyID: "ROOT"})
+	c.advance(time.Minute)
+	mallory := iam.Principal{User: "mallory", UserID: "1", Session: true}
+	var first string
+	for i := range 5 * maxPerPrincipal {
+		id, _ := st.create(mallory)
+		if i == 0 {
+			first = id
+		}
+		c.advance(time.Second)
+	}
+	if _, ok := st.get(admin); !ok {
+		t.Error("another principal's sign-ins ended root's session")
+	}
+	if n := st.len(); n != maxPerPrincipal+1 {
+		t.Errorf("store holds %d sessions, want %d of mallory and root's", n, maxPerPrincipal+1)
+	}
+	if _, ok := st.get(first); ok {
+		t.Error("mallory's first session survived")
+	}
+	// A user created again under the name is another principal.
+	again := mallory
+	again.UserID = "2"
+	id, _ := st.create(again)
+	if _, ok := st.get(id); !ok {
+		t.Error("no session for the re-created user")
+	}
+}

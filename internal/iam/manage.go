@@ -263,6 +263,9 @@ func (m *IAM) SetUserDisabled(ctx context.Context, name string, disabled bool) e
 		if !ok {
 			return notFound("user", name)
 		}
+		if disabled && !u.Disabled {
+			u.SessionsEnded = m.clock().UTC()
+		}
 		u.Disabled = disabled
 		return nil
 	})

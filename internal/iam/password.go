@@ -279,14 +279,15 @@ func (m *IAM) SignInName(name string) (Principal, bool) {
 // SessionValid reports whether a console session of p that signed in at
 // start may still act: root always (its credentials change only with a
 // restart, which ends every session); a user while it exists (the same
-// user, not one created again under its name), is enabled and its
-// password has not changed since start.
+// user, not one created again under its name), is enabled, has not been
+// disabled since start and its password has not changed since start.
 func (m *IAM) SessionValid(p Principal, start time.Time) bool {
 	if p.Root {
 		return !p.Anonymous && m.isRoot(p.AccessKeyID)
 	}
 	u, ok := m.snap.Load().doc.Users[p.User]
-	return p.Session && ok && u.ID == p.UserID && !u.Disabled && u.Password != "" && !u.PasswordChanged.After(start)
+	return p.Session && ok && u.ID == p.UserID && !u.Disabled && u.Password != "" &&
+		!u.PasswordChanged.After(start) && !u.SessionsEnded.After(start)
 }
 
 // PasswordParams returns the argon2id parameters new hashes are made with.

@@ -67,6 +67,11 @@ type userRec struct {
 	// last set.
 	Password        string    `json:"password,omitempty"`
 	PasswordChanged time.Time `json:"passwordChanged,omitzero"`
+	// SessionsEnded is when the user was last disabled: its console
+	// sessions from before then stay ended when it is enabled again,
+	// whether or not they were used meanwhile. (An older Coffer ignores
+	// the field, and its sessions end only when used while disabled.)
+	SessionsEnded time.Time `json:"sessionsEnded,omitzero"`
 }
 
 type groupRec struct {

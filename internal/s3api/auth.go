@@ -91,7 +91,12 @@ func requestVersion(r *http.Request, rq *request, bucket, key string) string {
 // that policy conditions see (hdr: s3:if-match, s3:x-amz-acl and the
 // like) given: DeleteObjects authorizes each entry as the DeleteObject it
 // stands for (deleteEntryHeader).
-func (h *Handler) authorizeTarget(r *http.Request, rq *request, action iam.Action, t target, hdr http.Header) error {
+func (h *Handler) authorizeTarget(r *http.Request, rq *request, action iam.Action, t target, hdr http.Header) (err error) {
+	defer func() {
+		if err != nil {
+			rq.denied = true
+		}
+	}()
 	if rq.principal.Root {
 		// Root is allowed everything; skip building the conditions.
 		return h.iam.Authorize(r.Context(), iam.Request{Principal: rq.principal, Action: action, Bucket: t.bucket, Key: t.key})

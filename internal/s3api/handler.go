@@ -250,6 +250,9 @@ type request struct {
 	// that authentication failed, whatever the status answered.
 	claimedKey string
 	authFailed bool
+	// denied says an authorization of the request was refused (see
+	// RequestRecord.Denied).
+	denied bool
 	// idle is the request body with its progress deadline, under rawBody
 	// (idle.rc is nil without a body).
 	idle idleBody

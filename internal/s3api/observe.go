@@ -70,6 +70,12 @@ type RequestRecord struct {
 	// AuthorizationHeaderMalformed or AuthorizationQueryParametersError,
 	// which the audit log would otherwise take for a reader's mistake).
 	AuthFailed bool
+	// Denied says an authorization of the request was refused, whatever
+	// status was sent: a denied request for a bucket that does not exist
+	// is answered NoSuchBucket (404), as S3 answers it, and a
+	// DeleteObjects reports denied keys in a 200. A principal with no
+	// permissions can send such requests at will.
+	Denied bool
 	// RemoteAddr is the client's address as net/http reports it
 	// (host:port, no proxy headers interpreted).
 	RemoteAddr string
@@ -169,6 +175,7 @@ func (h *Handler) finish(rw *httprec.Writer, r *http.Request, rq *request, start
 
 			ClaimedAccessKeyID: rq.claimedKey,
 			AuthFailed:         rq.authFailed,
+			Denied:             rq.denied,
 		}
 		h.observer.ObserveRequest(rec)
 		// Nothing uses the request's state after finish: the body

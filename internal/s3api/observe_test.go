@@ -118,6 +118,7 @@ func TestObserver(t *testing.T) {
 	body := bytes.Repeat([]byte("0123456789"), 20_000) // 200 kB: past net/http's buffer, so the client has it before ServeHTTP returns
 	wrong := sigv4.Credentials{AccessKeyID: rootAccessKey, SecretKey: "not-the-secret"}
 	unknown := sigv4.Credentials{AccessKeyID: "AKNOSUCHKEY", SecretKey: "whatever-secret"}
+	nobody := hs.user("nobody") // no policies
 	for _, tc := range []struct {
 		name string
 		c    call
@@ -185,7 +186,14 @@ func TestObserver(t *testing.T) {
 		{
 			name: "anonymous",
 			c:    call{method: "GET", path: "/bkt/obj", anon: true},
-			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.AccessDenied, Bucket: "bkt", Key: "obj"},
+			want: RequestRecord{Op: "GetObject", Status: 403, Code: s3err.AccessDenied, Bucket: "bkt", Key: "obj", Denied: true},
+		},
+		{
+			// Denied, and answered NoSuchBucket as S3 answers it: still
+			// a refusal, which a key without permissions can send at will.
+			name: "denied PUT into a missing bucket",
+			c:    call{method: "PUT", path: "/nobkt/obj", body: body[:10], cred: nobody},
+			want: RequestRecord{Op: "PutObject", Status: 404, Code: s3err.NoSuchBucket, BytesIn: 10, Bucket: "nobkt", Key: "obj", AccessKeyID: nobody.AccessKeyID, User: "nobody", Denied: true},
 		},
 		{
 			name: "not implemented",
