@@ -5,9 +5,13 @@
 // by deleting objects.
 //
 // A Guard measures free space with statfs(2) (at most every SampleEvery,
-// and at once after a refusal) and between measurements counts the bytes
-// it admitted, so a burst of writes cannot overshoot the reserve by more
-// than what is in flight.
+// and at once after a refusal). Each write admitted holds a Reservation of
+// its size until it is done: the bytes it has not written yet count
+// against the free space whatever a measurement says, and the bytes it
+// wrote count until the next measurement shows them. So writes in flight,
+// however many and however slow, can never together take the free space
+// below the reserve (a measurement once forgot the writes admitted before
+// it, and four uploads admitted 250 ms apart filled the disk).
 package diskspace
 
 import (
@@ -80,7 +84,8 @@ type Guard struct {
 	mu       sync.Mutex // guards the fields below
 	sampled  time.Time  // when free was measured
 	free     int64      // least free space less reserve over the paths, when measured
-	admitted int64      // bytes admitted since
+	promised int64      // bytes reserved and not written yet, over every Reservation
+	written  int64      // bytes written since free was measured
 	full     bool       // the last decision was a refusal
 
 	freeBytes atomic.Int64 // least free space over the paths, for metrics
@@ -157,31 +162,57 @@ func (g *Guard) measure() error {
 			least = free
 		}
 	}
-	g.free, g.admitted, g.sampled = room, 0, g.cfg.Clock()
+	g.free, g.written, g.sampled = room, 0, g.cfg.Clock()
 	g.freeBytes.Store(least)
 	g.reserve.Store(reserve)
 	return nil
 }
 
-// Admit reserves room for n bytes of new data (0 when the size is not
-// known: the write is refused only if the reserve is reached already). It
-// returns ErrFull, wrapped with the numbers, when they would take free
-// space below the reserve, and another error if free space cannot be
-// measured. Refusals are counted; the first refusal after a success is
-// logged, and so is the first success after refusals.
-func (g *Guard) Admit(n int64) error {
+// A Reservation is the room a Guard admitted for one write of new data.
+// The writer reports what it writes (Wrote) and releases the rest when
+// the write is done or failed (Release). A nil *Reservation (from a nil
+// or disabled Guard) admits everything.
+type Reservation struct {
+	g    *Guard
+	left int64 // reserved and not written yet
+}
+
+// growBy is how much more a Reservation asks for at a time once its
+// write runs past what it reserved (a body of unknown size).
+const growBy = 8 << 20
+
+// Reserve admits n bytes of new data (0 when the size is not known: the
+// Reservation then grows as the data is written, refused once that
+// would take free space below the reserve). It returns ErrFull, wrapped
+// with the numbers, when they would take free space below the reserve,
+// and another error if free space cannot be measured. Refusals are
+// counted; the first refusal after a success is logged, and so is the
+// first success after refusals.
+func (g *Guard) Reserve(n int64) (*Reservation, error) {
 	if g == nil || g.cfg.Reserve == 0 {
-		return nil
+		return nil, nil
 	}
+	n = max(n, 0)
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if err := g.admitLocked(n); err != nil {
+		return nil, err
+	}
+	g.promised += n
+	return &Reservation{g: g, left: n}, nil
+}
+
+// admitLocked measures if the last measurement is stale (or refused) and
+// returns ErrFull unless n more bytes leave the reserve free. g.mu is
+// held.
+func (g *Guard) admitLocked(n int64) error {
 	now := g.cfg.Clock()
 	if g.full || now.Sub(g.sampled) >= g.cfg.SampleEvery {
 		if err := g.sample(); err != nil {
 			return err
 		}
 	}
-	if g.free-g.admitted-n < 0 {
+	if g.free-g.promised-g.written-n < 0 {
 		g.refused.Add(1)
 		if !g.full {
 			g.full = true
@@ -191,8 +222,59 @@ func (g *Guard) Admit(n int64) error {
 		return fmt.Errorf("%w: %d bytes free, %d reserved, %d asked", ErrFull, g.freeBytes.Load(), g.reserve.Load(), n)
 	}
 	g.recovered()
-	g.admitted += n
 	return nil
+}
+
+// Wrote records that k more bytes of the write are written: they count
+// as used until the next measurement shows them. Past what was reserved
+// (a body of unknown size, or one longer than declared) the Reservation
+// grows, growBy at a time, and Wrote returns ErrFull, as Reserve does,
+// when it cannot.
+func (r *Reservation) Wrote(k int64) error {
+	if r == nil || k <= 0 {
+		return nil
+	}
+	g := r.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k > r.left {
+		more := max(k-r.left, growBy)
+		if err := g.admitLocked(more); err != nil {
+			return err
+		}
+		g.promised += more
+		r.left += more
+	}
+	r.left -= k
+	g.promised -= k
+	g.written += k
+	return nil
+}
+
+// Release gives back what the write reserved and did not write. The
+// Reservation must not be used after.
+func (r *Reservation) Release() {
+	if r == nil {
+		return
+	}
+	g := r.g
+	g.mu.Lock()
+	g.promised -= r.left
+	r.left = 0
+	g.mu.Unlock()
+}
+
+// Full records that a write met a full filesystem (ENOSPC) that the
+// last measurement did not foresee (another process wrote, or the
+// reserve is smaller than what the metadata engine took): the next
+// write measures again, and is refused unless there is room.
+func (g *Guard) Full() {
+	if g == nil || g.cfg.Reserve == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.sampled = time.Time{}
+	g.mu.Unlock()
 }
 
 // Keep reports, as an error wrapping ErrFull, that free space on a
@@ -214,7 +296,7 @@ func (g *Guard) Keep() error {
 		}
 	}
 	reserve := g.reserve.Load()
-	if g.free-g.admitted+reserve/2 < 0 {
+	if g.free-g.promised-g.written+reserve/2 < 0 {
 		return fmt.Errorf("%w: %d bytes free, half the reserve of %d kept for the metadata engine", ErrFull, g.freeBytes.Load(), reserve)
 	}
 	return nil

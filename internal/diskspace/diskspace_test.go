@@ -32,6 +32,13 @@ func (f *fakeFS) set(free int64) {
 	f.mu.Unlock()
 }
 
+// admit reserves n bytes of g and keeps the reservation: data on its
+// way, not written yet.
+func admit(g *Guard, n int64) error {
+	_, err := g.Reserve(n)
+	return err
+}
+
 func TestAdmit(t *testing.T) {
 	const mib = 1 << 20
 	fs := &fakeFS{total: 1000 * mib, free: 100 * mib}
@@ -47,12 +54,12 @@ func TestAdmit(t *testing.T) {
 	if st := g.Stats(); st.ReserveBytes != 30*mib || st.FreeBytes != 100*mib {
 		t.Fatalf("Stats = %+v", st)
 	}
-	if err := g.Admit(60 * mib); err != nil {
+	if err := admit(g, 60 * mib); err != nil {
 		t.Fatal(err)
 	}
 	// Admitted bytes count before the disk shows them: a burst cannot
 	// overshoot the reserve between measurements.
-	if err := g.Admit(20 * mib); !errors.Is(err, ErrFull) {
+	if err := admit(g, 20 * mib); !errors.Is(err, ErrFull) {
 		t.Fatalf("Admit past the reserve = %v, want ErrFull", err)
 	}
 	if !strings.Contains(logs.String(), "free space below the reserve") {
@@ -60,7 +67,7 @@ func TestAdmit(t *testing.T) {
 	}
 	// A refusal measures again at once: deletes freed space.
 	fs.set(200 * mib)
-	if err := g.Admit(20 * mib); err != nil {
+	if err := admit(g, 20 * mib); err != nil {
 		t.Fatalf("Admit after space came back = %v", err)
 	}
 	if !strings.Contains(logs.String(), "above the reserve again") {
@@ -69,7 +76,7 @@ func TestAdmit(t *testing.T) {
 	// Unknown sizes (0) pass until the reserve is reached.
 	fs.set(10 * mib)
 	now = now.Add(time.Second)
-	if err := g.Admit(0); !errors.Is(err, ErrFull) {
+	if err := admit(g, 0); !errors.Is(err, ErrFull) {
 		t.Fatalf("Admit(0) below the reserve = %v, want ErrFull", err)
 	}
 	if st := g.Stats(); st.Refused != 2 || !st.Full {
@@ -87,11 +94,11 @@ func TestDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Admit(1 << 30); err != nil {
+	if err := admit(g, 1 << 30); err != nil {
 		t.Errorf("a disabled guard refused: %v", err)
 	}
 	var nilGuard *Guard
-	if err := nilGuard.Admit(1); err != nil || nilGuard.Stats() != (Stats{}) {
+	if err := admit(nilGuard, 1); err != nil || nilGuard.Stats() != (Stats{}) {
 		t.Errorf("a nil guard: %v, %+v", err, nilGuard.Stats())
 	}
 }
@@ -149,7 +156,7 @@ func TestMeasureFails(t *testing.T) {
 	fs.err = boom
 	fs.mu.Unlock()
 	now = now.Add(2 * time.Second) // the last measurement is stale
-	if err := g.Admit(1); !errors.Is(err, boom) || errors.Is(err, ErrFull) {
+	if err := admit(g, 1); !errors.Is(err, boom) || errors.Is(err, ErrFull) {
 		t.Errorf("Admit with an unmeasurable filesystem = %v, want its error", err)
 	}
 	if err := g.Refresh(); !errors.Is(err, boom) {
@@ -224,14 +231,14 @@ func TestReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 100 MiB free, reserve 30 MiB: room enough, nothing reclaimed.
-	if err := g.Admit(10 * mib); err != nil || reclaims != 0 {
+	if err := admit(g, 10 * mib); err != nil || reclaims != 0 {
 		t.Fatalf("Admit with room = %v, %d reclaims", err, reclaims)
 	}
 	// 35 MiB free: a 20 MiB write would cross the reserve, but the next
 	// measurement finds less than twice the reserve and reclaims first.
 	fs.set(35 * mib)
 	now = now.Add(time.Second)
-	if err := g.Admit(20 * mib); err != nil {
+	if err := admit(g, 20 * mib); err != nil {
 		t.Fatalf("Admit with space held for reuse = %v, want it reclaimed and admitted", err)
 	}
 	if reclaims != 1 || g.Stats().FreeBytes != 95*mib {
@@ -241,10 +248,84 @@ func TestReclaim(t *testing.T) {
 	fs.set(40 * mib)
 	now = now.Add(time.Second)
 	calls := fs.calls
-	if err := g.Admit(20 * mib); !errors.Is(err, ErrFull) {
+	if err := admit(g, 20 * mib); !errors.Is(err, ErrFull) {
 		t.Fatalf("Admit with nothing to reclaim = %v, want ErrFull", err)
 	}
 	if reclaims != 2 || fs.calls != calls+1 {
 		t.Errorf("%d reclaims, %d measurements, want 2 and 1 more (nothing freed: no second one)", reclaims, fs.calls-calls)
 	}
+}
+
+// TestReservationsOutliveMeasurements: a write admitted holds its room
+// until it is done, across measurements. Four uploads admitted a
+// measurement apart each found the whole free space again, and together
+// filled the disk.
+func TestReservationsOutliveMeasurements(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{total: 1000 * mib, free: 130 * mib}
+	now := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	g, err := New(Config{Paths: []string{"/data"}, Reserve: 30 * mib, SampleEvery: time.Second,
+		Clock: func() time.Time { return now }, statfs: fs.statfs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 100 MiB of room: two uploads of 40 MiB are admitted.
+	a, err := g.Reserve(40 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := g.Reserve(40 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each writes 10 MiB, which the next measurement shows.
+	for _, r := range []*Reservation{a, b} {
+		if err := r.Wrote(10 * mib); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(time.Second)
+	fs.set(110 * mib)
+	// 110 free less the 60 not written yet, less the reserve: 20 MiB.
+	if err := admit(g, 21*mib); !errors.Is(err, ErrFull) {
+		t.Fatalf("a third upload past the room the first two hold = %v, want ErrFull", err)
+	}
+	c, err := g.Reserve(20 * mib)
+	if err != nil {
+		t.Fatalf("an upload that fits = %v", err)
+	}
+	// Written bytes count until a measurement shows them.
+	if err := a.Wrote(30 * mib); err != nil {
+		t.Fatal(err)
+	}
+	a.Release()
+	if err := admit(g, 1); !errors.Is(err, ErrFull) {
+		t.Fatalf("admit with a's bytes written but not measured = %v, want ErrFull", err)
+	}
+	// b fails after its first 10 MiB: what it did not write goes back.
+	b.Release()
+	now = now.Add(time.Second)
+	fs.set(80 * mib) // a's 30 MiB landed
+	if err := admit(g, 30*mib); err != nil {
+		t.Fatalf("admit of the room b gave back = %v", err)
+	}
+	// A body of unknown size grows its reservation as it is written,
+	// until it would take the reserve.
+	c.Release()
+	u, err := g.Reserve(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Wrote(15 * mib); err != nil {
+		t.Fatalf("unknown size, 15 MiB of 20 MiB of room: %v", err)
+	}
+	if err := u.Wrote(10 * mib); !errors.Is(err, ErrFull) {
+		t.Fatalf("unknown size past the room = %v, want ErrFull", err)
+	}
+	u.Release()
+	var none *Reservation
+	if err := none.Wrote(1 << 40); err != nil {
+		t.Errorf("a nil Reservation refused: %v", err)
+	}
+	none.Release()
 }

@@ -143,3 +143,220 @@ func TestDiskFull(t *testing.T) {
 	}
 	srv.stop()
 }
+
+// slowBody sends left bytes, chunk bytes every interval: an upload on a
+// slow link.
+type slowBody struct {
+	left     int64
+	chunk    int64
+	interval time.Duration
+	inChunk  int64 // bytes of the current chunk not sent yet
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	if b.inChunk == 0 {
+		time.Sleep(b.interval)
+		b.inChunk = b.chunk
+	}
+	n := int(min(int64(len(p)), b.inChunk, b.left))
+	clear(p[:n])
+	b.inChunk -= int64(n)
+	b.left -= int64(n)
+	return n, nil
+}
+
+// TestDiskFullInFlight fills a 200 MiB filesystem with uploads that take
+// seconds each and overlap, started further apart than the reserve's
+// measurements: each write holds its room until it is done, so the ones
+// that do not fit are refused at once with 507 StorageFull and the disk
+// never fills. (A measurement once forgot the writes admitted before it:
+// all four were admitted, and the disk filled under them and under the
+// metadata engine.) A form upload, whose size is not known ahead, is
+// refused with StorageFull once it runs past the room (it was admitted
+// as 0 bytes and wrote until the disk was full: 500).
+func TestDiskFullInFlight(t *testing.T) {
+	t.Parallel()
+	dir := mountTmpfs(t, "200m")
+	data := dir + "/data"
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	srv := startChild(t, data, crashArgs...)
+	c := newClient(t, srv.endpoint)
+	ctx := t.Context()
+	const b = "inflight"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+		t.Fatal(err)
+	}
+	presign := s3.NewPresignClient(c)
+	const size = 50 * mib
+	hc := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: 10 * time.Second}}
+	statuses := make(chan int, 4)
+	for i := range 4 {
+		req, err := presign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(fmt.Sprintf("slow/%d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			hr, err := http.NewRequestWithContext(ctx, http.MethodPut, req.URL, &slowBody{left: size, chunk: mib, interval: 40 * time.Millisecond})
+			if err != nil {
+				t.Error(err)
+				statuses <- 0
+				return
+			}
+			hr.ContentLength = size
+			hr.Header.Set("Expect", "100-continue") // a refusal comes before the body
+			resp, err := hc.Do(hr)
+			if err != nil {
+				t.Errorf("upload %d: %v", i, err)
+				statuses <- 0
+				return
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK && (resp.StatusCode != http.StatusInsufficientStorage || !bytes.Contains(body, []byte("<Code>StorageFull</Code>"))) {
+				t.Errorf("upload %d: %d\n%s", i, resp.StatusCode, body)
+			}
+			statuses <- resp.StatusCode
+		}()
+		time.Sleep(500 * time.Millisecond) // two of the reserve's measurements
+	}
+	ok, full := 0, 0
+	for range 4 {
+		switch <-statuses {
+		case http.StatusOK:
+			ok++
+		case http.StatusInsufficientStorage:
+			full++
+		}
+	}
+	if ok < 1 || full < 1 {
+		t.Errorf("4 uploads of 50 MiB on a 200 MiB filesystem: %d stored, %d refused; want both", ok, full)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < 32*mib {
+		t.Errorf("%d MiB free after the uploads: the reserve did not hold", free>>20)
+	}
+
+	t.Logf("4 uploads of 50 MiB: %d stored, %d refused", ok, full)
+	// Everything stored reads back, and goes.
+	for i := range 4 {
+		k := fmt.Sprintf("slow/%d", i)
+		out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String(k)})
+		if err == nil && aws.ToInt64(out.ContentLength) != size {
+			t.Errorf("%s: %d bytes", k, aws.ToInt64(out.ContentLength))
+		}
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2 * time.Second) // the blocks are freed within about a second
+
+	// A form upload larger than the room (about 136 MiB).
+	post, err := presign.PresignPostObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String("form")},
+		func(o *s3.PresignPostOptions) { o.Conditions = []any{[]any{"content-length-range", 1, 200 * mib}} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := postFields(t, http.DefaultClient, post.URL, post.Values, "big.bin", make([]byte, 160*mib))
+	if resp.StatusCode != http.StatusInsufficientStorage || !bytes.Contains(body, []byte("<Code>StorageFull</Code>")) {
+		t.Errorf("form upload past the room left: %d\n%s", resp.StatusCode, body)
+	}
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < 32*mib {
+		t.Errorf("%d MiB free after the form upload: the reserve did not hold", free>>20)
+	}
+	// One that fits is stored.
+	small := randBytes(20 * mib)
+	if resp, body := postFields(t, http.DefaultClient, post.URL, post.Values, "small.bin", small); resp.StatusCode/100 != 2 {
+		t.Errorf("form upload that fits: %d\n%s", resp.StatusCode, body)
+	} else if got := get(t, c, b, "form"); !bytes.Equal(got, small) {
+		t.Errorf("form upload that fits: %d bytes read back", len(got))
+	}
+}
+
+// TestDiskFullSeparateMounts puts the metadata and the blocks each on a
+// filesystem of their own under the storage path: the reserve watches
+// both, so each fills up to its reserve and writes are then refused with
+// 507 StorageFull. (It watched the storage path's filesystem alone: the
+// blocks' filesystem filled and PUTs failed with 500, and the metadata's
+// filled under the metadata engine, which stopped the server.)
+func TestDiskFullSeparateMounts(t *testing.T) {
+	t.Parallel()
+	dir := mountTmpfs(t, "400m")
+	data := dir + "/data"
+	for sub, size := range map[string]string{"meta": "100m", "blobs": "100m"} {
+		p := data + "/" + sub
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", p, "tmpfs", 0, "size="+size+",mode=0700"); err != nil {
+			t.Skipf("cannot mount a tmpfs on %s (%v): this test needs root", p, err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(p, syscall.MNT_DETACH) })
+	}
+	srv := startChild(t, data, crashArgs...) // 256 KiB blocks, 32 KiB inline
+	c := newClient(t, srv.endpoint)
+	ctx := t.Context()
+	const b = "mounts"
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+		t.Fatal(err)
+	}
+	free := func(sub string) int64 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(data+"/"+sub, &st); err != nil {
+			t.Fatal(err)
+		}
+		return int64(st.Bavail) * st.Bsize
+	}
+	fill := func(what string, size, most int) int {
+		t.Helper()
+		for i := range most {
+			_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b), Key: aws.String(fmt.Sprintf("%s/%05d", what, i)),
+				Body: bytes.NewReader(randBytes(size))})
+			if err == nil {
+				continue
+			}
+			if errCode(err) != "StorageFull" || errStatus(err) != http.StatusInsufficientStorage {
+				t.Fatalf("PUT %d of %s on a full filesystem: %v (status %d), want 507 StorageFull", i, what, err, errStatus(err))
+			}
+			t.Logf("%s: %d stored before StorageFull", what, i)
+			return i
+		}
+		t.Fatalf("%d PUTs of %d bytes all stored on a 100 MiB filesystem", most, size)
+		return 0
+	}
+	n := fill("blocks", mib, 100)
+	if f := free("blobs"); f < 32*mib {
+		t.Errorf("blocks' filesystem: %d MiB free, the reserve did not hold", f>>20)
+	}
+	// Deleting the blocks gives their filesystem back; then the metadata's
+	// fills with inline objects.
+	for i := range n {
+		if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String(fmt.Sprintf("blocks/%05d", i))}); err != nil {
+			t.Fatalf("DELETE with the blocks' filesystem at its reserve: %v", err)
+		}
+	}
+	time.Sleep(2 * time.Second) // blocks are freed within about a second
+	if m := fill("inline", 30*kib, 3000); m < 200 {
+		t.Errorf("only %d inline objects stored on a metadata filesystem with %d MiB free", m, free("meta")>>20)
+	}
+	if f := free("meta"); f < 32*mib {
+		t.Errorf("metadata's filesystem: %d MiB free, the reserve did not hold", f>>20)
+	}
+	// Still serving, and deletes work.
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(b), Key: aws.String("inline/00001")}); err != nil {
+		t.Errorf("DELETE with both filesystems at their reserve: %v", err)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b), Key: aws.String("inline/00000")}); err != nil {
+		t.Errorf("HEAD with both filesystems at their reserve: %v", err)
+	}
+}

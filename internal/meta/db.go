@@ -60,10 +60,10 @@ type Config struct {
 	// Logger receives Pebble's messages (routine ones at Debug) and the
 	// report of a failure (see DB.Err). Nil discards them.
 	Logger *slog.Logger `toml:"-"`
-	// FailWrite, if not nil, is called before every write and sync of a
-	// file of the database with the file's path; an error it returns
-	// fails that write or sync as a failing disk would, without touching
-	// the file. It lets tests drive the whole server into the failed
+	// FailWrite, if not nil, is called before every creation (or opening
+	// for writing), write and sync of a file of the database with the
+	// file's path; an error it returns fails that call as a failing disk
+	// would, without touching the file. It lets tests drive the whole server into the failed
 	// state (DB.Err) through the engine's real error paths. Production
 	// leaves it nil.
 	FailWrite func(path string) error `toml:"-"`

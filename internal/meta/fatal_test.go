@@ -367,3 +367,66 @@ func TestOpenOnFullDisk(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateFailure fails the creation of every new log file, as a full
+// inode table or a full disk does, while the current log still takes
+// writes, and fills the memtable until a commit rotates the log. Pebble
+// panics with the error after letting go of a mutex its caller unlocks
+// again: a runtime fatal error no recover stops, which killed the server
+// with exit status 2 (and, on restart, a failed table create was retried
+// in a busy loop, a log line each). Now the failed create is the store's
+// failure: the commit fails with it, as any write does, later writes are
+// refused, and every acknowledged write survives.
+func TestCreateFailure(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	var on atomic.Bool
+	var current sync.Map // the log files that existed when the failure began
+	db, err := Open(Config{Dir: dir, Sync: true, FailWrite: func(path string) error {
+		if !on.Load() || !strings.HasSuffix(path, ".log") {
+			return nil
+		}
+		if _, ok := current.Load(filepath.Base(path)); ok {
+			return nil
+		}
+		return syscall.ENOSPC
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCreateBucket(t, db, "bkt")
+	logs, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no log file in %s: %v", dir, err)
+	}
+	for _, l := range logs {
+		current.Store(filepath.Base(l), true)
+	}
+	on.Store(true)
+	value := make([]byte, 64<<10)
+	acked := 0
+	for i := range 4096 { // 256 MiB: far past any memtable
+		err = db.UpdateObject(ctx, "bkt", fmt.Sprintf("k%05d", i), testTime, func(*Object) (*Object, error) {
+			return &Object{VersionID: "v", Size: int64(len(value)), Inline: value}, nil
+		})
+		if err != nil {
+			break
+		}
+		acked++
+	}
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write %d, whose log rotation could not create a file = %v, want ErrFailed with ENOSPC", acked, err)
+	}
+	if err := db.ProbeWrite(ctx); !errors.Is(err, ErrFailed) {
+		t.Errorf("write after the failure = %v, want ErrFailed", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Errorf("Close of a failed DB = %v", err)
+	}
+	db2 := openAt(t, copyDir(t, dir))
+	for i := range acked {
+		if got := objectData(t, db2, "bkt", fmt.Sprintf("k%05d", i), "v"); len(got) != len(value) {
+			t.Fatalf("k%05d after restart holds %d bytes", i, len(got))
+		}
+	}
+}

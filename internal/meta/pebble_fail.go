@@ -109,6 +109,9 @@ func inAdapterCall() bool {
 // flush without end, which on a full disk only stalls writes until they
 // hang. After a sync error, moreover, what the file holds is unknown.
 //
+// A failed creation (or opening for writing) of a file is the failure
+// too, and blocks the goroutine that met it (openFailed).
+//
 // Once the store has failed, creating a file for writing blocks forever:
 // commits are refused before they reach Pebble, so only Pebble's own
 // goroutines still create files, and parking them stops a failed flush
@@ -141,16 +144,26 @@ const (
 // Create creates name for writing through the wrapper.
 func (fs *failFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.parkIfFailed()
+	if err := fs.before("create", name); err != nil {
+		fs.openFailed(err)
+	}
 	f, err := fs.FS.Create(name, c)
-	f, err = private(name, f, err)
+	if f, err = private(name, f, err); err != nil {
+		fs.openFailed(err)
+	}
 	return fs.wrap(name, f, err)
 }
 
 // OpenReadWrite opens name for writing through the wrapper.
 func (fs *failFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
 	fs.parkIfFailed()
+	if err := fs.before("open", name); err != nil {
+		fs.openFailed(err)
+	}
 	f, err := fs.FS.OpenReadWrite(name, c, opts...)
-	f, err = private(name, f, err)
+	if f, err = private(name, f, err); err != nil {
+		fs.openFailed(err)
+	}
 	return fs.wrap(name, f, err)
 }
 
@@ -158,8 +171,13 @@ func (fs *failFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, opts ...vf
 // for writing through the wrapper.
 func (fs *failFS) ReuseForWrite(oldname, newname string, c vfs.DiskWriteCategory) (vfs.File, error) {
 	fs.parkIfFailed()
+	if err := fs.before("open", newname); err != nil {
+		fs.openFailed(err)
+	}
 	f, err := fs.FS.ReuseForWrite(oldname, newname, c)
-	f, err = private(newname, f, err)
+	if f, err = private(newname, f, err); err != nil {
+		fs.openFailed(err)
+	}
 	return fs.wrap(newname, f, err)
 }
 
@@ -200,6 +218,22 @@ func (fs *failFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 		return nil, err
 	}
 	return &failFile{File: f, fs: fs, name: name}, nil
+}
+
+// openFailed records err, a failed creation or opening for writing of one
+// of Pebble's files (a full disk or inode table, a read-only remount), as
+// the store's failure and blocks forever instead of returning it. Pebble
+// cannot go on without the file either way, and some of its callers
+// cannot take the error: the log rotation of a commit panics with it
+// after letting go of the mutex its caller unlocks again, a runtime fatal
+// error that no recover stops (exit status 2, no drain), and a flush
+// retries the create in a busy loop, logging each try. Blocked, the
+// goroutine does nothing more, as on any other failure: a commit waiting
+// on it gives up 200 ms after the failure (pebbleBatch.commit), Open
+// returns it (openGuarded), and the server stops.
+func (fs *failFS) openFailed(err error) {
+	fs.fail.set(err)
+	select {}
 }
 
 // private makes f, just created or opened for writing as name, mode

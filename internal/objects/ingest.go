@@ -14,6 +14,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/checksum"
+	"github.com/coffer-s3/coffer/internal/diskspace"
 	"github.com/coffer-s3/coffer/internal/meta"
 	"github.com/coffer-s3/coffer/internal/s3err"
 )
@@ -40,11 +41,14 @@ type ingested struct {
 // whose deletion failed, which GC collects. Below the free-space reserve
 // it is StorageFull, and nothing is read.
 func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg checksum.Algorithm, forceBlocks bool, res string) (*ingested, error) {
-	// Every write of new data comes through here: the reserve first.
-	if err := s.admit(size, res); err != nil {
+	// Every write of new data comes through here: the reserve first,
+	// held until the data is written (or given up).
+	space, err := s.reserve(size, res)
+	if err != nil {
 		return nil, err
 	}
-	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res}
+	defer space.Release()
+	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res, space: space}
 	if size == SizeUnknown {
 		br.left, br.unknown = s.cfg.MaxObjectSize, true
 	}
@@ -52,7 +56,6 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 		br.sum = alg.New()
 	}
 	in := &ingested{size: size}
-	var err error
 	switch {
 	case size == SizeUnknown:
 		err = s.ingestUnknown(ctx, br, in, forceBlocks)
@@ -69,6 +72,12 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 	}
 	if err != nil {
 		err = br.cause(err)
+		if diskFull(err) {
+			// Answered as the reserve's refusal would have been, and
+			// the reserve measures again before the next write.
+			s.space.Full()
+			err = s3err.Wrap(s3err.StorageFull, res, err)
+		}
 		if errors.Is(err, blob.ErrUnavailable) {
 			// Deleting what was stored would meet the same outage,
 			// and hold up the answer: left to GC.
@@ -348,8 +357,9 @@ type bodyReader struct {
 	md5     hash.Hash
 	sum     hash.Hash // nil if no checksum
 	res     string
-	eof     bool  // r returned io.EOF
-	err     error // first error r returned other than io.EOF
+	space   *diskspace.Reservation // told what is read, which is about to be written
+	eof     bool                   // r returned io.EOF
+	err     error                  // first error r returned other than io.EOF
 }
 
 func (b *bodyReader) Read(p []byte) (int, error) {
@@ -367,6 +377,11 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.left -= int64(n)
+	if serr := b.space.Wrote(int64(n)); serr != nil {
+		// A body of unknown size past the room left.
+		b.err = spaceError(serr, b.res)
+		return n, b.err
+	}
 	b.md5.Write(p[:n])
 	if b.sum != nil {
 		b.sum.Write(p[:n])

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -226,17 +227,32 @@ func writeContext(ctx context.Context) context.Context { return context.WithoutC
 // changes are never refused. Call it before serving requests.
 func (s *Service) UseSpace(g *diskspace.Guard) { s.space = g }
 
-// admit asks the free-space reserve for n bytes of new data (0 if not
-// known) for the object res.
-func (s *Service) admit(n int64, res string) error {
-	err := s.space.Admit(max(n, 0))
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, diskspace.ErrFull):
+// reserve asks the free-space reserve for n bytes of new data (0 if not
+// known) for the object res. The caller releases the reservation when the
+// data is written or given up.
+func (s *Service) reserve(n int64, res string) (*diskspace.Reservation, error) {
+	r, err := s.space.Reserve(max(n, 0))
+	if err != nil {
+		return nil, spaceError(err, res)
+	}
+	return r, nil
+}
+
+// spaceError is the answer to a write the free-space reserve refused
+// (StorageFull), or could not decide on.
+func spaceError(err error, res string) error {
+	if errors.Is(err, diskspace.ErrFull) {
 		return s3err.Wrap(s3err.StorageFull, res, err)
 	}
 	return fmt.Errorf("measure free space: %w", err)
+}
+
+// diskFull reports whether err is a filesystem's refusal for want of
+// space or quota, which the reserve is there to prevent but cannot
+// always (another process filled the disk; the blocks live on a
+// filesystem of their own that filled first).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // ErrUnavailable is in the chain of an error caused by a shared metadata

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -175,4 +177,27 @@ func wantUnavailable(t *testing.T, what string, err error) {
 		}
 	}
 	t.Errorf("%s: ServiceUnavailable without Retry-After (headers %v)", what, e.Header)
+}
+
+// TestBlockStoreFull: a block store that refuses a block for want of
+// space (ENOSPC, EDQUOT: another process filled the disk, or the blocks'
+// own filesystem filled first) makes the write StorageFull (507), as the
+// reserve's refusal would, not an internal error; nothing is committed
+// and the old version stays.
+func TestBlockStoreFull(t *testing.T) {
+	ctx := t.Context()
+	for _, errno := range []error{syscall.ENOSPC, syscall.EDQUOT} {
+		e, ds := newDownEnv(t, &fs.PathError{Op: "write", Path: "blobs/.tmp/x", Err: errno})
+		old := randBytes(3*testBlock, 1)
+		e.put(t, "big", old)
+		ds.putsLeft.Store(1)
+		_, err := e.s.PutObject(ctx, "bkt", "big", PutInput{Size: int64(3 * testBlock)}, bytes.NewReader(randBytes(3*testBlock, 2)))
+		if !s3err.Is(err, s3err.StorageFull) || !errors.Is(err, errno) {
+			t.Errorf("PutObject with the block store out of space (%v) = %v, want StorageFull", errno, err)
+		}
+		ds.down.Store(false)
+		if _, got := e.get(t, "big", GetOptions{}); !bytes.Equal(got, old) {
+			t.Errorf("%v: the old version changed", errno)
+		}
+	}
 }

@@ -99,14 +99,20 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 	}
 	if cfg.Disk.Reserve > 0 {
 		// The metadata and the blocks (unless upstream) live under the
-		// storage path; the audit log may live elsewhere, and writes
-		// nothing that the reserve must admit.
+		// storage path, but either directory may be a mount of its own
+		// (the guard watches each filesystem once); the audit log may
+		// live elsewhere, and writes nothing that the reserve must admit.
+		paths := []string{cfg.StoragePath}
+		if cfg.Meta.Kind != config.MetaPostgres {
+			paths = append(paths, filepath.Join(cfg.StoragePath, metaDir))
+		}
 		var reclaim func() int64
 		if fs, ok := st.blobs.(*fsblob.Store); ok {
 			reclaim = fs.Reclaim // freed files kept for reuse go first
+			paths = append(paths, filepath.Join(cfg.StoragePath, blobDir))
 		}
 		st.space, err = diskspace.New(diskspace.Config{
-			Paths: []string{cfg.StoragePath}, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
+			Paths: paths, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
 			Floor:   meta.MinFreeSpace,
 			Reclaim: reclaim,
 			Logger:  log.With("component", "diskspace"),
