@@ -54,12 +54,12 @@ func TestAdmit(t *testing.T) {
 	if st := g.Stats(); st.ReserveBytes != 30*mib || st.FreeBytes != 100*mib {
 		t.Fatalf("Stats = %+v", st)
 	}
-	if err := admit(g, 60 * mib); err != nil {
+	if err := admit(g, 60*mib); err != nil {
 		t.Fatal(err)
 	}
 	// Admitted bytes count before the disk shows them: a burst cannot
 	// overshoot the reserve between measurements.
-	if err := admit(g, 20 * mib); !errors.Is(err, ErrFull) {
+	if err := admit(g, 20*mib); !errors.Is(err, ErrFull) {
 		t.Fatalf("Admit past the reserve = %v, want ErrFull", err)
 	}
 	if !strings.Contains(logs.String(), "free space below the reserve") {
@@ -67,7 +67,7 @@ func TestAdmit(t *testing.T) {
 	}
 	// A refusal measures again at once: deletes freed space.
 	fs.set(200 * mib)
-	if err := admit(g, 20 * mib); err != nil {
+	if err := admit(g, 20*mib); err != nil {
 		t.Fatalf("Admit after space came back = %v", err)
 	}
 	if !strings.Contains(logs.String(), "above the reserve again") {
@@ -94,7 +94,7 @@ func TestDisabled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := admit(g, 1 << 30); err != nil {
+	if err := admit(g, 1<<30); err != nil {
 		t.Errorf("a disabled guard refused: %v", err)
 	}
 	var nilGuard *Guard
@@ -231,14 +231,14 @@ func TestReclaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 100 MiB free, reserve 30 MiB: room enough, nothing reclaimed.
-	if err := admit(g, 10 * mib); err != nil || reclaims != 0 {
+	if err := admit(g, 10*mib); err != nil || reclaims != 0 {
 		t.Fatalf("Admit with room = %v, %d reclaims", err, reclaims)
 	}
 	// 35 MiB free: a 20 MiB write would cross the reserve, but the next
 	// measurement finds less than twice the reserve and reclaims first.
 	fs.set(35 * mib)
 	now = now.Add(time.Second)
-	if err := admit(g, 20 * mib); err != nil {
+	if err := admit(g, 20*mib); err != nil {
 		t.Fatalf("Admit with space held for reuse = %v, want it reclaimed and admitted", err)
 	}
 	if reclaims != 1 || g.Stats().FreeBytes != 95*mib {
@@ -248,7 +248,7 @@ func TestReclaim(t *testing.T) {
 	fs.set(40 * mib)
 	now = now.Add(time.Second)
 	calls := fs.calls
-	if err := admit(g, 20 * mib); !errors.Is(err, ErrFull) {
+	if err := admit(g, 20*mib); !errors.Is(err, ErrFull) {
 		t.Fatalf("Admit with nothing to reclaim = %v, want ErrFull", err)
 	}
 	if reclaims != 2 || fs.calls != calls+1 {
