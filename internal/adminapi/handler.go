@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -372,6 +373,10 @@ func (h *Handler) readBody(rq *request) error {
 		return err
 	}
 	data, err := io.ReadAll(io.LimitReader(b, MaxBodySize+1))
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		// The client stopped sending: its doing, not the server's.
+		return errorf(http.StatusBadRequest, CodeRequestTimeout, "the request body sent nothing for too long")
+	}
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -746,4 +748,25 @@ func TestUnavailable(t *testing.T) {
 	f.be.err = errors.New("pebble: closed")
 	w = f.serve(signed(t, rootCred, "GET", BasePath+"/users/alice", ""))
 	checkError(t, w, http.StatusServiceUnavailable, "ServiceUnavailable", "metadata store failed")
+}
+
+// timeoutBody fails its first read with a read deadline's error.
+type timeoutBody struct{}
+
+func (timeoutBody) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+}
+func (timeoutBody) Close() error { return nil }
+
+// TestReadBodyStalled: a body that stopped coming (the server's idle
+// bound) is the client's doing, 400 RequestTimeout, not a 500 logged as
+// the server's error.
+func TestReadBodyStalled(t *testing.T) {
+	r := httptest.NewRequest("PUT", "/x", nil)
+	r.Body = timeoutBody{}
+	r.ContentLength = 100
+	err := (&Handler{}).readBody(&request{r: r, auth: &sigv4.Result{Payload: sigv4.PayloadUnsigned}})
+	if e, ok := errors.AsType[*apiError](err); !ok || e.status != http.StatusBadRequest || e.code != CodeRequestTimeout {
+		t.Errorf("readBody of a stalled body = %v, want 400 RequestTimeout", err)
+	}
 }

@@ -40,6 +40,7 @@ const (
 	CodeAccessDenied            = "AccessDenied"
 	CodeInternalError           = "InternalError"
 	CodeNotImplemented          = "NotImplemented"
+	CodeRequestTimeout          = "RequestTimeout"
 )
 
 // The descriptions of iam entities, as the API sends them.

@@ -46,6 +46,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.recordSignIn(r, start, "", iam.Principal{}, http.StatusForbidden, codeOrigin)
 		return
 	}
+	capBody(w, r, signInBodyTimeout)
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		h.writeError(w, r, nil, pageError(http.StatusBadRequest, "The form could not be read."))
@@ -120,4 +121,23 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) err
 // retryAfter formats a wait as Retry-After seconds, rounded up.
 func retryAfter(d time.Duration) string {
 	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}
+
+// signInBodyTimeout bounds the time a sign-in form (a few hundred bytes;
+// at most maxFormBytes) may take to arrive: nobody is known before it is
+// in, and a stranger sending a byte now and then would otherwise hold a
+// connection of the ops listener, whose limit /healthz and /metrics
+// share, for as long as it liked.
+const signInBodyTimeout = 10 * time.Second
+
+// capBody bounds the time r's body may take to arrive, whatever its pace:
+// through the server's body wrapper, which would otherwise move the read
+// deadline on as the body progresses, or else the connection's deadline.
+func capBody(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	t := time.Now().Add(d)
+	if b, ok := r.Body.(interface{ Until(time.Time) }); ok {
+		b.Until(t)
+		return
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(t)
 }

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
+	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // Uploads go through the console, not to S3 directly: browser.js sends
@@ -52,15 +55,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // jsonErrors answers an upload endpoint's error as JSON, with the status
 // and message the console would show on a page (and its S3 code in the
-// audit record of session s). A body cut short is a
-// browser that went away (Cancel, a closed tab): logged at Debug, and
-// nobody reads the answer.
+// audit record of session s). A body that stopped coming for the body's
+// idle bound is 400 RequestTimeout, as S3 answers it. A body cut short is
+// a browser that went away (Cancel, a closed tab): logged at Debug, and
+// answered 400 IncompleteBody, which nobody reads but the audit log
+// records. (Answering nothing made net/http send an empty 200: a stalled
+// upload looked stored to the page and to the audit log.)
 func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, s *session, err error) error {
 	if err == nil {
 		return nil
 	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+		s.act.failed(s3err.New(s3err.RequestTimeout, ""))
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "The upload stalled: no data arrived for too long. Try again."})
+		return nil
+	}
 	if r.Context().Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) {
 		h.log.DebugContext(r.Context(), "console upload cut short", "path", r.URL.Path, "err", err)
+		s.act.failed(s3err.New(s3err.IncompleteBody, ""))
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "The upload was cut short."})
 		return nil
 	}
 	status, msg := h.describe(r, err)

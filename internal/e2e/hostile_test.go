@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,4 +166,43 @@ func TestHostileConnections(t *testing.T) {
 		t.Errorf("not released after the flood: %v connections open, goroutines %v (before %v)", openAfter, goroutinesAfter, baseGoroutines)
 	}
 	srv.stop()
+}
+
+// TestTrickledSignIn: a console sign-in whose form arrives a byte at a
+// time, each in time for the body's idle bound, is cut off once the form
+// has taken 10 s. It held a connection of the ops listener (which
+// /healthz and /metrics share) for as long as its sender liked: a
+// thousand of them made every health check fail.
+func TestTrickledSignIn(t *testing.T) {
+	t.Parallel()
+	ops := freeAddr(t)
+	startChild(t, t.TempDir(), "--console-address", ops)
+	conn, err := net.Dial("tcp", ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nOrigin: http://%s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nusername=", ops, ops)
+	answered := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		answered <- strings.TrimSpace(line)
+	}()
+	var line string
+	deadline := time.After(25 * time.Second)
+wait:
+	for {
+		select {
+		case line = <-answered:
+			break wait
+		case <-deadline:
+			t.Fatalf("a sign-in form trickled for 25 s is still being read")
+		case <-time.After(500 * time.Millisecond):
+			conn.Write([]byte("a"))
+		}
+	}
+	if took := time.Since(start); took < 9*time.Second || took > 15*time.Second || !strings.HasPrefix(line, "HTTP/1.1 400") && line != "" {
+		t.Errorf("trickled sign-in: %q after %v, want 400 (or the connection closed) after about 10 s", line, took)
+	}
 }

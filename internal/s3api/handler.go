@@ -47,6 +47,13 @@ type Config struct {
 	// the request fails with 400 RequestTimeout (default
 	// DefaultBodyIdleTimeout; negative: no limit).
 	BodyIdleTimeout time.Duration
+	// FormFieldsTimeout bounds the time the fields of a form upload (POST
+	// Object), which come before its file and carry its signature, may
+	// take to arrive, whatever their pace (default
+	// DefaultFormFieldsTimeout): nothing about the sender is known until
+	// they are in, and a stranger sending a byte now and then would
+	// otherwise hold a request slot as long as it liked.
+	FormFieldsTimeout time.Duration
 	// MaxRequests is how many S3 requests are served at once (default
 	// DefaultMaxRequests; negative: no limit). Past it requests wait, at
 	// most MaxQueued of them (default DefaultMaxQueued; negative: none)
@@ -67,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BodyIdleTimeout == 0 {
 		c.BodyIdleTimeout = DefaultBodyIdleTimeout
+	}
+	if c.FormFieldsTimeout <= 0 {
+		c.FormFieldsTimeout = DefaultFormFieldsTimeout
 	}
 	if c.MaxRequests == 0 {
 		c.MaxRequests = DefaultMaxRequests

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -505,22 +506,70 @@ func (hs *harness) sendPartial(t *testing.T, r *http.Request, n int) (int, strin
 // server longer, and nothing is stored.
 func TestStalledBodies(t *testing.T) {
 	t.Parallel()
-	hs := newHarness(t, Config{BodyIdleTimeout: 300 * time.Millisecond})
+	hs := newHarness(t, Config{BodyIdleTimeout: 300 * time.Millisecond, FormFieldsTimeout: time.Second})
 	hs.mkBucket("bkt")
 	body := bytes.Repeat([]byte("x"), 256<<10)
 
+	// The body's stall is the answer: no drain waits for more of it.
 	r := hs.request(call{method: http.MethodPut, path: "/bkt/stalled", body: body, payload: "UNSIGNED-PAYLOAD"})
 	status, code, took := hs.sendPartial(t, r, 2<<10)
-	if status != http.StatusBadRequest || code != string(s3err.RequestTimeout) || took > 5*time.Second {
+	if status != http.StatusBadRequest || code != string(s3err.RequestTimeout) || took > 300*time.Millisecond+drainTimeout/2 {
 		t.Errorf("signed PUT stalled after 2 KiB: %d %s after %v, want 400 RequestTimeout after about 300ms", status, code, took)
 	}
 	hs.do(call{method: http.MethodHead, path: "/bkt/stalled"}).want(t, http.StatusNotFound, "")
 
-	// Anonymous: refused before the body is read; the drain gives up.
+	// Anonymous: refused before the body is read; the drain waits only
+	// for what was sent (a stranger sending no body held the connection
+	// for the whole drain bound with each request).
 	r = hs.request(call{method: http.MethodPut, path: "/bkt/anon", body: body, anon: true})
 	status, code, took = hs.sendPartial(t, r, 100)
-	if status != http.StatusForbidden || code != string(s3err.AccessDenied) || took > drainTimeout+3*time.Second {
-		t.Errorf("anonymous PUT stalled after 100 bytes: %d %s after %v, want 403 within the drain bound", status, code, took)
+	if status != http.StatusForbidden || code != string(s3err.AccessDenied) || took > strangerDrainTimeout+drainTimeout/2 {
+		t.Errorf("anonymous PUT stalled after 100 bytes: %d %s after %v, want 403 within %v", status, code, took, strangerDrainTimeout)
+	}
+
+	// A form upload's fields arriving a byte at a time, each in time for
+	// the idle bound: the request ends with RequestTimeout once the
+	// fields have taken FormFieldsTimeout, signed or not (nothing is
+	// verified before they are in).
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	mw.WriteField("key", "trickle")
+	mw.WriteField("policy", strings.Repeat("p", 4<<10))
+	head := fmt.Sprintf("POST /bkt HTTP/1.1\r\nHost: %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		hs.srv.Listener.Addr(), mw.FormDataContentType(), form.Len()+100)
+	tc, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	start := time.Now()
+	tc.Write([]byte(head))
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := http.ReadResponse(bufio.NewReader(tc), nil)
+		answered <- resp
+	}()
+	var fresp *http.Response
+trickle:
+	for _, c := range form.Bytes() {
+		select {
+		case fresp = <-answered:
+			break trickle
+		case <-time.After(100 * time.Millisecond):
+			tc.Write([]byte{c})
+		}
+	}
+	if fresp == nil {
+		select {
+		case fresp = <-answered:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	took = time.Since(start)
+	if fresp == nil || fresp.StatusCode != http.StatusBadRequest || took > 3*time.Second {
+		t.Errorf("form fields a byte every 100ms: %v after %v, want 400 RequestTimeout after about 1s", fresp, took)
+	} else if b, _ := io.ReadAll(fresp.Body); errorCode(b) != string(s3err.RequestTimeout) {
+		t.Errorf("form fields a byte every 100ms: %s", b)
 	}
 
 	// A client that keeps sending, slowly, is not cut off.

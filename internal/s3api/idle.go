@@ -15,6 +15,14 @@ const (
 	// drainTimeout bounds the time writeError spends discarding the body of
 	// a request it refuses, whatever the client does.
 	drainTimeout = 2 * time.Second
+	// strangerDrainTimeout is drainTimeout for a request without a
+	// verified identity: time for what it already sent to arrive, not for
+	// a body it has not sent (a stranger could otherwise hold a
+	// connection for drainTimeout with every request).
+	strangerDrainTimeout = 100 * time.Millisecond
+	// DefaultFormFieldsTimeout is Config.FormFieldsTimeout's default:
+	// time for 64 KiB of fields at 6.5 KB/s.
+	DefaultFormFieldsTimeout = 10 * time.Second
 )
 
 // idleBody is a request body with a progress deadline: the connection's
@@ -30,6 +38,9 @@ type idleBody struct {
 	idle  time.Duration
 	set   time.Time // when the deadline was last moved; zero before
 	fixed bool      // final set a deadline that reads no longer move
+	// limit, when not zero, caps every deadline (until): the time a
+	// stranger's bytes may take as a whole, whatever their pace.
+	limit time.Time
 	// started reports that the body was read: for a request with
 	// "Expect: 100-continue", net/http has asked the client for it.
 	started bool
@@ -69,7 +80,30 @@ func (b *idleBody) final(d time.Duration) {
 	b.deadline(time.Now().Add(d))
 }
 
+// until caps the read deadline at t, however the body progresses, and
+// applies it now; a zero t lifts the cap. postObject bounds the form
+// fields it must read before it can check their signature so: a stranger
+// sending a byte every few seconds would otherwise hold a request slot
+// for as long as it likes.
+func (b *idleBody) until(t time.Time) {
+	b.limit = t
+	if b.fixed {
+		return
+	}
+	now := time.Now()
+	b.set = now
+	switch {
+	case b.idle > 0:
+		b.deadline(now.Add(b.idle))
+	default:
+		b.deadline(t) // zero: none
+	}
+}
+
 func (b *idleBody) deadline(t time.Time) {
+	if !b.limit.IsZero() && (t.IsZero() || t.After(b.limit)) {
+		t = b.limit
+	}
 	if b.ctl == nil {
 		b.ctl = http.NewResponseController(b.w)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/coffer-s3/coffer/internal/checksum"
 	"github.com/coffer-s3/coffer/internal/iam"
@@ -70,6 +71,9 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	if err != nil {
 		return err
 	}
+	// Nothing is verified before the fields are in: they get a bounded
+	// time, whatever their pace (lifted once the upload is authorized).
+	rq.idle.until(time.Now().Add(h.cfg.FormFieldsTimeout)) // real time: a deadline
 	form, file, err := readForm(mr, pre)
 	if err != nil {
 		return err
@@ -151,6 +155,7 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	if in.ACL, err = h.newObjectACL(fr, rq); err != nil {
 		return err
 	}
+	rq.idle.until(time.Time{}) // an authorized upload's file takes as long as it progresses
 
 	in.Size = objects.SizeUnknown
 	var body io.Reader = &formFileReader{r: file}

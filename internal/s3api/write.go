@@ -116,6 +116,10 @@ func (h *Handler) writeError(w *httprec.Writer, r *http.Request, rq *request, er
 		// once, at Error, where it happened, and every write meets it
 		// until the server has stopped.
 		h.log.DebugContext(ctx, "request failed: service unavailable", "request_id", rq.id, "op", rq.opName(), "err", err)
+	case e.Code == s3err.SlowDown:
+		// Load shed on purpose, counted in coffer_s3_requests_slowdown_total:
+		// at Error, an overload would write a log line per refusal.
+		h.log.DebugContext(ctx, "request shed: slow down", "request_id", rq.id, "op", rq.opName())
 	case e.Status() >= http.StatusInternalServerError && e.Code != s3err.NotImplemented:
 		h.log.ErrorContext(ctx, "server error", "request_id", rq.id, "op", rq.opName(), "bucket", rq.bucket, "key", rq.key, "code", e.Code, "err", err)
 	default:
@@ -219,10 +223,20 @@ func (h *Handler) drainBody(r *http.Request, rq *request) {
 		}
 		return
 	}
+	if rq.idle.rc != nil && rq.code == s3err.RequestTimeout {
+		// The body stalled already: waiting for more is pointless.
+		rq.idle.final(0)
+		return
+	}
 	if rq.idle.rc != nil {
 		// A client that stopped sending must not hold the handler (and,
-		// after it, net/http's own discard) past drainTimeout.
-		rq.idle.final(drainTimeout)
+		// after it, net/http's own discard) past drainTimeout; a stranger
+		// gets time only for what it already sent.
+		d := drainTimeout
+		if limit == maxDrainOther {
+			d = strangerDrainTimeout
+		}
+		rq.idle.final(d)
 	}
 	var buf [8 << 10]byte // not the pooled 128 KiB: many refused uploads may drain at once
 	_, _ = io.CopyBuffer(io.Discard, io.LimitReader(rq.rawBody, limit), buf[:])

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -144,19 +145,28 @@ func (c *progressConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// ReadFrom sends r in sendfileChunk pieces, each under a fresh deadline,
-// through the wrapped connection's ReadFrom (sendfile(2) for a file, or an
-// io.LimitedReader over one, which it is given whole: a LimitedReader
-// around that would hide the file from it).
+// ReadFrom sends a file (or an io.LimitedReader over one, which it is
+// given whole: a LimitedReader around that would hide the file from it) in
+// sendfileChunk pieces, each under a fresh deadline, through the wrapped
+// connection's ReadFrom (sendfile(2)). Any other source is copied through
+// Write, whose deadline covers each write alone: the wrapped ReadFrom
+// would copy it in a loop of its own, so that waiting for a slow source
+// (an upstream in gateway mode) counted against the client's deadline
+// and cut off a client that read everything it was sent.
 func (c *progressConn) ReadFrom(r io.Reader) (int64, error) {
 	rf, ok := c.Conn.(io.ReaderFrom)
-	if !ok {
-		return io.Copy(struct{ io.Writer }{c}, r)
-	}
 	src, left := r, int64(-1) // left < 0: until EOF
-	if lr, ok := r.(*io.LimitedReader); ok {
+	if lr, isLR := r.(*io.LimitedReader); isLR {
 		src, left = lr.R, lr.N
 		defer func() { lr.N = left }()
+	}
+	if _, isFile := src.(*os.File); !ok || !isFile {
+		if left < 0 {
+			return io.Copy(struct{ io.Writer }{c}, src)
+		}
+		n, err := io.Copy(struct{ io.Writer }{c}, io.LimitReader(src, left))
+		left -= n
+		return n, err
 	}
 	defer c.writing.Store(0)
 	var total int64
@@ -225,17 +235,37 @@ func bodyDeadlines(next http.Handler, idle time.Duration) http.Handler {
 // connection's read deadline is kept at most idle after the last read that
 // returned data.
 type progressBody struct {
-	rc   io.ReadCloser
-	ctl  *http.ResponseController
-	idle time.Duration
-	set  time.Time
-	eof  bool
-	done bool // stop has run
+	rc    io.ReadCloser
+	ctl   *http.ResponseController
+	idle  time.Duration
+	set   time.Time
+	limit time.Time // when not zero, the latest deadline (Until)
+	eof   bool
+	done  bool // stop has run
 }
 
 func (b *progressBody) renew(now time.Time) {
-	_ = b.ctl.SetReadDeadline(now.Add(b.idle))
+	t := now.Add(b.idle)
+	if b.idle <= 0 {
+		t = time.Time{}
+	}
+	if !b.limit.IsZero() && (t.IsZero() || t.After(b.limit)) {
+		t = b.limit
+	}
+	_ = b.ctl.SetReadDeadline(t)
 	b.set = now
+}
+
+// Until caps the read deadline at t however the body progresses: for a
+// handler that reads a small body before it knows who sent it (the
+// console's sign-in form), so that a byte now and then cannot hold the
+// connection. Handlers reach it through an interface of their own
+// (console.capBody).
+func (b *progressBody) Until(t time.Time) {
+	b.limit = t
+	if !b.done {
+		b.renew(time.Now())
+	}
 }
 
 func (b *progressBody) Read(p []byte) (int, error) {

@@ -452,3 +452,60 @@ func TestProgressKeepsExplicitDeadline(t *testing.T) {
 		t.Errorf("the write failed after %v, want about 300 ms", el)
 	}
 }
+
+// slowSource yields n bytes, a chunk every interval: an upstream in
+// gateway mode that is slower than the client.
+type slowSource struct {
+	n        int
+	interval time.Duration
+}
+
+func (s *slowSource) Read(p []byte) (int, error) {
+	if s.n == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(s.interval)
+	k := min(len(p), s.n, 1024)
+	clear(p[:k])
+	s.n -= k
+	return k, nil
+}
+
+// TestReadFromSlowSource: a source that is not a file, slower than the
+// idle bound in all but fast enough in each step, is sent whole to a
+// client that reads it: only the writes count against the client's
+// deadline, not the waits for the source. (The wrapped connection's
+// ReadFrom copied it in one loop under one deadline, and cut the client
+// off after idle.)
+func TestReadFromSlowSource(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int64, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			got <- -1
+			return
+		}
+		defer c.Close()
+		n, _ := io.Copy(io.Discard, c)
+		got <- n
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &progressConn{Conn: raw, idle: 300 * time.Millisecond}
+	src := &slowSource{n: 16 << 10, interval: 50 * time.Millisecond} // 800 ms in all
+	n, err := c.ReadFrom(&io.LimitedReader{R: src, N: 1 << 20})
+	raw.Close()
+	if err != nil || n != 16<<10 {
+		t.Errorf("ReadFrom of a slow source = %d, %v; want all %d bytes", n, err, 16<<10)
+	}
+	if r := <-got; r != 16<<10 {
+		t.Errorf("the client read %d bytes, want %d", r, 16<<10)
+	}
+}

@@ -220,6 +220,11 @@
               reject(new Error(answer.error || "HTTP " + x.status));
               return;
             }
+            if (x.status !== 204 && !answer.etag && !answer.uploadId) {
+              // Every stored upload is answered with what was stored.
+              reject(new Error("the server's answer says nothing was stored (HTTP " + x.status + ")"));
+              return;
+            }
             resolve(answer);
           });
           x.send(body === null ? "" : body);
