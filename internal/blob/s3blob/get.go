@@ -41,7 +41,16 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, err)
 	}
-	rc, _, err := s.get(ctx, key, off, n)
+	probe, done, err := s.gate()
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	defer done()
+	var opts []func(*s3.Options)
+	if probe {
+		opts = append(opts, func(o *s3.Options) { o.Retryer = aws.NopRetryer{} })
+	}
+	rc, _, err := s.get(ctx, key, off, n, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, s.upstreamErr(ctx, err))
 	}
@@ -49,11 +58,12 @@ func (s *Store) Get(ctx context.Context, key string, off, n int64) (io.ReadClose
 	return rc, nil
 }
 
-// get is Get; verified reports whether the reader checks a digest.
-func (s *Store) get(ctx context.Context, key string, off, n int64) (rc io.ReadCloser, verified bool, err error) {
+// get is Get, with opts for every request it makes; verified reports
+// whether the reader checks a digest.
+func (s *Store) get(ctx context.Context, key string, off, n int64, opts ...func(*s3.Options)) (rc io.ReadCloser, verified bool, err error) {
 	if n == 0 {
 		// Nothing to read, but an absent key must still be reported.
-		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)})
+		_, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)}, opts...)
 		if err != nil {
 			if isNotFound(err) {
 				return nil, false, blob.ErrNotFound
@@ -64,7 +74,6 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) (rc io.ReadCl
 	}
 	whole := off == 0 && n < 0
 	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: s.objectKey(key)}
-	var opts []func(*s3.Options)
 	if whole {
 		// The header rather than in.ChecksumMode: that would make the SDK
 		// verify too, and verifyingReader also covers MD5 mode.

@@ -103,6 +103,34 @@ type health struct {
 	down  bool
 	kind  string
 	since time.Time
+
+	probing atomic.Bool // a data request is finding out whether an unavailable upstream is back (gate)
+}
+
+// gate admits a request for block data (Get, Put). While the upstream is
+// reachable every request goes, with the retries. While it is known to be
+// unavailable one request at a time goes, with one attempt, to find out
+// whether it is back (a success, or Check, ends the outage); the others
+// fail at once with the outage's *blob.UnavailableError (503 and
+// Retry-After to the client) instead of each waiting out every attempt's
+// Timeout and the backoff between — about 33 s for a frozen upstream at
+// the defaults — while holding one of the server's request slots (reads
+// go on after their client left: a dozen abandoned GETs a second kept
+// every slot, so that even requests for inline objects were refused). A
+// probe calls done when it has its answer.
+func (s *Store) gate() (probe bool, done func(), err error) {
+	h := &s.health
+	h.mu.Lock()
+	down, kind, since := h.down, h.kind, h.since
+	h.mu.Unlock()
+	if !down {
+		return false, func() {}, nil
+	}
+	if h.probing.CompareAndSwap(false, true) {
+		return true, func() { h.probing.Store(false) }, nil
+	}
+	return false, nil, &blob.UnavailableError{Kind: kind,
+		Err: fmt.Errorf("unavailable since %s; another request is finding out whether it is back", since.UTC().Format(time.RFC3339))}
 }
 
 // upstreamErr classifies err, an error of a request to the upstream made

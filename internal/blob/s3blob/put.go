@@ -68,13 +68,23 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) er
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
-	if err := s.put(ctx, key, r, size); err != nil {
+	probe, done, err := s.gate()
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	defer done()
+	attempts := s.retryer.MaxAttempts()
+	if probe {
+		attempts = 1
+	}
+	if err := s.put(ctx, key, r, size, attempts); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
 	return nil
 }
 
-func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) error {
+// put is Put, with at most attempts attempts.
+func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, attempts int) error {
 	b := newBody(ctx, r, size, s.integrity)
 	defer b.close()
 	if size == 0 {
@@ -109,7 +119,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64) er
 			s.cleanup(ctx, key, errors.Is(err, blob.ErrUnavailable))
 			return err
 		}
-		if attempt >= s.retryer.MaxAttempts() || !s.retryer.IsErrorRetryable(err) || b.consumed() {
+		if attempt >= attempts || !s.retryer.IsErrorRetryable(err) || b.consumed() {
 			return s.upstreamErr(ctx, err)
 		}
 		delay, derr := s.retryer.RetryDelay(attempt, err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -294,4 +295,78 @@ func startForwarder(t *testing.T, endpoint string) *forwarder {
 		}
 	})
 	return f
+}
+
+// TestUnavailableFailsFast: once the upstream is known to be unavailable,
+// one request at a time finds out whether it is back, with one attempt;
+// the others fail at once with the outage instead of each waiting out
+// every attempt's timeout (about 33 s at the defaults, holding a request
+// slot of the server meanwhile). A probe that succeeds ends the outage.
+func TestUnavailableFailsFast(t *testing.T) {
+	t.Parallel()
+	u := startUpstream(t)
+	bucket := u.newBucket(t)
+	const timeout = 300 * time.Millisecond
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	p := startProxy(t, u)
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	cfg := u.config(bucket, u.prefix())
+	cfg.Endpoint = p.endpoint
+	cfg.Timeout = timeout
+	cfg.MaxAttempts = 3
+	s := newStore(t, cfg)
+	ctx := t.Context()
+	var requests atomic.Int64
+	p.setHook(func(w http.ResponseWriter, r *http.Request) bool {
+		requests.Add(1)
+		select { // a frozen upstream
+		case <-release:
+		case <-r.Context().Done():
+		}
+		return true
+	})
+	if _, err := s.Get(ctx, "k", 0, -1); !errors.Is(err, blob.ErrUnavailable) {
+		t.Fatalf("Get from a frozen upstream = %v, want ErrUnavailable", err)
+	}
+	if n := requests.Load(); n != 3 {
+		t.Fatalf("%d attempts while reachable, want 3", n)
+	}
+	// Down: a probe (one attempt) and, meanwhile, requests that fail at once.
+	probed := make(chan error, 1)
+	before := requests.Load()
+	go func() {
+		_, err := s.Get(ctx, "k", 0, -1)
+		probed <- err
+	}()
+	for requests.Load() == before {
+		time.Sleep(time.Millisecond)
+	}
+	for range 5 {
+		start := time.Now()
+		_, err := s.Get(ctx, "other", 0, -1)
+		wantDown(t, "Get during a probe", err, s3blob.KindTimeout, time.Since(start), 50*time.Millisecond)
+		start = time.Now()
+		err = s.Put(ctx, "other", bytes.NewReader([]byte("x")), 1)
+		wantDown(t, "Put during a probe", err, s3blob.KindTimeout, time.Since(start), 50*time.Millisecond)
+	}
+	wantDown(t, "the probe", <-probed, s3blob.KindTimeout, 0, time.Hour)
+	if n := requests.Load() - before; n != 1 {
+		t.Errorf("%d upstream requests while down, want the probe's one attempt", n)
+	}
+	// Back: the next request is a probe that succeeds, and ends the outage.
+	p.setHook(nil)
+	data := []byte("back")
+	if err := s.Put(ctx, "k", bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatalf("Put once the upstream is back: %v", err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if got := readAll(t, s, "k", 0, -1); !bytes.Equal(got, data) {
+				t.Errorf("Get after the outage: %q", got)
+			}
+		})
+	}
+	wg.Wait()
 }
