@@ -5,13 +5,16 @@
 // by deleting objects.
 //
 // A Guard measures free space with statfs(2) (at most every SampleEvery,
-// and at once after a refusal). Each write admitted holds a Reservation of
-// its size until it is done: the bytes it has not written yet count
-// against the free space whatever a measurement says, and the bytes it
-// wrote count until the next measurement shows them. So writes in flight,
-// however many and however slow, can never together take the free space
-// below the reserve (a measurement once forgot the writes admitted before
-// it, and four uploads admitted 250 ms apart filled the disk).
+// and at once after a refusal). Each write admitted holds a Reservation
+// until it is done: the bytes it has not written yet (up to MaxHeld of
+// them; it asks for more as it goes) count against the free space
+// whatever a measurement says, and the bytes it wrote count until a
+// measurement taken at least SampleEvery after them (a writer reports
+// bytes as it reads them, a moment before they reach the disk). So writes in flight cannot
+// together take the free space below the reserve by more than what sits
+// in their write buffers for longer than that (a measurement once forgot
+// every write admitted before it, and four uploads admitted 250 ms apart
+// filled the disk).
 package diskspace
 
 import (
@@ -86,6 +89,8 @@ type Guard struct {
 	free     int64      // least free space less reserve over the paths, when measured
 	promised int64      // bytes reserved and not written yet, over every Reservation
 	written  int64      // bytes written since free was measured
+	earlier  int64      // bytes written in the period before that, which the measurement may not show yet
+	shifted  time.Time  // when written last became earlier
 	full     bool       // the last decision was a refusal
 
 	freeBytes atomic.Int64 // least free space over the paths, for metrics
@@ -162,7 +167,12 @@ func (g *Guard) measure() error {
 			least = free
 		}
 	}
-	g.free, g.written, g.sampled = room, 0, g.cfg.Clock()
+	g.free, g.sampled = room, g.cfg.Clock()
+	if g.sampled.Sub(g.shifted) >= g.cfg.SampleEvery {
+		// Bytes reported at least SampleEvery ago are on the disk, and in
+		// this measurement; newer ones may not be yet.
+		g.earlier, g.written, g.shifted = g.written, 0, g.sampled
+	}
 	g.freeBytes.Store(least)
 	g.reserve.Store(reserve)
 	return nil
@@ -175,11 +185,20 @@ func (g *Guard) measure() error {
 type Reservation struct {
 	g    *Guard
 	left int64 // reserved and not written yet
+	done bool  // released: Wrote does nothing more
 }
 
 // growBy is how much more a Reservation asks for at a time once its
-// write runs past what it reserved (a body of unknown size).
+// write runs past what it holds (a body of unknown size, or one larger
+// than MaxHeld).
 const growBy = 8 << 20
+
+// MaxHeld is the most a Reservation holds ahead of its writes. A write
+// declaring more is admitted only if all of it fits now, but holds
+// MaxHeld and asks for the rest as it goes (and may then be refused
+// part-way): a client that declares 5 GiB and sends a byte now and then
+// must not keep the room of 5 GiB from every other writer.
+const MaxHeld = 64 << 20
 
 // Reserve admits n bytes of new data (0 when the size is not known: the
 // Reservation then grows as the data is written, refused once that
@@ -198,8 +217,9 @@ func (g *Guard) Reserve(n int64) (*Reservation, error) {
 	if err := g.admitLocked(n); err != nil {
 		return nil, err
 	}
-	g.promised += n
-	return &Reservation{g: g, left: n}, nil
+	held := min(n, MaxHeld)
+	g.promised += held
+	return &Reservation{g: g, left: held}, nil
 }
 
 // admitLocked measures if the last measurement is stale (or refused) and
@@ -212,7 +232,7 @@ func (g *Guard) admitLocked(n int64) error {
 			return err
 		}
 	}
-	if g.free-g.promised-g.written-n < 0 {
+	if g.roomLocked()-n < 0 {
 		g.refused.Add(1)
 		if !g.full {
 			g.full = true
@@ -225,11 +245,15 @@ func (g *Guard) admitLocked(n int64) error {
 	return nil
 }
 
+// roomLocked returns the room left above the reserve. g.mu is held.
+func (g *Guard) roomLocked() int64 { return g.free - g.promised - g.written - g.earlier }
+
 // Wrote records that k more bytes of the write are written: they count
-// as used until the next measurement shows them. Past what was reserved
-// (a body of unknown size, or one longer than declared) the Reservation
-// grows, growBy at a time, and Wrote returns ErrFull, as Reserve does,
-// when it cannot.
+// as used until a measurement at least SampleEvery later. Past what it holds (a body
+// of unknown size, or one larger than MaxHeld) the Reservation grows,
+// growBy at a time (or by what it needs, when that is all the room left),
+// and Wrote returns ErrFull, as Reserve does, when it cannot. After
+// Release it does nothing.
 func (r *Reservation) Wrote(k int64) error {
 	if r == nil || k <= 0 {
 		return nil
@@ -237,8 +261,15 @@ func (r *Reservation) Wrote(k int64) error {
 	g := r.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if r.done {
+		return nil
+	}
 	if k > r.left {
-		more := max(k-r.left, growBy)
+		need := k - r.left
+		more := max(need, growBy)
+		if more > need && g.roomLocked() < more {
+			more = need
+		}
 		if err := g.admitLocked(more); err != nil {
 			return err
 		}
@@ -260,7 +291,7 @@ func (r *Reservation) Release() {
 	g := r.g
 	g.mu.Lock()
 	g.promised -= r.left
-	r.left = 0
+	r.left, r.done = 0, true
 	g.mu.Unlock()
 }
 
@@ -296,7 +327,7 @@ func (g *Guard) Keep() error {
 		}
 	}
 	reserve := g.reserve.Load()
-	if g.free-g.promised-g.written+reserve/2 < 0 {
+	if g.roomLocked()+reserve/2 < 0 {
 		return fmt.Errorf("%w: %d bytes free, half the reserve of %d kept for the metadata engine", ErrFull, g.freeBytes.Load(), reserve)
 	}
 	return nil
@@ -364,8 +395,9 @@ func (g *Guard) Refresh() error {
 	if err := g.sample(); err != nil {
 		return err
 	}
-	if g.free > 0 {
-		// A refusal is sticky only until there is room again.
+	if g.roomLocked() > 0 {
+		// A refusal is sticky only until there is room again, writes in
+		// flight counted.
 		g.recovered()
 	}
 	return nil

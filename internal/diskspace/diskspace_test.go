@@ -278,14 +278,19 @@ func TestReservationsOutliveMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each writes 10 MiB, which the next measurement shows.
+	// Each writes 10 MiB, which the disk shows; they count until a
+	// measurement at least SampleEvery after them.
 	for _, r := range []*Reservation{a, b} {
 		if err := r.Wrote(10 * mib); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now = now.Add(time.Second)
 	fs.set(110 * mib)
+	now = now.Add(time.Second)
+	if err := g.Refresh(); err != nil { // the 20 MiB still count: reported since the last shift
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
 	// 110 free less the 60 not written yet, less the reserve: 20 MiB.
 	if err := admit(g, 21*mib); !errors.Is(err, ErrFull) {
 		t.Fatalf("a third upload past the room the first two hold = %v, want ErrFull", err)
@@ -304,8 +309,12 @@ func TestReservationsOutliveMeasurements(t *testing.T) {
 	}
 	// b fails after its first 10 MiB: what it did not write goes back.
 	b.Release()
-	now = now.Add(time.Second)
 	fs.set(80 * mib) // a's 30 MiB landed
+	now = now.Add(time.Second)
+	if err := g.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
 	if err := admit(g, 30*mib); err != nil {
 		t.Fatalf("admit of the room b gave back = %v", err)
 	}

@@ -193,7 +193,7 @@ func TestLoginStorm(t *testing.T) {
 		t.Errorf("answers %v: want 401s from the password checks", counts)
 	}
 	if peak["VmHWM"] >= stormRSSLimit {
-		t.Errorf("peak RSS %d MiB under %d concurrent sign-ins, want under %d MiB", peak["VmHWM"]>>10, len(plan), stormRSSLimit>>20)
+		t.Errorf("peak RSS %d MiB under %d concurrent sign-ins, want under %d MiB", peak["VmHWM"]>>10, len(plan), stormRSSLimit>>10)
 	}
 
 	// A normal sign-in afterwards, from an address the storm did not use.

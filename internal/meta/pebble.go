@@ -334,6 +334,12 @@ func (p *pebbleKV) close() error {
 	select {
 	case err := <-done:
 		return errors.Join(err, p.lock.Close())
+	case <-p.fail.done:
+		// The store failed while closing (a flush could not create its
+		// table): the goroutine that met it is parked (failFS.openFailed)
+		// and Pebble would wait for it for ever. Left open, as a store
+		// that failed earlier is (DB.Close).
+		return p.fail.get()
 	case <-time.After(p.closeTimeout):
 		return fmt.Errorf("meta: close: the engine did not close within %v (a write stuck on the disk?); "+
 			"it is left open, and its log holds every acknowledged write", p.closeTimeout)

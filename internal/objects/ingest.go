@@ -43,12 +43,12 @@ type ingested struct {
 func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg checksum.Algorithm, forceBlocks bool, res string) (*ingested, error) {
 	// Every write of new data comes through here: the reserve first,
 	// held until the data is written (or given up).
-	space, err := s.reserve(size, res)
+	space, tell, err := s.reserve(size, res)
 	if err != nil {
 		return nil, err
 	}
 	defer space.Release()
-	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res, space: space}
+	br := &bodyReader{r: body, left: size, md5: md5.New(), res: res, space: tell}
 	if size == SizeUnknown {
 		br.left, br.unknown = s.cfg.MaxObjectSize, true
 	}

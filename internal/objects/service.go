@@ -156,6 +156,10 @@ type Service struct {
 	readers  readerTable // object versions being streamed
 
 	space *diskspace.Guard // the free-space reserve; nil admits everything
+	// What of a write the reserve counts: its blocks if they are stored
+	// on the guarded disk (not upstream), its inline data if the
+	// metadata is (not in PostgreSQL).
+	spaceBlocks, spaceInline bool
 
 	// shared is set when other nodes share the metadata store and the
 	// block store (meta.DB.Shared): GC takes the cluster's lease, prompt
@@ -225,17 +229,39 @@ func writeContext(ctx context.Context) context.Context { return context.WithoutC
 // UploadPartCopy, form uploads) ask g for room first, so that they are
 // refused with StorageFull before the disk fills; deletes and metadata
 // changes are never refused. Call it before serving requests.
-func (s *Service) UseSpace(g *diskspace.Guard) { s.space = g }
+// blocks says whether the block store writes to the disk g watches (not
+// an upstream bucket), inline whether the metadata store does (not
+// PostgreSQL): only what lands there counts against the reserve, and
+// with neither nothing is refused.
+func (s *Service) UseSpace(g *diskspace.Guard, blocks, inline bool) {
+	s.space, s.spaceBlocks, s.spaceInline = g, blocks, inline
+}
 
-// reserve asks the free-space reserve for n bytes of new data (0 if not
-// known) for the object res. The caller releases the reservation when the
-// data is written or given up.
-func (s *Service) reserve(n int64, res string) (*diskspace.Reservation, error) {
-	r, err := s.space.Reserve(max(n, 0))
-	if err != nil {
-		return nil, spaceError(err, res)
+// reserve asks the free-space reserve for what a write of size bytes (or
+// SizeUnknown) puts on the guarded disk, for the object res: all of it
+// with local blocks (a body of unknown size then reports what it reads,
+// through the bodyReader, and grows its reservation), an inline object's
+// bytes with local metadata, else nothing. The caller releases the
+// reservation when the data is written or given up; tell is the
+// Reservation to report bytes read to, nil when they need no reporting.
+func (s *Service) reserve(size int64, res string) (r, tell *diskspace.Reservation, err error) {
+	var n int64
+	switch {
+	case s.spaceBlocks:
+		n = max(size, 0)
+	case s.spaceInline && size >= 0 && size <= s.cfg.InlineThreshold:
+		n = size
+	case !s.spaceInline:
+		return nil, nil, nil // nothing of the write lands on the guarded disk
 	}
-	return r, nil
+	r, err = s.space.Reserve(n)
+	if err != nil {
+		return nil, nil, spaceError(err, res)
+	}
+	if s.spaceBlocks {
+		tell = r
+	}
+	return r, tell, nil
 }
 
 // spaceError is the answer to a write the free-space reserve refused

@@ -120,7 +120,8 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		if err != nil {
 			return nil, errors.Join(err, st.close())
 		}
-		st.objects.UseSpace(st.space)
+		_, localBlocks := st.blobs.(*fsblob.Store)
+		st.objects.UseSpace(st.space, localBlocks, cfg.Meta.Kind != config.MetaPostgres)
 	}
 	return st, nil
 }
