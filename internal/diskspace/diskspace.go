@@ -8,13 +8,14 @@
 // and at once after a refusal). Each write admitted holds a Reservation
 // until it is done: the bytes it has not written yet (up to MaxHeld of
 // them; it asks for more as it goes) count against the free space
-// whatever a measurement says, and the bytes it wrote count until a
-// measurement taken at least SampleEvery after them (a writer reports
-// bytes as it reads them, a moment before they reach the disk). So writes in flight cannot
-// together take the free space below the reserve by more than what sits
-// in their write buffers for longer than that (a measurement once forgot
-// every write admitted before it, and four uploads admitted 250 ms apart
-// filled the disk).
+// whatever a measurement says, and the bytes it wrote count until the
+// next measurement shows them — but for the last MaxBuffered of each
+// write in flight, which count until it is done (a writer reports bytes
+// as it reads them, and may hold that many in a buffer before they reach
+// the disk). So writes in flight, however many and however slow, cannot
+// together take the free space below the reserve (a measurement once
+// forgot every write admitted before it, and four uploads admitted
+// 250 ms apart filled the disk).
 package diskspace
 
 import (
@@ -88,10 +89,10 @@ type Guard struct {
 	sampled  time.Time  // when free was measured
 	free     int64      // least free space less reserve over the paths, when measured
 	promised int64      // bytes reserved and not written yet, over every Reservation
-	written  int64      // bytes written since free was measured
-	earlier  int64      // bytes written in the period before that, which the measurement may not show yet
-	shifted  time.Time  // when written last became earlier
+	written  int64      // bytes written since free was measured (and the buffers of writes in flight)
+	active   int64      // Reservations not released
 	full     bool       // the last decision was a refusal
+	refusedN int64      // what the last refusal was asked for
 
 	freeBytes atomic.Int64 // least free space over the paths, for metrics
 	reserve   atomic.Int64 // reserve of the filesystem with the least room
@@ -167,12 +168,9 @@ func (g *Guard) measure() error {
 			least = free
 		}
 	}
-	g.free, g.sampled = room, g.cfg.Clock()
-	if g.sampled.Sub(g.shifted) >= g.cfg.SampleEvery {
-		// Bytes reported at least SampleEvery ago are on the disk, and in
-		// this measurement; newer ones may not be yet.
-		g.earlier, g.written, g.shifted = g.written, 0, g.sampled
-	}
+	// The bytes written are in this measurement, but for what writes in
+	// flight may still hold in their buffers.
+	g.free, g.written, g.sampled = room, min(g.written, g.active*MaxBuffered), g.cfg.Clock()
 	g.freeBytes.Store(least)
 	g.reserve.Store(reserve)
 	return nil
@@ -200,6 +198,11 @@ const growBy = 8 << 20
 // must not keep the room of 5 GiB from every other writer.
 const MaxHeld = 64 << 20
 
+// MaxBuffered is the most a write may have reported (Wrote) and not yet
+// handed to the filesystem: the block store's largest write buffer
+// (fsblob fills 1 MiB for a direct write).
+const MaxBuffered = 1 << 20
+
 // Reserve admits n bytes of new data (0 when the size is not known: the
 // Reservation then grows as the data is written, refused once that
 // would take free space below the reserve). It returns ErrFull, wrapped
@@ -219,6 +222,7 @@ func (g *Guard) Reserve(n int64) (*Reservation, error) {
 	}
 	held := min(n, MaxHeld)
 	g.promised += held
+	g.active++
 	return &Reservation{g: g, left: held}, nil
 }
 
@@ -234,6 +238,7 @@ func (g *Guard) admitLocked(n int64) error {
 	}
 	if g.roomLocked()-n < 0 {
 		g.refused.Add(1)
+		g.refusedN = n
 		if !g.full {
 			g.full = true
 			g.cfg.Logger.Warn("free space below the reserve: new data is refused until objects are deleted",
@@ -246,10 +251,10 @@ func (g *Guard) admitLocked(n int64) error {
 }
 
 // roomLocked returns the room left above the reserve. g.mu is held.
-func (g *Guard) roomLocked() int64 { return g.free - g.promised - g.written - g.earlier }
+func (g *Guard) roomLocked() int64 { return g.free - g.promised - g.written }
 
 // Wrote records that k more bytes of the write are written: they count
-// as used until a measurement at least SampleEvery later. Past what it holds (a body
+// as used until a measurement shows them (see the package doc). Past what it holds (a body
 // of unknown size, or one larger than MaxHeld) the Reservation grows,
 // growBy at a time (or by what it needs, when that is all the room left),
 // and Wrote returns ErrFull, as Reserve does, when it cannot. After
@@ -290,7 +295,10 @@ func (r *Reservation) Release() {
 	}
 	g := r.g
 	g.mu.Lock()
-	g.promised -= r.left
+	if !r.done {
+		g.promised -= r.left
+		g.active--
+	}
 	r.left, r.done = 0, true
 	g.mu.Unlock()
 }
@@ -395,9 +403,9 @@ func (g *Guard) Refresh() error {
 	if err := g.sample(); err != nil {
 		return err
 	}
-	if g.roomLocked() > 0 {
-		// A refusal is sticky only until there is room again, writes in
-		// flight counted.
+	if g.roomLocked() >= max(g.refusedN, 1) {
+		// A refusal is sticky only until what it refused would fit,
+		// writes in flight counted.
 		g.recovered()
 	}
 	return nil
