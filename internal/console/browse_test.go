@@ -20,6 +20,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/audit"
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/iam"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -731,5 +732,28 @@ func TestUploadCutShort(t *testing.T) {
 	}
 	if want := map[string]string{"stalled": "400 RequestTimeout", "gone": "400 IncompleteBody"}; !maps.Equal(got, want) {
 		t.Errorf("audit events %v, want %v", got, want)
+	}
+}
+
+// TestUploadStorageErrorNotBlamedOnClient: in gateway mode an upstream
+// that times out (or resets) fails the upload with 503
+// ServiceUnavailable, whose chain holds a timeout (or io.ErrUnexpectedEOF)
+// too: only errors of the request's own body are the browser's stall or
+// cut, answered 400.
+func TestUploadStorageErrorNotBlamedOnClient(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	for _, cause := range []error{os.ErrDeadlineExceeded, io.ErrUnexpectedEOF} {
+		upstream := &url.Error{Op: "Put", URL: "http://upstream/bkt/blk", Err: cause}
+		err := &s3err.Error{Code: s3err.ServiceUnavailable, Message: "The block store cannot be reached; please retry.",
+			Err: &blob.UnavailableError{Kind: "timeout", Err: upstream}}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", testOrigin+"/objects/b/upload?key=k", nil)
+		r.Body = &clientBody{rc: io.NopCloser(strings.NewReader(""))}
+		a := &action{}
+		_ = f.h.jsonErrors(w, r, &session{act: a}, err)
+		if w.Code != http.StatusServiceUnavailable || a.code != string(s3err.ServiceUnavailable) {
+			t.Errorf("upstream %v: answered %d, audit code %q; want 503 ServiceUnavailable", cause, w.Code, a.code)
+		}
 	}
 }

@@ -381,6 +381,9 @@ func (h *Handler) guard(fn sessionHandler, stream bool) http.HandlerFunc {
 			return
 		}
 		s.act = a
+		if stream && r.Body != nil {
+			r.Body = &clientBody{rc: r.Body} // see jsonErrors
+		}
 		err := h.admit(w, r, &s, stream)
 		if err == nil {
 			err = fn(w, r, &s)
@@ -444,6 +447,26 @@ func (h *Handler) session(r *http.Request) (session, bool) {
 	return h.sessions.get(cs[0].Value)
 }
 
+// heldCookie is the value of a session cookie that holds no session
+// (holdCookie).
+const heldCookie = "-"
+
+// heldCookieAge is how long a held cookie lasts: the most browsers keep
+// a cookie (400 days).
+const heldCookieAge = 400 * 24 * 60 * 60
+
+// holdCookie sets the session cookie at Path=/ to a value that is no
+// session, HttpOnly, for as long as browsers keep cookies. Signing out,
+// the sign-in page and a conflict (clearCookies) leave it so instead of
+// deleting the cookie: a script cannot replace an HttpOnly cookie, so a
+// page of another port of this host cannot then set its author's session
+// at "/" in the browser (it can only add one at a longer path, which
+// conflicts with this one and ends the author's session).
+func (h *Handler) holdCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r), Value: heldCookie, Path: "/", MaxAge: heldCookieAge,
+		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+}
+
 // maxClearedDepth bounds the path segments clearCookies clears cookies
 // for.
 const maxClearedDepth = 16
@@ -459,9 +482,11 @@ func (h *Handler) clearCookies(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	clear := func(path string) {
-		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+		if path != "/" {
+			http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+		}
 	}
-	clear("/")
+	h.holdCookie(w, r)          // at "/": held, not cleared (see holdCookie)
 	path := r.URL.EscapedPath() // what browsers match cookie paths against
 	for i, depth := 1, 0; i < len(path) && depth < maxClearedDepth; depth++ {
 		j := strings.IndexByte(path[i:], '/')

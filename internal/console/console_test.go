@@ -718,20 +718,50 @@ func TestConflictingSessionCookies(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/login" {
 		t.Fatalf("GET with two session cookies: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	cleared := map[string]bool{}
+	cleared, held := map[string]bool{}, false
 	for _, c := range resp.Cookies() {
-		if c.Name == sessionCookie && c.MaxAge < 0 {
+		switch {
+		case c.Name == sessionCookie && c.MaxAge < 0:
 			cleared[c.Path] = true
+		case c.Name == sessionCookie && c.Path == "/" && c.Value == heldCookie && c.HttpOnly && c.MaxAge > 0:
+			held = true
 		}
 	}
-	for _, p := range []string{"/", "/objects", "/objects/", "/objects/b", "/objects/b/", "/objects/b/object"} {
+	for _, p := range []string{"/objects", "/objects/", "/objects/b", "/objects/b/", "/objects/b/object"} {
 		if !cleared[p] {
 			t.Errorf("cookie for path %s not cleared; cleared %v", p, cleared)
 		}
 	}
+	// At "/" the cookie is held, HttpOnly, not deleted: a deleted one
+	// would let a script set its author's session there next.
+	if !held || cleared["/"] {
+		t.Errorf("cookie at / not held (HttpOnly, no session): %v", resp.Cookies())
+	}
 	for name, id := range map[string]string{"alice": alice, "bob": bob} {
 		if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: id}); resp.StatusCode != http.StatusSeeOther {
 			t.Errorf("%s's session after the conflict: %d, want 303 to /login", name, resp.StatusCode)
+		}
+	}
+	// The next planted cookie meets the held one, and ends its author's
+	// session rather than switching anyone to it.
+	mallory, _ := f.signIn(t, "alice", "alice-password")
+	resp = f.do(t, request{method: "GET", path: "/buckets", header: map[string]string{
+		"Cookie": sessionCookie + "=" + mallory + "; " + sessionCookie + "=" + heldCookie}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("GET with a planted cookie beside the held one: %d, want 303 to /login", resp.StatusCode)
+	}
+	if resp := f.do(t, request{method: "GET", path: "/buckets", cookie: mallory}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the planted session after meeting the held cookie: %d, want ended", resp.StatusCode)
+	}
+	// The sign-in page and signing out hold the cookie too.
+	for _, rq := range []request{{method: "GET", path: "/login"}} {
+		resp := f.do(t, rq)
+		ok := false
+		for _, c := range resp.Cookies() {
+			ok = ok || c.Name == sessionCookie && c.Value == heldCookie && c.HttpOnly && c.MaxAge > 0
+		}
+		if !ok {
+			t.Errorf("%s %s: cookie not held: %v", rq.method, rq.path, resp.Cookies())
 		}
 	}
 	// One cookie is a session as before.

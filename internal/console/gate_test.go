@@ -49,7 +49,11 @@ func TestGateBound(t *testing.T) {
 
 func TestGateRefuses(t *testing.T) {
 	t.Parallel()
-	g := newGate(1, 1, 20*time.Millisecond)
+	// A deadline long enough for the test to see the waiter queued on a
+	// busy machine: with 20 ms the waiter could give up between two looks,
+	// and the loop below waited for ever.
+	const wait = time.Second
+	g := newGate(1, 1, wait)
 	if err := g.acquire(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +62,16 @@ func TestGateRefuses(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.acquire(t.Context()) }()
 	for g.queued.Load() == 0 {
+		if time.Since(start) > wait/2 {
+			t.Fatal("the waiter did not queue")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	// The queue is full: refused at once.
 	if err := g.acquire(t.Context()); !errors.Is(err, errBusy) {
 		t.Errorf("acquire with a full queue = %v, want errBusy", err)
 	}
-	if err := <-done; !errors.Is(err, errBusy) || time.Since(start) < 20*time.Millisecond {
+	if err := <-done; !errors.Is(err, errBusy) || time.Since(start) < wait {
 		t.Errorf("queued acquire = %v after %v, want errBusy after the deadline", err, time.Since(start))
 	}
 	ctx, cancel := context.WithCancel(t.Context())

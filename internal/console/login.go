@@ -24,7 +24,11 @@ func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	h.clearCookies(w, r)
+	if cs := r.CookiesNamed(h.cookieName(r)); len(cs) > 1 {
+		h.clearCookies(w, r)
+	} else if len(cs) == 0 || cs[0].Value != heldCookie {
+		h.holdCookie(w, r)
+	}
 	h.render(w, r, http.StatusOK, "login.html", nil, "Sign in", loginView{})
 }
 
@@ -111,8 +115,9 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 
 // logout serves POST /logout: it ends the session and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, s *session) error {
+	_ = s.allowed(nil) // anyone may end their own session: recorded in full
 	h.sessions.remove(s.key)
-	http.SetCookie(w, &http.Cookie{Name: h.cookieName(r), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode})
+	h.holdCookie(w, r)
 	h.log.InfoContext(r.Context(), "console sign-out", "user", displayName(s.principal), "client", clientAddr(r))
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 	return nil

@@ -71,8 +71,10 @@ type action struct {
 	target string
 	code   string // set by the guard's refusals and by failed; else from the handler's error
 	// authorized says an authorization of the request was granted (see
-	// authorized). A request that failed without one is recorded within
-	// the audit log's bounds for strangers: a signed-in user with no
+	// session.allowed). A request without one (it failed before any, or
+	// every one was denied, as in a delete of keys the user may not
+	// delete, answered 303 with the refusal shown) is recorded within the
+	// audit log's bounds for strangers: a signed-in user with no
 	// permissions could otherwise fill the log with events of its own.
 	authorized bool
 }
@@ -305,7 +307,7 @@ func (h *Handler) endAction(r *http.Request, a *action, s *session, sw *httprec.
 		return
 	}
 	e.User, e.AccessKey = displayName(s.principal), s.principal.AccessKeyID
-	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status >= 400 && !a.authorized {
+	if e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || !a.authorized {
 		h.events.RecordBounded(e)
 		return
 	}

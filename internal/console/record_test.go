@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -191,5 +192,41 @@ func TestConsoleActionsAudited(t *testing.T) {
 	code, b := f.get(t, id, "/audit?source=console&op=ShareObject")
 	if code != 200 || !strings.Contains(b, "ShareObject") || !strings.Contains(b, "a.txt") {
 		t.Errorf("Audit page filtered to the console's share links: %d, want a row of ShareObject on a.txt\n%s", code, b)
+	}
+}
+
+// TestDeniedDeletesBounded: a signed-in user with no permissions gets no
+// event recorded in full: a confirmed delete of keys it may not delete
+// answers 303 with the refusal shown, and recorded in full it let such a
+// user fill the log with 24 KiB events at will.
+func TestDeniedDeletesBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	log := withAudit(t, f, nil)
+	f.h.events = log
+	f.user(t, "mallory", "mallory-password") // no policies
+	id, csrf := f.signIn(t, "mallory", "mallory-password")
+	keys := make([]string, 60)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s-%04d", strings.Repeat("k", 1000), i)
+	}
+	for range 20 {
+		resp := f.post(t, id, csrf, "/objects/nosuchbucket/delete", url.Values{"key": keys, "confirm": {"1"}})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	if err := log.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pg, err := log.Query(t.Context(), audit.Filter{Source: audit.SourceConsole, Op: "DeleteObjects", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pg.Events {
+		if !e.Untrusted {
+			t.Errorf("a denied-only delete recorded in full: %d bytes of target", len(e.Target))
+		}
 	}
 }

@@ -65,12 +65,14 @@ func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, s *session,
 	if err == nil {
 		return nil
 	}
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+	body, _ := r.Body.(*clientBody)
+	fromClient := body != nil && body.err != nil && errors.Is(err, body.err)
+	if ne, ok := errors.AsType[net.Error](err); fromClient && (ok && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)) {
 		s.act.failed(s3err.New(s3err.RequestTimeout, ""))
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "The upload stalled: no data arrived for too long. Try again."})
 		return nil
 	}
-	if r.Context().Err() != nil || errors.Is(err, io.ErrUnexpectedEOF) {
+	if fromClient || r.Context().Err() != nil {
 		h.log.DebugContext(r.Context(), "console upload cut short", "path", r.URL.Path, "err", err)
 		s.act.failed(s3err.New(s3err.IncompleteBody, ""))
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "The upload was cut short."})
@@ -84,6 +86,25 @@ func (h *Handler) jsonErrors(w http.ResponseWriter, r *http.Request, s *session,
 	writeJSON(w, status, map[string]string{"error": msg})
 	return nil
 }
+
+// clientBody is an upload's request body, which remembers the first
+// error reading it met: the client's doing (a stall, a cut), unlike an
+// error of the storage behind (an upstream's timeout or reset in gateway
+// mode), which jsonErrors must not blame on the browser.
+type clientBody struct {
+	rc  io.ReadCloser
+	err error
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return b.rc.Close() }
 
 // bodySize returns the request's declared body length, which an upload
 // must have, as S3's PutObject and UploadPart must.

@@ -118,6 +118,13 @@ func setDeleteHeaders(hdr http.Header, res objects.DeleteResult) {
 // a version), and fails alone.
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html
 func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *request) error {
+	// Authorized entry by entry: until one is allowed, nothing about the
+	// request is (the audit log records it as a refusal: a key without
+	// permissions could otherwise send malformed bodies, or entries it
+	// may not delete, recorded in full at will). Once one is, the request
+	// is an allowed one, whatever its other entries met: a denied entry
+	// must not hide the deletions beside it.
+	rq.denied = true
 	body, err := readXMLBody(rq.body, rq.op.limit)
 	if err != nil {
 		return err
@@ -162,6 +169,7 @@ func (h *Handler) deleteObjects(w http.ResponseWriter, r *http.Request, rq *requ
 		refs = append(refs, objects.ObjectRef{Key: o.Key, VersionID: o.VersionID, If: conds[i]})
 		todo = append(todo, o)
 	}
+	rq.denied = len(refs) == 0
 	if len(refs) > 0 {
 		res, err := h.objects.DeleteObjects(r.Context(), rq.bucket, refs)
 		if err != nil {

@@ -3,6 +3,8 @@ package s3api
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -415,4 +417,46 @@ func BenchmarkGetObjectObserved(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestObserverDeleteObjectsDenied: a DeleteObjects is denied for the
+// audit log (recorded within the bounds for strangers) until one of its
+// entries is allowed: a malformed body or an all-denied one from a key
+// without permissions is; one that deleted some keys and was refused
+// others is not (its deletions must not be summarized away).
+func TestObserverDeleteObjectsDenied(t *testing.T) {
+	t.Parallel()
+	hs, o := observed(t)
+	hs.mkBucket("bkt")
+	for _, k := range []string{"mine/a", "mine/b", "secret/c"} {
+		hs.put("bkt", k, []byte("x"))
+	}
+	pol := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:DeleteObject","Resource":"arn:aws:s3:::bkt/mine/*"}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "mine", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	deleter, nobody := hs.user("deleter", "mine"), hs.user("nobody")
+	md5Of := func(b []byte) http.Header {
+		d := md5.Sum(b)
+		return http.Header{"Content-Md5": {base64.StdEncoding.EncodeToString(d[:])}}
+	}
+	some := []byte(`<Delete><Object><Key>mine/a</Key></Object><Object><Key>mine/b</Key></Object><Object><Key>secret/c</Key></Object></Delete>`)
+	badETag := []byte(`<Delete><Object><Key>k</Key><ETag>"x</ETag></Object></Delete>`)
+	for _, tc := range []struct {
+		name   string
+		cred   *sigv4.Credentials
+		body   []byte
+		denied bool
+	}{
+		{"some allowed", deleter, some, false},
+		{"none allowed", nobody, some, true},
+		{"malformed", nobody, []byte("junk"), true},
+		{"bad entry", nobody, badETag, true},
+	} {
+		rp := hs.do(call{method: "POST", path: "/bkt?delete", body: tc.body, cred: tc.cred, header: md5Of(tc.body)})
+		if got := o.wait(t, rp.header.Get("x-amz-request-id")); got.Denied != tc.denied {
+			t.Errorf("%s: status %d, Denied %v, want %v", tc.name, got.Status, got.Denied, tc.denied)
+		}
+	}
+	hs.do(call{method: "HEAD", path: "/bkt/mine/a"}).want(t, http.StatusNotFound, "")
 }

@@ -157,6 +157,9 @@ func (c *progressConn) ReadFrom(r io.Reader) (int64, error) {
 	rf, ok := c.Conn.(io.ReaderFrom)
 	src, left := r, int64(-1) // left < 0: until EOF
 	if lr, isLR := r.(*io.LimitedReader); isLR {
+		if lr.N <= 0 {
+			return 0, nil // as io.Copy from it: nothing
+		}
 		src, left = lr.R, lr.N
 		defer func() { lr.N = left }()
 	}
