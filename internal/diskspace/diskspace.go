@@ -254,11 +254,11 @@ func (g *Guard) admitLocked(n int64) error {
 func (g *Guard) roomLocked() int64 { return g.free - g.promised - g.written }
 
 // Wrote records that k more bytes of the write are written: they count
-// as used until a measurement shows them (see the package doc). Past what it holds (a body
-// of unknown size, or one larger than MaxHeld) the Reservation grows,
-// growBy at a time (or by what it needs, when that is all the room left),
-// and Wrote returns ErrFull, as Reserve does, when it cannot. After
-// Release it does nothing.
+// as used until a measurement shows them (see the package doc). Past
+// what it holds (a body of unknown size, or one larger than MaxHeld) the
+// Reservation grows, growBy at a time (or by what it needs, when that is
+// all the room left), and Wrote returns ErrFull, as Reserve does, when
+// it cannot. After Release it does nothing.
 func (r *Reservation) Wrote(k int64) error {
 	if r == nil || k <= 0 {
 		return nil
