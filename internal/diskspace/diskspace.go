@@ -73,6 +73,11 @@ type Config struct {
 	// kept for reuse never makes a write fail or keeps a full disk full
 	// after deletes.
 	Reclaim func() int64
+	// Pending, if set, returns bytes that will reach the watched
+	// filesystems without passing through a Reservation and that statfs
+	// does not show yet (the metadata engine's unflushed memtables): each
+	// measurement counts them as used.
+	Pending func() int64
 	// Logger is told when the reserve is reached and when space comes
 	// back. Nil discards.
 	Logger *slog.Logger
@@ -167,6 +172,9 @@ func (g *Guard) measure() error {
 		if least < 0 || free < least {
 			least = free
 		}
+	}
+	if g.cfg.Pending != nil {
+		room -= max(g.cfg.Pending(), 0)
 	}
 	// The bytes written are in this measurement, but for what writes in
 	// flight may still hold in their buffers.

@@ -588,6 +588,21 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	select {}
 }
 
+// UnflushedBytes returns the bytes of the engine's memtables: data
+// acknowledged but not yet in its tables, which a flush will write to the
+// disk at once (up to memTableStopWrites memtables when flushes lag, as
+// on a busy machine). A free-space reserve counts them (diskspace's
+// Config.Pending): a statfs does not see them, and a small metadata
+// volume filled by a flush of memtables the reserve let pile up.
+// 0 on PostgreSQL, and once the store has failed or closed.
+func (db *DB) UnflushedBytes() int64 {
+	p, ok := db.kv.(*pebbleKV)
+	if !ok || db.closed.Load() || db.Err() != nil {
+		return 0
+	}
+	return int64(p.db.Metrics().MemTable.Size)
+}
+
 // HeapCacheBytes returns the bytes of the live Go heap that the engine
 // holds in caches of bounded size: Pebble's block cache and memtables in a
 // build without cgo; 0 with cgo (Pebble's memory is then outside the Go

@@ -99,10 +99,12 @@ func (h *Handler) writeError(w *httprec.Writer, r *http.Request, rq *request, er
 		w.Header().Set("Retry-After", retryAfter)
 	}
 	storageFailed := false
-	if !ok || e.Code == s3err.InternalError {
+	if !ok || e.Code == s3err.InternalError || e.Code == s3err.StorageFull {
 		// Once the metadata store has failed, an internal error is most
 		// likely its doing, and the client should retry after the
-		// restart, not report a bug: answer ServiceUnavailable.
+		// restart, not report a bug: answer ServiceUnavailable. So is a
+		// full disk met then (the failure's cause, as a rule): the
+		// server is restarting, and deleting objects cannot help now.
 		if se, failed := errors.AsType[*s3err.Error](h.storageErr()); failed {
 			e, ok, storageFailed = se, true, true
 		}

@@ -113,6 +113,7 @@ func openStorage(cfg config.Config, log *slog.Logger, failWrite func(path string
 		}
 		st.space, err = diskspace.New(diskspace.Config{
 			Paths: paths, Reserve: cfg.Disk.Reserve, ReservePercent: cfg.Disk.ReserveFraction * 100,
+			Pending: db.UnflushedBytes,
 			Floor:   meta.MinFreeSpace,
 			Reclaim: reclaim,
 			Logger:  log.With("component", "diskspace"),
