@@ -129,6 +129,9 @@ type IAM interface {
 	// CanonicalID returns the canonical user ID of a principal, the
 	// owner its writes record.
 	CanonicalID(p iam.Principal) string
+	// MAC returns a tag of msg for purpose that only this store can
+	// make (device cookies).
+	MAC(purpose string, msg []byte) []byte
 }
 
 var _ IAM = (*iam.IAM)(nil)

@@ -391,7 +391,7 @@ func TestLoginLimiterFull(t *testing.T) {
 	f := newFixture(t, Config{}, 1)
 	f.user(t, "bob", "bob-password")
 	for i := range 10 * limiterKeys {
-		f.h.limiter.begin(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprintf("locked%d", i/10))
+		f.h.limiter.begin(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprintf("locked%d", i/10), "")
 	}
 	calls := f.iam.calls.Load()
 	bob := url.Values{"username": {"bob"}, "password": {"bob-password"}}
@@ -624,12 +624,17 @@ func TestSecureCookieBehindTLSProxy(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign-in: %d", resp.StatusCode)
 	}
-	var c *http.Cookie
+	got := map[string]*http.Cookie{}
 	for _, k := range resp.Cookies() {
-		c = k
+		got[k.Name] = k
 	}
-	if c == nil || c.Name != secureCookie || !c.Secure || !c.HttpOnly {
-		t.Fatalf("session cookie = %+v; want %s, Secure, HttpOnly", c, secureCookie)
+	for _, name := range []string{secureCookie, secureDeviceCookie} {
+		if c := got[name]; c == nil || !c.Secure || !c.HttpOnly || c.Path != "/" {
+			t.Errorf("cookie %s = %+v; want it set, Secure, HttpOnly, at /", name, c)
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("cookies set: %v; want only %s and %s", got, secureCookie, secureDeviceCookie)
 	}
 }
 

@@ -25,7 +25,10 @@
 // queue for Config.LoginQueueTimeout, then get 503 (gate). Memory is
 // bounded: sessions, limiter keys and waiting sign-ins are capped. The
 // limiter never drops a locked key to make room; when all its keys are
-// locked, new ones get the same 429.
+// locked, new ones get the same 429. A browser that signed in as a name
+// before shows the device cookie it got then (device.go, signed with a
+// key derived from the master key) and is counted per device instead:
+// strangers' failures under the name do not lock it out, its own do.
 //
 // # Request checks
 //

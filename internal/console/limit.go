@@ -14,6 +14,15 @@ import (
 // attempts are refused (even with the right password) until the oldest
 // failure leaves the window.
 //
+// An attempt from a known device — a browser that signed in as the name
+// before, and shows the device cookie it got then (device.go) — is
+// counted per device instead, and neither the address's nor the name's
+// lock applies to it: strangers who fail under a name (anyone can see
+// root's, the access key ID of every presigned URL it makes) lock out
+// strangers, not the browsers the user signs in with. A device with max
+// failures of its own within window is locked like a name; its attempts
+// are then counted as a stranger's.
+//
 // An attempt counts as a failure from the moment it begins (begin), and
 // is taken back when it succeeds or is not checked at all (forgive): so
 // concurrent attempts cannot overshoot the limit while their hashes run.
@@ -29,9 +38,10 @@ type limiter struct {
 	capacity int
 	clock    func() time.Time
 
-	mu    sync.Mutex // guards addrs, names
-	addrs failureTable
-	names failureTable
+	mu      sync.Mutex // guards addrs, names, devices
+	addrs   failureTable
+	names   failureTable
+	devices failureTable
 }
 
 // failureTable holds recent failures by key.
@@ -93,7 +103,8 @@ type failures struct {
 
 // attempt is a sign-in attempt counted by begin, for forgive.
 type attempt struct {
-	addr, name string
+	addr, name string // for a stranger's attempt
+	device     string // for a known device's, instead
 	at         time.Time
 }
 
@@ -103,7 +114,7 @@ const maxNameKey = 256
 
 func newLimiter(max int, window time.Duration, capacity int, clock func() time.Time) *limiter {
 	l := &limiter{max: max, window: window, capacity: capacity, clock: clock}
-	for _, t := range []*failureTable{&l.addrs, &l.names} {
+	for _, t := range []*failureTable{&l.addrs, &l.names, &l.devices} {
 		t.byKey = make(map[string]*failures)
 		t.levels = make([]list.List, max)
 	}
@@ -121,16 +132,23 @@ func addrKey(a netip.Addr) string {
 	return a.String()
 }
 
-// begin counts an attempt by addr for name. If either is over the limit,
-// or new to a table full of locked keys, it counts nothing and returns
-// how long until the next attempt may be made.
-func (l *limiter) begin(addr netip.Addr, name string) (attempt, time.Duration, bool) {
+// begin counts an attempt by addr for name, from the known device with
+// ID device ("" for none: a stranger). If the device is locked, the
+// attempt is a stranger's. If a stranger's address or name is over the
+// limit, or new to a table full of locked keys, it counts nothing and
+// returns how long until the next attempt may be made.
+func (l *limiter) begin(addr netip.Addr, name, device string) (attempt, time.Duration, bool) {
 	if len(name) > maxNameKey {
 		name = name[:maxNameKey]
 	}
-	a := attempt{addr: addrKey(addr), name: name, at: l.clock()}
+	now := l.clock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if device != "" && l.devices.wait(device, now, l) == 0 {
+		l.devices.add(device, now, l)
+		return attempt{device: device, at: now}, 0, true
+	}
+	a := attempt{addr: addrKey(addr), name: name, at: now}
 	wait := max(l.addrs.wait(a.addr, a.at, l), l.names.wait(a.name, a.at, l))
 	if wait > 0 {
 		return attempt{}, wait, false
@@ -145,15 +163,19 @@ func (l *limiter) begin(addr netip.Addr, name string) (attempt, time.Duration, b
 func (l *limiter) forgive(a attempt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if a.device != "" {
+		l.devices.remove(a.device, a.at, l)
+		return
+	}
 	l.addrs.remove(a.addr, a.at, l)
 	l.names.remove(a.name, a.at, l)
 }
 
-// len returns the number of keys held in both tables.
+// len returns the number of keys held in its tables.
 func (l *limiter) len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.addrs.byKey) + len(l.names.byKey)
+	return len(l.addrs.byKey) + len(l.names.byKey) + len(l.devices.byKey)
 }
 
 // prune drops the failures of f that left the window at now.

@@ -17,33 +17,33 @@ func TestLimiter(t *testing.T) {
 	c := newFakeClock()
 	l := newLimiter(10, 15*time.Minute, 100, c.now)
 	for i := range 10 {
-		if _, _, ok := l.begin(ip, "alice"); !ok {
+		if _, _, ok := l.begin(ip, "alice", ""); !ok {
 			t.Fatalf("attempt %d refused, want 10 allowed", i+1)
 		}
 		c.advance(time.Minute)
 	}
 	// 10 failures in the last 15 minutes: the 11th is refused until the
 	// first leaves the window (at 15m; it is 10m now).
-	_, wait, ok := l.begin(ip, "alice")
+	_, wait, ok := l.begin(ip, "alice", "")
 	if ok || wait != 5*time.Minute {
 		t.Fatalf("11th attempt: ok %v, wait %v; want refused for 5m", ok, wait)
 	}
 	// Per address: another name from the same address is refused too…
-	if _, _, ok := l.begin(ip, "bob"); ok {
+	if _, _, ok := l.begin(ip, "bob", ""); ok {
 		t.Errorf("another name from a locked address was allowed")
 	}
 	// …and per name: the same name from another address.
-	if _, _, ok := l.begin(other, "alice"); ok {
+	if _, _, ok := l.begin(other, "alice", ""); ok {
 		t.Errorf("a locked name from another address was allowed")
 	}
-	if _, _, ok := l.begin(other, "bob"); !ok {
+	if _, _, ok := l.begin(other, "bob", ""); !ok {
 		t.Errorf("another name from another address was refused")
 	}
 	c.advance(5 * time.Minute)
-	if _, _, ok := l.begin(ip, "alice"); !ok {
+	if _, _, ok := l.begin(ip, "alice", ""); !ok {
 		t.Errorf("refused after the oldest failure left the window")
 	}
-	if _, _, ok := l.begin(ip, "alice"); ok {
+	if _, _, ok := l.begin(ip, "alice", ""); ok {
 		t.Errorf("allowed two attempts when one failure left the window")
 	}
 }
@@ -54,7 +54,7 @@ func TestLimiterForgive(t *testing.T) {
 	c := newFakeClock()
 	l := newLimiter(3, time.Minute, 100, c.now)
 	for range 10 {
-		a, _, ok := l.begin(ip, "alice")
+		a, _, ok := l.begin(ip, "alice", "")
 		if !ok {
 			t.Fatal("a forgiven attempt still counts")
 		}
@@ -66,11 +66,11 @@ func TestLimiterForgive(t *testing.T) {
 	// Attempts in flight count at once: three concurrent ones fill the
 	// limit before any hash finishes.
 	for range 3 {
-		if _, _, ok := l.begin(ip, "alice"); !ok {
+		if _, _, ok := l.begin(ip, "alice", ""); !ok {
 			t.Fatal("attempt refused below the limit")
 		}
 	}
-	if _, _, ok := l.begin(ip, "alice"); ok {
+	if _, _, ok := l.begin(ip, "alice", ""); ok {
 		t.Errorf("a fourth attempt in flight was allowed")
 	}
 }
@@ -96,7 +96,7 @@ func TestLimiterBounded(t *testing.T) {
 	l := newLimiter(10, 15*time.Minute, 50, c.now)
 	for i := range 1000 {
 		addr := netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})
-		l.begin(addr, fmt.Sprintf("user%d-%0300d", i, 0)) // long names are cut
+		l.begin(addr, fmt.Sprintf("user%d-%0300d", i, 0), "") // long names are cut
 	}
 	if n := l.len(); n > 100 {
 		t.Errorf("limiter holds %d keys, want at most 2×50", n)
@@ -108,7 +108,7 @@ func TestLimiterBounded(t *testing.T) {
 	}
 	// Keys whose failures left the window are dropped as new ones come.
 	c.advance(16 * time.Minute)
-	l.begin(netip.MustParseAddr("10.9.9.9"), "x")
+	l.begin(netip.MustParseAddr("10.9.9.9"), "x", "")
 	if n := l.len(); n != 2 {
 		t.Errorf("after the window the limiter holds %d keys, want 2", n)
 	}
@@ -118,7 +118,7 @@ func TestLimiterBounded(t *testing.T) {
 // address never seen before: it fills both tables.
 func flood(l *limiter, n int) {
 	for i := range n {
-		l.begin(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprintf("flood%d", i))
+		l.begin(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}), fmt.Sprintf("flood%d", i), "")
 	}
 }
 
@@ -131,7 +131,7 @@ func TestLimiterLockSurvivesFlood(t *testing.T) {
 	c := newFakeClock()
 	l := newLimiter(10, 15*time.Minute, limiterKeys, c.now)
 	for range 10 {
-		l.begin(victim, "alice")
+		l.begin(victim, "alice", "")
 		c.advance(time.Second)
 	}
 	flood(l, 2*limiterKeys+1)
@@ -140,18 +140,18 @@ func TestLimiterLockSurvivesFlood(t *testing.T) {
 	}
 	// Locked until the first of the 10 failures leaves the window.
 	left := 15*time.Minute - 10*time.Second
-	if _, wait, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice"); ok || wait != left {
+	if _, wait, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice", ""); ok || wait != left {
 		t.Errorf("locked name after the flood: ok %v, wait %v; want refused for %v", ok, wait, left)
 	}
-	if _, wait, ok := l.begin(victim, "bob"); ok || wait != left {
+	if _, wait, ok := l.begin(victim, "bob", ""); ok || wait != left {
 		t.Errorf("locked address after the flood: ok %v, wait %v; want refused for %v", ok, wait, left)
 	}
 	c.advance(left - time.Second)
-	if _, _, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice"); ok {
+	if _, _, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice", ""); ok {
 		t.Errorf("locked name allowed a second before its lock ends")
 	}
 	c.advance(time.Second)
-	if _, _, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice"); !ok {
+	if _, _, ok := l.begin(netip.MustParseAddr("198.51.100.7"), "alice", ""); !ok {
 		t.Errorf("name still refused when its lock ended")
 	}
 }
@@ -190,7 +190,7 @@ func TestLimiterFullOfLocks(t *testing.T) {
 			c := newFakeClock()
 			l := newLimiter(2, time.Minute, capacity, c.now)
 			for i := range 2 * capacity {
-				if _, _, ok := l.begin(tc.failure(i)); !ok {
+				if _, _, ok := l.strangerBegin(tc.failure(i)); !ok {
 					t.Fatalf("failure %d refused", i)
 				}
 				c.advance(time.Second)
@@ -199,7 +199,7 @@ func TestLimiterFullOfLocks(t *testing.T) {
 			// first: its lock ends a minute after that first.
 			want := time.Minute - 2*capacity*time.Second
 			addr, name := tc.fresh()
-			if _, wait, ok := l.begin(addr, name); ok || wait != want {
+			if _, wait, ok := l.begin(addr, name, ""); ok || wait != want {
 				t.Errorf("new key with the table full of locks: ok %v, wait %v; want refused for %v", ok, wait, want)
 			}
 			if n := l.len(); n != 2*capacity {
@@ -207,18 +207,18 @@ func TestLimiterFullOfLocks(t *testing.T) {
 			}
 			// The locks hold: every locked key is still refused.
 			for i := 0; i < 2*capacity; i += 2 {
-				if _, _, ok := l.begin(tc.failure(i)); ok {
+				if _, _, ok := l.strangerBegin(tc.failure(i)); ok {
 					t.Errorf("locked key of failure %d allowed", i)
 				}
 			}
 			c.advance(want)
-			if _, _, ok := l.begin(addr, name); !ok {
+			if _, _, ok := l.begin(addr, name, ""); !ok {
 				t.Errorf("new key refused after the first lock ended")
 			}
 			if n := l.len(); n > 2*capacity {
 				t.Errorf("limiter holds %d keys, want at most 2×%d", n, capacity)
 			}
-			if _, _, ok := l.begin(tc.failure(2)); ok {
+			if _, _, ok := l.strangerBegin(tc.failure(2)); ok {
 				t.Errorf("the second locked key was dropped for the new one")
 			}
 		})
@@ -236,7 +236,7 @@ func TestLimiterEvictionOrder(t *testing.T) {
 	fail := func(name string) {
 		t.Helper()
 		n++
-		if _, _, ok := l.begin(netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), name); !ok {
+		if _, _, ok := l.begin(netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), name, ""); !ok {
 			t.Fatalf("failure of %s refused", name)
 		}
 		c.advance(time.Second)
@@ -277,14 +277,14 @@ func TestLimiterPartialCountSurvivesFlood(t *testing.T) {
 	c := newFakeClock()
 	l := newLimiter(10, 15*time.Minute, limiterKeys, c.now)
 	for range 9 {
-		l.begin(netip.MustParseAddr("192.0.2.1"), "alice")
+		l.begin(netip.MustParseAddr("192.0.2.1"), "alice", "")
 	}
 	flood(l, 2*limiterKeys)
 	other := netip.MustParseAddr("198.51.100.7")
-	if _, _, ok := l.begin(other, "alice"); !ok {
+	if _, _, ok := l.begin(other, "alice", ""); !ok {
 		t.Fatalf("the tenth attempt was refused")
 	}
-	if _, _, ok := l.begin(other, "alice"); ok {
+	if _, _, ok := l.begin(other, "alice", ""); ok {
 		t.Errorf("an eleventh attempt was allowed: the flood dropped alice's failures")
 	}
 }
@@ -306,7 +306,7 @@ func TestLimiterInvariants(t *testing.T) {
 		switch r := rnd.IntN(20); {
 		case r < 15:
 			addr := netip.AddrFrom4([4]byte{10, 0, 0, byte(rnd.IntN(12))})
-			if a, _, ok := l.begin(addr, fmt.Sprintf("u%d", rnd.IntN(12))); ok && rnd.IntN(3) == 0 {
+			if a, _, ok := l.begin(addr, fmt.Sprintf("u%d", rnd.IntN(12)), ""); ok && rnd.IntN(3) == 0 {
 				inFlight = append(inFlight, a)
 			}
 		case r < 18 && len(inFlight) > 0:
@@ -364,4 +364,64 @@ func TestLimiterInvariants(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLimiterDevices: a known device's attempts are counted for the
+// device alone, pass a locked name and address, and once the device has
+// max failures of its own are a stranger's (refused while the name is
+// locked, counted against it while it is not); forgive takes an attempt
+// back from the table it was counted in.
+func TestLimiterDevices(t *testing.T) {
+	t.Parallel()
+	ip := netip.MustParseAddr("192.0.2.1")
+	c := newFakeClock()
+	l := newLimiter(3, 15*time.Minute, 100, c.now)
+	for range 3 {
+		l.begin(ip, "alice", "")
+	}
+	if _, _, ok := l.begin(ip, "alice", ""); ok {
+		t.Fatal("a stranger's attempt passed a locked name")
+	}
+	a, _, ok := l.begin(ip, "alice", "dev1")
+	if !ok || a.device != "dev1" || a.name != "" {
+		t.Fatalf("the device's attempt: %+v, %v; want counted for the device", a, ok)
+	}
+	l.forgive(a) // it succeeded
+	for i := range 3 {
+		if _, _, ok := l.begin(ip, "alice", "dev1"); !ok {
+			t.Fatalf("the device's failure %d refused", i+1)
+		}
+	}
+	if _, _, ok := l.begin(ip, "alice", "dev1"); ok {
+		t.Error("a locked device passed a locked name")
+	}
+	if _, _, ok := l.begin(ip, "alice", "dev2"); !ok {
+		t.Error("another device was refused")
+	}
+	// With the name's lock over, a device's failures do not count for
+	// the name; once the device is locked, its attempts are a stranger's
+	// and do.
+	c.advance(15*time.Minute + time.Second)
+	for range 3 {
+		l.begin(ip, "alice", "dev3") // dev3 locks; the name does not
+	}
+	other := netip.MustParseAddr("198.51.100.1")
+	if _, _, ok := l.begin(other, "alice", ""); !ok { // the name's 1st
+		t.Fatal("a device's failures counted against the name")
+	}
+	a, _, ok = l.begin(other, "alice", "dev3") // the name's 2nd
+	if !ok || a.device != "" || a.name != "alice" {
+		t.Fatalf("a locked device's attempt: %+v, %v; want counted for the name", a, ok)
+	}
+	if _, _, ok := l.begin(other, "alice", "dev3"); !ok { // the name's 3rd
+		t.Fatal("the name locked before its 3rd failure")
+	}
+	if _, _, ok := l.begin(other, "alice", ""); ok {
+		t.Error("the name was not locked by a locked device's failures")
+	}
+}
+
+// strangerBegin is begin for an attempt without a device cookie.
+func (l *limiter) strangerBegin(addr netip.Addr, name string) (attempt, time.Duration, bool) {
+	return l.begin(addr, name, "")
 }

@@ -69,7 +69,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	at, wait, ok := h.limiter.begin(addr, name)
+	at, wait, ok := h.limiter.begin(addr, name, h.device(r, name))
 	if !ok {
 		h.log.DebugContext(r.Context(), "console sign-in locked out", "user", h.loggedName(name), "client", addr)
 		w.Header().Set("Retry-After", retryAfter(wait))
@@ -108,6 +108,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode,
 		MaxAge:   int(h.cfg.SessionLifetime / time.Second),
 	})
+	h.setDevice(w, r, name)
 	h.log.InfoContext(r.Context(), "console sign-in", "user", displayName(p), "client", addr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	h.recordSignIn(r, start, name, p, http.StatusSeeOther, "")

@@ -217,6 +217,7 @@ type IAM struct {
 	rootAK, rootSK []byte
 	store          Store
 	seal           *sealer
+	macKey         []byte // MAC's key, derived from the master key
 	clock          func() time.Time
 	pwParams       PasswordParams
 	log            *slog.Logger
@@ -266,6 +267,7 @@ func New(cfg Config) (*IAM, error) {
 		return nil, err
 	}
 	m.seal = s
+	m.macKey = newMACKey(key)
 	ctx := context.Background()
 	var data []byte
 	bps := map[string][]byte{}
