@@ -130,8 +130,10 @@ type IAM interface {
 	// owner its writes record.
 	CanonicalID(p iam.Principal) string
 	// MAC returns a tag of msg for purpose that only this store can
-	// make (device cookies).
+	// make, and CredentialStamp a value that changes with the sign-in
+	// name's credential (device cookies).
 	MAC(purpose string, msg []byte) []byte
+	CredentialStamp(name string) ([]byte, bool)
 }
 
 var _ IAM = (*iam.IAM)(nil)

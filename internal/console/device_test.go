@@ -47,6 +47,7 @@ func TestDeviceCookieKeepsUserIn(t *testing.T) {
 		t.Fatalf("first sign-in: %d, device cookie %q; want 303 and a device cookie", status, device)
 	}
 	dev := deviceCookie + "=" + device
+	_, second := signInFrom(t, f.h, f, "192.0.2.11", "alice", "alice-password", "") // another browser
 
 	// Strangers from many addresses lock the name.
 	for i := range DefaultLoginFailures {
@@ -59,8 +60,8 @@ func TestDeviceCookieKeepsUserIn(t *testing.T) {
 	}
 	// Alice's browser, even from an address of the strangers'.
 	status, renewed := signInFrom(t, f.h, f, "198.51.100.1", "alice", "alice-password", dev)
-	if status != http.StatusSeeOther || renewed == "" || renewed == device {
-		t.Fatalf("sign-in with the device cookie while the name is locked: %d, cookie %q; want 303 and a new device cookie", status, renewed)
+	if status != http.StatusSeeOther || renewed == "" || deviceOf(f.h, renewed, "alice") != deviceOf(f.h, device, "alice") {
+		t.Fatalf("sign-in with the device cookie while the name is locked: %d, cookie %q; want 303 and the cookie renewed for the same device", status, renewed)
 	}
 	// Its own failures lock it out: then it counts as a stranger, whose
 	// name is locked.
@@ -73,7 +74,7 @@ func TestDeviceCookieKeepsUserIn(t *testing.T) {
 		t.Fatalf("right password from a locked device while the name is locked: %d, want 429", status)
 	}
 	// Another device of alice's is not locked with it.
-	if status, _ := signInFrom(t, f.h, f, "192.0.2.10", "alice", "alice-password", deviceCookie+"="+renewed); status != http.StatusSeeOther {
+	if status, _ := signInFrom(t, f.h, f, "192.0.2.10", "alice", "alice-password", deviceCookie+"="+second); status != http.StatusSeeOther {
 		t.Fatalf("sign-in from another device of alice's: %d, want 303", status)
 	}
 	// Once the window has passed, strangers may try again.
@@ -107,6 +108,12 @@ func TestDeviceCookieChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := other.CreateUser(t.Context(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.SetPassword(t.Context(), "alice", "alice-password"); err != nil {
+		t.Fatal(err)
+	}
 	oh, err := New(Config{}, Deps{IAM: other, Buckets: f.objects, Clock: f.clock.now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +133,7 @@ func TestDeviceCookieChecked(t *testing.T) {
 			t.Errorf("%s: sign-in while the name is locked = %d, want 429", name, status)
 		}
 	}
-	if id, ok := f.h.checkDevice(aliceDev, testRootKey); ok {
+	if id := deviceOf(f.h, aliceDev, testRootKey); id != "" {
 		t.Errorf("alice's device cookie checked for root: device %q", id)
 	}
 
@@ -142,18 +149,188 @@ func TestDeviceCookieChecked(t *testing.T) {
 		t.Errorf("after a restart, sign-in with the device cookie while the name is locked = %d, want 303", status)
 	}
 
-	// Too old: not honoured.
-	f.clock.advance(deviceLifetime + time.Hour)
-	if _, ok := f.h.checkDevice(aliceDev, "alice"); ok {
-		t.Errorf("a device cookie %v old was honoured", deviceLifetime+time.Hour)
+	// Ages: honoured until deviceLifetime, and up to an hour ahead of
+	// the clock (another node's), not further.
+	if id := deviceOf(f.h, aliceDev, "alice"); id == "" {
+		t.Fatal("a fresh device cookie was not honoured")
 	}
+	f.clock.advance(deviceLifetime - time.Second)
+	if id := deviceOf(f.h, aliceDev, "alice"); id == "" {
+		t.Errorf("a device cookie %v old was not honoured", deviceLifetime-time.Second)
+	}
+	f.clock.advance(2 * time.Second)
+	if id := deviceOf(f.h, aliceDev, "alice"); id != "" {
+		t.Errorf("a device cookie %v old was honoured", deviceLifetime+time.Second)
+	}
+	ahead := func(d time.Duration) string {
+		c := newFakeClock()
+		c.ns.Store(f.clock.now().Add(d).UnixNano())
+		h, err := New(Config{}, Deps{IAM: f.iam, Buckets: f.objects, Clock: c.now, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return makeDevice(t, h, "alice")
+	}
+	if id := deviceOf(f.h, ahead(59*time.Minute), "alice"); id == "" {
+		t.Error("a device cookie issued 59 minutes ahead of the clock was not honoured")
+	}
+	if id := deviceOf(f.h, ahead(61*time.Minute), "alice"); id != "" {
+		t.Error("a device cookie issued 61 minutes ahead of the clock was honoured")
+	}
+}
+
+// TestDeviceCookieEndsWithCredential: a device cookie is honoured only
+// while its name's credential is the one it was issued under: not after
+// a new password, a disable (ended sessions), a user deleted and created
+// again, or a new root secret key; so whoever knew an old password keeps
+// no device spared the name's lock.
+func TestDeviceCookieEndsWithCredential(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, f *fixture)
+	}{
+		{"new password", func(t *testing.T, f *fixture) {
+			if err := f.iam.SetPassword(ctx, "alice", "alice-password"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"disabled and enabled", func(t *testing.T, f *fixture) {
+			f.clock.advance(time.Second)
+			if err := f.iam.SetUserDisabled(ctx, "alice", true); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.iam.SetUserDisabled(ctx, "alice", false); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"deleted and created again", func(t *testing.T, f *fixture) {
+			if err := f.iam.DeleteUser(ctx, "alice"); err != nil {
+				t.Fatal(err)
+			}
+			f.user(t, "alice", "alice-password")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, Config{}, 1)
+			f.user(t, "alice", "alice-password")
+			_, dev := signInFrom(t, f.h, f, "192.0.2.10", "alice", "alice-password", "")
+			if deviceOf(f.h, dev, "alice") == "" {
+				t.Fatal("the device cookie is not honoured to begin with")
+			}
+			tc.change(t, f)
+			if id := deviceOf(f.h, dev, "alice"); id != "" {
+				t.Errorf("the device cookie is still honoured (device %s)", id)
+			}
+		})
+	}
+
+	// Root: a new secret key (a restart with another one, the same master
+	// key) ends root's device cookies; the same secret keeps them.
+	master := make([]byte, iam.MasterKeySize)
+	handler := func(secret string) *Handler {
+		m, err := iam.New(iam.Config{RootAccessKey: testRootKey, RootSecretKey: secret, MasterKey: master})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := New(Config{}, Deps{IAM: m, Buckets: newFixture(t, Config{}, 1).objects, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	dev := makeDevice(t, handler(testRootSecret), testRootKey)
+	if deviceOf(handler(testRootSecret), dev, testRootKey) == "" {
+		t.Error("root's device cookie is not honoured after a restart with the same secret key")
+	}
+	if id := deviceOf(handler(testRootSecret+"-new"), dev, testRootKey); id != "" {
+		t.Errorf("root's device cookie is honoured after a new secret key (device %s)", id)
+	}
+}
+
+// TestDeviceCookieAmongStrays: cookies of the device cookie's name that
+// others set at longer paths (sent first) cannot hide the browser's own,
+// however many; and a renewed cookie keeps the device's ID, so that
+// signing in again does not mint devices.
+func TestDeviceCookieAmongStrays(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "alice", "alice-password")
+	_, dev := signInFrom(t, f.h, f, "192.0.2.10", "alice", "alice-password", "")
+	id := deviceOf(f.h, dev, "alice")
+	var strays []string
+	for i := range 40 {
+		strays = append(strays, fmt.Sprintf("%s=junk%d", deviceCookie, i))
+	}
+	// Strays for alice with bad tags cost a tag check each, up to a bound.
+	payload, _, _ := strings.Cut(dev, ".")
+	for range maxDeviceTags - 1 {
+		strays = append(strays, deviceCookie+"="+payload+".AAAA")
+	}
+	for i := range DefaultLoginFailures {
+		signInFrom(t, f.h, f, fmt.Sprintf("198.51.100.%d", i), "alice", "guess", "")
+	}
+	cookie := strings.Join(append(strays, deviceCookie+"="+dev), "; ")
+	status, renewed := signInFrom(t, f.h, f, "192.0.2.10", "alice", "alice-password", cookie)
+	if status != http.StatusSeeOther {
+		t.Fatalf("sign-in with the device cookie behind %d strays: %d, want 303", len(strays), status)
+	}
+	if got := deviceOf(f.h, renewed, "alice"); got != id {
+		t.Errorf("renewed device cookie's device = %s, want the same device %s", got, id)
+	}
+}
+
+// TestSecureDeviceCookie: over TLS (an https origin) the device cookie is
+// read back under its __Host- name, and the plain name is not honoured.
+func TestSecureDeviceCookie(t *testing.T) {
+	t.Parallel()
+	const origin = "https://console.example"
+	f := newFixture(t, Config{Origin: origin}, 1)
+	f.user(t, "alice", "alice-password")
+	login := func(password, cookie string) *http.Response {
+		rq := request{method: "POST", path: "/login", origin: origin, form: url.Values{"username": {"alice"}, "password": {password}}}
+		if cookie != "" {
+			rq.header = map[string]string{"Cookie": cookie}
+		}
+		return f.do(t, rq)
+	}
+	var dev string
+	for _, c := range login("alice-password", "").Cookies() {
+		if c.Name == secureDeviceCookie {
+			dev = c.Value
+		}
+	}
+	if dev == "" {
+		t.Fatal("no __Host- device cookie")
+	}
+	for i := range DefaultLoginFailures {
+		if resp := login("guess", ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("failure %d: %d, want 401", i, resp.StatusCode)
+		}
+	}
+	if resp := login("alice-password", deviceCookie+"="+dev); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("over TLS with the plain-named cookie: %d, want 429", resp.StatusCode)
+	}
+	if resp := login("alice-password", secureDeviceCookie+"="+dev); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("over TLS with the __Host- cookie: %d, want 303", resp.StatusCode)
+	}
+}
+
+// deviceOf returns the device h finds in a request showing value as its
+// device cookie for name ("" for none).
+func deviceOf(h *Handler, value, name string) string {
+	r := httptest.NewRequest("POST", testOrigin+"/login", nil)
+	r.AddCookie(&http.Cookie{Name: deviceCookie, Value: value})
+	return h.device(r, name)
 }
 
 // makeDevice returns a device cookie h's store made for name.
 func makeDevice(t *testing.T, h *Handler, name string) string {
 	t.Helper()
 	w := httptest.NewRecorder()
-	h.setDevice(w, httptest.NewRequest("POST", testOrigin+"/login", nil), name)
+	h.setDevice(w, httptest.NewRequest("POST", testOrigin+"/login", nil), name, "")
 	for _, c := range w.Result().Cookies() {
 		return c.Value
 	}

@@ -306,7 +306,11 @@ func TestLimiterInvariants(t *testing.T) {
 		switch r := rnd.IntN(20); {
 		case r < 15:
 			addr := netip.AddrFrom4([4]byte{10, 0, 0, byte(rnd.IntN(12))})
-			if a, _, ok := l.begin(addr, fmt.Sprintf("u%d", rnd.IntN(12)), ""); ok && rnd.IntN(3) == 0 {
+			device := "" // a stranger, or one of 12 devices
+			if rnd.IntN(2) == 0 {
+				device = fmt.Sprintf("d%d", rnd.IntN(12))
+			}
+			if a, _, ok := l.begin(addr, fmt.Sprintf("u%d", rnd.IntN(12)), device); ok && rnd.IntN(3) == 0 {
 				inFlight = append(inFlight, a)
 			}
 		case r < 18 && len(inFlight) > 0:
@@ -322,7 +326,7 @@ func TestLimiterInvariants(t *testing.T) {
 			name     string
 			t        *failureTable
 			forgiven string
-		}{{"addrs", &l.addrs, forgiven.addr}, {"names", &l.names, forgiven.name}} {
+		}{{"addrs", &l.addrs, forgiven.addr}, {"names", &l.names, forgiven.name}, {"devices", &l.devices, forgiven.device}} {
 			tb := tc.t
 			if len(tb.byKey) > capacity {
 				t.Fatalf("step %d: %s holds %d keys, want at most %d", step, tc.name, len(tb.byKey), capacity)

@@ -108,7 +108,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode,
 		MaxAge:   int(h.cfg.SessionLifetime / time.Second),
 	})
-	h.setDevice(w, r, name)
+	h.setDevice(w, r, name, at.device)
 	h.log.InfoContext(r.Context(), "console sign-in", "user", displayName(p), "client", addr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 	h.recordSignIn(r, start, name, p, http.StatusSeeOther, "")

@@ -3,6 +3,7 @@ package iam
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 )
 
 // macKeyLabel derives the key of MAC from the master key: a key of its
@@ -28,4 +29,32 @@ func (m *IAM) MAC(purpose string, msg []byte) []byte {
 	h.Write([]byte{0})
 	h.Write(msg)
 	return h.Sum(nil)
+}
+
+// CredentialStamp returns a value that stays the same for the sign-in
+// name (root's access key ID or a user's name) until its credential
+// changes, and false if the name cannot sign in to the console at all
+// (no such principal, or a user without a password). It changes when
+// root's secret key does; for a user, when its password is set or its
+// hash upgraded, when its sessions are ended (disabling it), and when it
+// is deleted and created again. Whatever the console ties to a
+// credential with it (device cookies) ends with the credential, as its
+// sessions do (SessionValid). It reveals nothing of the credential: a MAC
+// of it.
+func (m *IAM) CredentialStamp(name string) ([]byte, bool) {
+	if m.isRoot(name) {
+		return m.MAC("credential stamp root", append(append(append([]byte(nil), m.rootAK...), 0), m.rootSK...)), true
+	}
+	u, ok := m.snap.Load().doc.Users[name]
+	if !ok || u.Password == "" {
+		return nil, false
+	}
+	msg := make([]byte, 0, len(u.ID)+len(u.Password)+32)
+	msg = append(msg, u.ID...)
+	msg = append(msg, 0)
+	msg = append(msg, u.Password...)
+	msg = append(msg, 0)
+	msg = binary.BigEndian.AppendUint64(msg, uint64(u.SessionsEnded.Unix()))
+	msg = binary.BigEndian.AppendUint32(msg, uint32(u.SessionsEnded.Nanosecond()))
+	return m.MAC("credential stamp user", msg), true
 }
