@@ -350,6 +350,7 @@ func conditions(r *http.Request, res *sigv4.Result) iam.Conditions {
 		Referer:          r.Referer(),
 		SignatureVersion: "AWS4-HMAC-SHA256",
 		AuthType:         "REST-HEADER",
+		ContentSHA256:    res.ContentSHA256, // the admin API takes signed payloads only
 	}
 	if res.Presigned {
 		c.AuthType = "REST-QUERY-STRING"

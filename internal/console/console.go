@@ -17,6 +17,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/procs"
 	"github.com/coffer-s3/coffer/internal/s3err"
@@ -534,12 +535,17 @@ func clientAddr(r *http.Request) netip.Addr {
 
 // conditions are the policy condition keys of a console request, as S3
 // computes them for its own.
+//
+// Nothing signs a console request's body (an upload's bytes), so it is
+// UNSIGNED-PAYLOAD to s3:x-amz-content-sha256, as a presigned URL's is:
+// a policy that refuses unsigned payloads refuses the console's too.
 func conditions(r *http.Request) iam.Conditions {
 	return iam.Conditions{
 		SourceIP:        clientAddr(r),
 		SecureTransport: r.TLS != nil,
 		UserAgent:       r.UserAgent(),
 		Referer:         r.Referer(),
+		ContentSHA256:   sigv4.PayloadUnsigned.String(),
 	}
 }
 

@@ -294,7 +294,8 @@ func (h *Handler) signingKey(r *http.Request, s *session, tls bool, v objectView
 // be allowed: the request's conditions as S3 would see them from an
 // unknown client (no source address, query-string SigV4).
 func (h *Handler) authorizeKey(r *http.Request, s *session, q objectRequest, tls bool) error {
-	c := iam.Conditions{SecureTransport: tls, AuthType: "REST-QUERY-STRING", SignatureVersion: "AWS4-HMAC-SHA256"}
+	c := iam.Conditions{SecureTransport: tls, AuthType: "REST-QUERY-STRING", SignatureVersion: "AWS4-HMAC-SHA256",
+		ContentSHA256: sigv4.PayloadUnsigned.String()}
 	c.ExistingObjectTags = h.objectTags(r, q)
 	rq := iam.Request{Principal: s.principal, Action: q.action, Bucket: q.bucket, Key: q.key, Cond: c, ACL: h.aclGrants(r, s, q)}
 	return h.iam.Authorize(r.Context(), rq)

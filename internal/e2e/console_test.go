@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -188,12 +189,39 @@ func TestConsoleBrowser(t *testing.T) {
 	}
 	b.do("alice signs out", chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login")))
 
-	// Ten failed sign-ins from this address lock it out: the right
-	// password then gets 429.
+	// Strangers (a client without the browser's cookies) fail as alice
+	// from this address until the address and the name are locked: the
+	// browser, which signed in as alice before and shows its device
+	// cookie, still signs in.
 	for ; failures < 10; failures++ {
-		b.signIn("alice", fmt.Sprintf("guess-%d", failures))
+		form := url.Values{"username": {"alice"}, "password": {fmt.Sprintf("guess-%d", failures)}}
+		rq, err := http.NewRequestWithContext(ctx, http.MethodPost, b.base+"/login", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rq.Header.Set("Origin", b.base)
+		resp, err := newHTTPClient().Do(rq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("stranger's failure %d: status %d, want 401", failures+1, resp.StatusCode)
+		}
+	}
+	b.signIn("alice", "alice-password")
+	if b.text("#user") != "alice" {
+		t.Fatalf("alice's own browser was locked out by strangers' failures: status %d, %q", b.status(), b.text("#error"))
+	}
+	b.do("alice signs out again", chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login")))
+
+	// Its own ten failures lock the browser's device too: then it counts
+	// as a stranger, and the right password gets 429.
+	for i := range 10 {
+		b.signIn("alice", fmt.Sprintf("browser-guess-%d", i))
 		if st := b.status(); st != http.StatusUnauthorized {
-			t.Fatalf("failure %d: status %d, want 401", failures+1, st)
+			t.Fatalf("the browser's failure %d: status %d, want 401", i+1, st)
 		}
 	}
 	b.signIn("alice", "alice-password")

@@ -161,6 +161,10 @@ type Conditions struct {
 	// CopySource is a copy's source as bucket/key, decoded
 	// (s3:x-amz-copy-source); "" for none.
 	CopySource string
+	// ContentSHA256 is how the payload was verified
+	// (s3:x-amz-content-sha256: a hex SHA-256 or a keyword such as
+	// UNSIGNED-PAYLOAD); "" for none.
+	ContentSHA256 string
 }
 
 // Store keeps the IAM state and bucket policies durably. The server
@@ -703,6 +707,7 @@ func (m *IAM) context(rq *Request) policy.Context {
 		RequestObjectTags:  rq.Cond.RequestObjectTags,
 		Header:             rq.Cond.Header,
 		CopySource:         rq.Cond.CopySource,
+		ContentSHA256:      rq.Cond.ContentSHA256,
 	}
 	if rq.Principal.Anonymous {
 		c.Username = ""

@@ -374,9 +374,13 @@ func (c *Conditions) SetCondition(name, value string) error {
 		if !ok {
 			return fmt.Errorf("%w: condition key %q cannot be simulated; known keys: %s", ErrInvalid, name, strings.Join(ConditionKeys, ", "))
 		}
-		if h == "X-Amz-Copy-Source" {
+		switch h {
+		case "X-Amz-Copy-Source":
 			c.CopySource = value
-			break
+			return nil
+		case "X-Amz-Content-Sha256":
+			c.ContentSHA256 = value
+			return nil
 		}
 		if c.Header == nil {
 			c.Header = map[string][]string{}

@@ -67,8 +67,9 @@
 // s3:x-amz-grant-write, s3:x-amz-grant-read-acp, s3:x-amz-grant-write-acp,
 // s3:x-amz-grant-full-control, s3:x-amz-copy-source (bucket/key, decoded,
 // as AWS writes it), s3:x-amz-metadata-directive, s3:x-amz-storage-class,
-// s3:x-amz-content-sha256, s3:x-amz-server-side-encryption, s3:if-match
-// and s3:if-none-match.
+// s3:x-amz-server-side-encryption, s3:if-match and s3:if-none-match; and
+// s3:x-amz-content-sha256, Context.ContentSHA256: how the payload was
+// verified, as the signature check decided, not a header line as sent.
 // An operator must suit the key's type (string operators also apply to
 // aws:SecureTransport and s3:max-keys); values are checked when parsing:
 // CIDR blocks or addresses, decimal numbers, W3C ISO 8601 dates

@@ -101,6 +101,12 @@ type Context struct {
 	// decoded, without a leading slash or version ID, as AWS's examples
 	// write it ("amzn-s3-demo-bucket/public/*"); "" → absent.
 	CopySource string
+	// ContentSHA256 is s3:x-amz-content-sha256: how the request's payload
+	// was verified, the hex SHA-256 it was checked against or the
+	// x-amz-content-sha256 keyword of its mode (UNSIGNED-PAYLOAD,
+	// STREAMING-…), as the signature check decided it, not as a header
+	// line says it; "" → absent.
+	ContentSHA256 string
 
 	// spent is the matching work done for this context so far, and
 	// costly records that it reached matchBudget.
@@ -196,6 +202,9 @@ func (c *Context) str(k condKey) (string, bool) {
 	}
 	if k == keyCopySource {
 		return c.CopySource, c.CopySource != ""
+	}
+	if k == keyContentSHA256 {
+		return c.ContentSHA256, c.ContentSHA256 != ""
 	}
 	if h, ok := requestHeaders[k]; ok {
 		// Every line of a repeated header, as one comma-separated value

@@ -55,7 +55,7 @@ func (h *Handler) authorize(r *http.Request, rq *request, action iam.Action, buc
 	if rq.principal.Root {
 		return h.authorizeTarget(r, rq, action, target{bucket: bucket, key: key}, nil)
 	}
-	return h.authorizeTarget(r, rq, action, target{bucket: bucket, key: key, versionID: requestVersion(r, rq, bucket, key)}, r.Header)
+	return h.authorizeTarget(r, rq, action, target{bucket: bucket, key: key, versionID: requestVersion(rq, bucket, key)}, r.Header)
 }
 
 // target is what an authorization is about: a bucket, or an object of it
@@ -69,22 +69,28 @@ type target struct {
 }
 
 // requestVersion returns the version of bucket/key the request names: its
-// versionId for its own object, the version in x-amz-copy-source for a
-// copy's source, else "".
-func requestVersion(r *http.Request, rq *request, bucket, key string) string {
-	if key == "" {
+// versionId for its own object, if its operation acts on a version it
+// names (op.versionAction), else "" (the current version). A copy's
+// source is authorized by authorizeSource, with the version of
+// x-amz-copy-source: a source that is the destination's own key must not
+// be checked against the destination's query, which a copy ignores.
+func requestVersion(rq *request, bucket, key string) string {
+	if key == "" || bucket != rq.bucket || key != rq.key || rq.op.versionAction == "" {
 		return ""
 	}
-	if bucket == rq.bucket && key == rq.key {
-		vid, _ := parseVersionID(rq.query)
-		return vid
+	vid, _ := parseVersionID(rq.query)
+	return vid
+}
+
+// authorizeSource asks iam whether the request's principal may read the
+// copy source src (the version it names), as CopyObject and
+// UploadPartCopy must besides writing their destination.
+func (h *Handler) authorizeSource(r *http.Request, rq *request, src copySource) error {
+	t := target{bucket: src.bucket, key: src.key, versionID: src.versionID}
+	if rq.principal.Root {
+		return h.authorizeTarget(r, rq, src.srcAction(), t, nil)
 	}
-	if v := r.Header.Get("X-Amz-Copy-Source"); v != "" {
-		if src, err := parseCopySource(v); err == nil && src.bucket == bucket && src.key == key {
-			return src.versionID
-		}
-	}
-	return ""
+	return h.authorizeTarget(r, rq, src.srcAction(), t, r.Header)
 }
 
 // authorizeTarget is authorize with the target and the request headers
@@ -190,6 +196,7 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 			c.CopySource = src.bucket + "/" + src.key
 		}
 	}
+	c.ContentSHA256 = payloadCondition(rq.auth)
 	if rq.auth != nil && !rq.auth.Anonymous {
 		c.AuthType, c.SignatureVersion = "REST-HEADER", "AWS4-HMAC-SHA256"
 		if rq.op.form {
@@ -228,6 +235,25 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 		}
 	}
 	return c
+}
+
+// payloadCondition returns s3:x-amz-content-sha256 for a request
+// authenticated as res: how its payload is verified, as the signature
+// check decided — the SHA-256 it must have, or the keyword of its mode
+// (UNSIGNED-PAYLOAD for a presigned URL without the header, STREAMING-…)
+// — never a header line as sent, which a second line or its absence
+// would change. A body that nothing verifies (anonymous, SigV2, a POST
+// form's file) is UNSIGNED-PAYLOAD. "" (absent) without a Result.
+func payloadCondition(res *sigv4.Result) string {
+	switch {
+	case res == nil:
+		return ""
+	case res.Anonymous || res.V2:
+		return sigv4.PayloadUnsigned.String()
+	case res.Payload == sigv4.PayloadSigned:
+		return res.ContentSHA256
+	}
+	return res.Payload.String()
 }
 
 // prepareBody checks the declared length of a body the op reads and wraps

@@ -109,7 +109,7 @@ func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, rq *request
 		return err
 	}
 	src := copySource{bucket: in.SrcBucket, key: in.SrcKey, versionID: in.SrcVersionID}
-	if err := h.authorize(r, rq, src.srcAction(), src.bucket, src.key); err != nil {
+	if err := h.authorizeSource(r, rq, src); err != nil {
 		return err
 	}
 	if err := h.authorizeRequestTags(r, rq, in.Tags); err != nil {

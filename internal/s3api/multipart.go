@@ -140,7 +140,7 @@ func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, rq *req
 	if err != nil {
 		return err
 	}
-	if err := h.authorize(r, rq, src.srcAction(), src.bucket, src.key); err != nil {
+	if err := h.authorizeSource(r, rq, src); err != nil {
 		return err
 	}
 	in := objects.PartCopyInput{

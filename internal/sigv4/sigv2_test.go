@@ -576,6 +576,24 @@ func TestV2Tampering(t *testing.T) {
 	asKey.Header = p.Header.Clone()
 	_, err = v.Verify(serverSide(t, asKey))
 	wantCode(t, err, s3err.SignatureDoesNotMatch)
+
+	// The part upload's two sub-resources sent as one value of the first
+	// (a PutObject of the whole object) sign the same; refused, by
+	// header and by query string.
+	joined := newRequest(t, http.MethodPut, "http://s3.test:6790/b/k?partNumber=1%26uploadId%3DU", []byte("x"))
+	joined.Header = p.Header.Clone()
+	_, err = v.Verify(serverSide(t, joined))
+	wantCode(t, err, s3err.InvalidRequest)
+	u, err := SignV2Query(http.MethodPut, "http://s3.test:6790/b/k?partNumber=1&uploadId=U", testCred, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(serverSide(t, newRequest(t, http.MethodPut, u, []byte("x")))); err != nil {
+		t.Fatalf("the presigned part upload: %v", err)
+	}
+	forged := strings.Replace(u, "partNumber=1&uploadId=U", "partNumber=1%26uploadId%3DU", 1)
+	_, err = v.Verify(serverSide(t, newRequest(t, http.MethodPut, forged, []byte("x"))))
+	wantCode(t, err, s3err.InvalidRequest)
 }
 
 func TestV2SubResourcesSorted(t *testing.T) {

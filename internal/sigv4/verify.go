@@ -178,6 +178,12 @@ type Result struct {
 // be rejected, and another error (wrapped from the Keyring) for an internal
 // failure. The caller must read the body through Result.Body.
 func (v *Verifier) Verify(r *http.Request) (*Result, error) {
+	if len(r.Header["X-Amz-Content-Sha256"]) > 1 {
+		// Which line says how the body is verified? SignedHeaders need
+		// not name it (the canonical request's last line carries it).
+		return nil, s3err.Newf(s3err.InvalidArgument, "", "x-amz-content-sha256 must be given once").
+			With("ArgumentName", "x-amz-content-sha256")
+	}
 	authz := r.Header["Authorization"]
 	hasHeader := len(authz) > 0
 	q := scanAuthQuery(r.URL.RawQuery)
