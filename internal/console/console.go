@@ -17,10 +17,10 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/httprec"
 	"github.com/coffer-s3/coffer/internal/iam"
-	"github.com/coffer-s3/coffer/internal/sigv4"
 	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/procs"
 	"github.com/coffer-s3/coffer/internal/s3err"
+	"github.com/coffer-s3/coffer/internal/sigv4"
 )
 
 // web holds the templates and static assets, embedded so that go build
