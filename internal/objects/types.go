@@ -67,6 +67,30 @@ type ReadConditions struct {
 	IfNoneMatch       string
 	IfModifiedSince   time.Time
 	IfUnmodifiedSince time.Time
+	// IfRange is If-Range, nil for none: GetOptions.Range is served only
+	// if it names the object as it is, else the whole object is.
+	IfRange *RangeValidator
+}
+
+// RangeValidator is the validator of an If-Range (RFC 9110 section
+// 13.1.5): an entity tag (ETag, unquoted) or an HTTP date (Modified). A
+// validator that can never hold — a weak entity tag, anything that parses
+// as neither — has neither.
+type RangeValidator struct {
+	ETag     string
+	Modified time.Time
+}
+
+// holds reports whether v names an object with the given ETag and
+// modification time: the same ETag (strong comparison), or the
+// modification time to the second. A client resuming a download sends the
+// validator of what it has; if the object changed since, it must get the
+// whole new object, not the new object's tail after the old one's head.
+func (v *RangeValidator) holds(etag string, modified time.Time) bool {
+	if v.ETag != "" {
+		return v.ETag == etag
+	}
+	return !v.Modified.IsZero() && v.Modified.Equal(modified.Truncate(time.Second))
 }
 
 // WriteConditions are the conditional-write preconditions of PutObject,
@@ -79,7 +103,8 @@ type WriteConditions struct {
 }
 
 // Range is a parsed, unresolved HTTP byte range: bytes=Start-End,
-// bytes=Start- (End < 0) or bytes=-Suffix (Suffix > 0, Start < 0).
+// bytes=Start- (End < 0) or bytes=-Suffix (Start < 0; Suffix 0 is never
+// satisfiable).
 type Range struct {
 	Start, End int64 // End inclusive; End < 0 means open-ended
 	Suffix     int64 // > 0 for a suffix range

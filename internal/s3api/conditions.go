@@ -11,7 +11,7 @@ import (
 
 // parseReadConditions returns the If-Match, If-None-Match,
 // If-Modified-Since and If-Unmodified-Since preconditions of a GET or
-// HEAD. Dates are HTTP dates in any of the three formats RFC 9110 allows; a
+// HEAD, and its If-Range. Dates are HTTP dates in any of the three formats RFC 9110 allows; a
 // date that does not parse is ignored, as S3 ignores it.
 func parseReadConditions(h http.Header) objects.ReadConditions {
 	return objects.ReadConditions{
@@ -19,7 +19,23 @@ func parseReadConditions(h http.Header) objects.ReadConditions {
 		IfNoneMatch:       etagList(h, "If-None-Match"),
 		IfModifiedSince:   parseHTTPDate(h.Get("If-Modified-Since")),
 		IfUnmodifiedSince: parseHTTPDate(h.Get("If-Unmodified-Since")),
+		IfRange:           parseIfRange(h.Get("If-Range")),
 	}
+}
+
+// parseIfRange parses If-Range: a quoted entity tag, or an HTTP date. A
+// weak entity tag, or a value that is neither, is a validator that never
+// holds (the Range is not served), as RFC 9110 section 13.1.5 asks of a
+// validator that does not match.
+func parseIfRange(v string) *objects.RangeValidator {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return nil
+	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
+		return &objects.RangeValidator{ETag: v[1 : len(v)-1]}
+	}
+	return &objects.RangeValidator{Modified: parseHTTPDate(v)}
 }
 
 // parseCopySourceConditions returns the x-amz-copy-source-if-*

@@ -392,11 +392,7 @@ func parseGetObject(h http.Header, q url.Values) (objects.GetOptions, error) {
 	if err != nil {
 		return objects.GetOptions{}, err
 	}
-	rng, err := parseRange(h.Get("Range"))
-	if err != nil {
-		return objects.GetOptions{}, err
-	}
-	opt := objects.GetOptions{VersionID: vid, Range: rng, Cond: parseReadConditions(h)}
+	opt := objects.GetOptions{VersionID: vid, Range: parseRange(h.Get("Range")), Cond: parseReadConditions(h)}
 	if s, ok := q["partNumber"]; ok {
 		v := ""
 		if len(s) > 0 {

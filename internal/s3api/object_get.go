@@ -21,7 +21,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	obj, err := h.objects.GetObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r, w, rq, err)
+		return h.readFailed(r, w, rq, obj, err)
 	}
 	defer obj.Body.Close()
 	status := setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides)
@@ -45,7 +45,7 @@ func (h *Handler) headObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	obj, err := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r, w, rq, err)
+		return h.readFailed(r, w, rq, obj, err)
 	}
 	if obj.Body != nil {
 		obj.Body.Close()
@@ -77,13 +77,12 @@ func checksumMode(h http.Header) bool {
 	return strings.EqualFold(h.Get("X-Amz-Checksum-Mode"), "ENABLED")
 }
 
-// readFailed returns err after, for NotModified, setting the validators a
-// 304 carries (RFC 9110 §15.4.5); a NoSuchKey becomes AccessDenied for a
-// caller without s3:ListBucket, as in S3. The service reports the failed
-// precondition without the object, so it is looked up once more; if that
-// fails, the 304 goes without them.
-func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request, err error) error {
-	ctx := r.Context()
+// readFailed returns err after, for NotModified, setting the headers a
+// 304 carries (RFC 9110 §15.4.5: the validators, Cache-Control and
+// Expires) from obj, the object the service checked the precondition
+// against; a NoSuchKey becomes AccessDenied for a caller without
+// s3:ListBucket, as in S3.
+func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request, obj *objects.Object, err error) error {
 	if s3err.Is(err, s3err.NoSuchKey) && !rq.principal.Root {
 		// S3 tells a caller that may read the key but not list the
 		// bucket 403, not whether the key exists.
@@ -91,14 +90,11 @@ func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request
 			return aerr
 		}
 	}
-	if !s3err.Is(err, s3err.NotModified) {
+	if !s3err.Is(err, s3err.NotModified) || obj == nil {
 		return err
 	}
-	vid, _ := parseVersionID(rq.query)
-	obj, herr := h.objects.HeadObject(ctx, rq.bucket, rq.key, objects.GetOptions{VersionID: vid})
-	if herr != nil {
-		return err
-	}
+	// The version the precondition was checked against (not another
+	// lookup, which a concurrent write could answer with a newer one).
 	if obj.Body != nil {
 		obj.Body.Close()
 	}
@@ -108,6 +104,8 @@ func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request
 	if obj.Info.VersionID != "" {
 		hdr["x-amz-version-id"] = []string{obj.Info.VersionID}
 	}
+	setIf(hdr, "Cache-Control", obj.Info.Meta.CacheControl)
+	setIf(hdr, "Expires", obj.Info.Meta.Expires)
 	return err
 }
 

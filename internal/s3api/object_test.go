@@ -81,8 +81,11 @@ func TestPutGetObject(t *testing.T) {
 		}
 		goldenError(t, hs.do(call{method: "GET", path: "/bkt/dir/hello.txt", header: header("Range", "bytes=12-")}),
 			"GetObject_InvalidRange", http.StatusRequestedRangeNotSatisfiable, s3err.InvalidRange)
-		hs.do(call{method: "GET", path: "/bkt/dir/hello.txt", header: header("Range", "bytes=-0")}).
-			want(t, http.StatusRequestedRangeNotSatisfiable, s3err.InvalidRange)
+		rp := hs.do(call{method: "GET", path: "/bkt/dir/hello.txt", header: header("Range", "bytes=-0")})
+		rp.want(t, http.StatusRequestedRangeNotSatisfiable, s3err.InvalidRange)
+		if cr := rp.header.Get("Content-Range"); cr != "bytes */12" || !strings.Contains(string(rp.body), "<ActualObjectSize>12</ActualObjectSize>") {
+			t.Errorf("bytes=-0: Content-Range %q, body %s; want bytes */12 and the object's size", cr, rp.body)
+		}
 	})
 	t.Run("conditions", func(t *testing.T) {
 		rp := hs.do(call{method: "GET", path: "/bkt/dir/hello.txt", header: header("If-None-Match", etagOf(body))})

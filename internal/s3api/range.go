@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/coffer-s3/coffer/internal/objects"
-	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // parseRange parses a GetObject Range header into an unresolved range.
@@ -14,41 +13,39 @@ import (
 // and the whole object is served with 200, as S3 and RFC 9110 §14.2 do; in
 // that case parseRange returns nil, nil. Numbers too large for an int64
 // saturate, so that the service finds them unsatisfiable (416) or
-// open-ended. The only error is InvalidRange for the empty suffix
-// "bytes=-0", which no object can satisfy.
+// open-ended; so does it the empty suffix "bytes=-0", which no object can
+// satisfy (its 416 names the object's size).
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html#API_GetObject_RequestSyntax
-func parseRange(hdr string) (*objects.Range, error) {
+func parseRange(hdr string) *objects.Range {
 	unit, spec, ok := strings.Cut(strings.TrimSpace(hdr), "=")
 	if !ok || !strings.EqualFold(strings.TrimSpace(unit), "bytes") || strings.Contains(spec, ",") {
-		return nil, nil
+		return nil
 	}
 	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 	if first == "" {
 		n, ok := parseDigits(last)
 		switch {
 		case !ok:
-			return nil, nil
-		case n == 0:
-			return nil, s3err.New(s3err.InvalidRange, "")
+			return nil
 		}
-		return &objects.Range{Start: -1, End: -1, Suffix: n}, nil
+		return &objects.Range{Start: -1, End: -1, Suffix: n} // n may be 0
 	}
 	start, ok := parseDigits(first)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	if last == "" {
-		return &objects.Range{Start: start, End: -1}, nil
+		return &objects.Range{Start: start, End: -1}
 	}
 	end, ok := parseDigits(last)
 	if !ok || end < start {
-		return nil, nil
+		return nil
 	}
-	return &objects.Range{Start: start, End: end}, nil
+	return &objects.Range{Start: start, End: end}
 }
 
 // parseDigits parses a non-empty string of ASCII digits, saturating at

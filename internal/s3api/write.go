@@ -44,9 +44,10 @@ func writeXML(w http.ResponseWriter, status int, v any) error {
 var keptOnError = append([]string{"x-amz-request-id", "x-amz-id-2", "Server", "Retry-After"}, cors.ResponseHeaders[:]...)
 
 // keptOnNotModified are the headers a 304 keeps besides keptOnError: RFC
-// 9110 §15.4.5 wants the validators a 200 would have sent. A read-only
-// lookup table.
-var keptOnNotModified = [...]string{"ETag", "Last-Modified", "x-amz-version-id"}
+// 9110 §15.4.5 wants the validators, Cache-Control and Expires a 200
+// would have sent (a cache refreshes its copy's freshness from them). A
+// read-only lookup table.
+var keptOnNotModified = [...]string{"ETag", "Last-Modified", "x-amz-version-id", "Cache-Control", "Expires"}
 
 // writeError is the only place that writes error responses. An
 // *s3err.Error in err's chain gives the code, status and message (from
