@@ -47,11 +47,25 @@ var ErrUnclaimedBlocks = errors.New("holds blocks but no claim")
 // Owner is the content of a claim: the metadata store that claims a Store,
 // and, for the operator who finds it, when and by which Coffer.
 type Owner struct {
-	StoreID string    `json:"store_id"`       // the metadata store's ID (meta.DB.StoreID)
-	Claimed time.Time `json:"claimed"`        // when the claim was written
+	StoreID string `json:"store_id"` // the metadata store's ID (meta.DB.StoreID)
+	// Claimed is when the claim was first written. Kept as written (a
+	// claim deleted and written again keeps it), it names the Store among
+	// others that one metadata store could be given (Identity).
+	Claimed time.Time `json:"claimed"`
 	Version string    `json:"coffer_version"` // the version of the Coffer that wrote it
 	// Note says what the claim is for, to whoever finds it.
 	Note string `json:"note,omitempty"`
+}
+
+// Identity names the Store that holds o as its claim, among every Store
+// that was ever claimed for o.StoreID: the metadata store's ID and the
+// time the claim was first written, to the nanosecond. The nodes of one
+// cluster find one claim in their one Store, and so one identity; a node
+// given a Store of its own (its own blob directory, another prefix)
+// writes another claim, with another time. A Store's blocks copied
+// elsewhere with their claim keep it.
+func (o Owner) Identity() string {
+	return o.StoreID + " " + o.Claimed.UTC().Format(time.RFC3339Nano)
 }
 
 // ClaimNote is Owner.Note of the claims Stores write.
@@ -214,7 +228,10 @@ func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local
 	if got.StoreID != want.StoreID {
 		return got, false, cio.ClaimedError(got, want, local)
 	}
-	c.claimed.Store(&claimed{want, local})
+	// Remember the claim as it is, not as this call would have written
+	// it: Check writes back a claim deleted meanwhile, and the claim's
+	// time of writing is what names the Store (Owner.Claimed).
+	c.claimed.Store(&claimed{got, local})
 	return got, wrote, nil
 }
 

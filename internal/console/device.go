@@ -42,10 +42,13 @@ const (
 	// cookie). Every sign-in renews it.
 	deviceLifetime = 400 * 24 * time.Hour
 	// maxDeviceTags bounds the device cookies of one request whose tag
-	// is checked: those for the name signed in as. Others (a page on
-	// another port of this host, or a sibling host, can set any number at
-	// other paths, which browsers send first) cost a decode each.
-	maxDeviceTags = 8
+	// is checked (an HMAC each, about a microsecond): those for the name
+	// signed in as, from the last, where browsers put the Path=/ cookie
+	// the console set (longer paths first). A page on another port of
+	// this host, or a sibling host, can set any number at other paths,
+	// with payloads anyone can make, but no more than the request's
+	// headers hold (64 KiB): a bound above that many hides nothing.
+	maxDeviceTags = 1024
 )
 
 // deviceCookieName is the device cookie's name, with the __Host- prefix
@@ -100,9 +103,10 @@ func (h *Handler) device(r *http.Request, name string) string {
 	if !ok {
 		return ""
 	}
+	cs := r.CookiesNamed(h.deviceCookieName(r))
 	tags := 0
-	for _, c := range r.CookiesNamed(h.deviceCookieName(r)) {
-		payload, tag, ok := h.parseDevice(c.Value, name)
+	for i := len(cs) - 1; i >= 0; i-- {
+		payload, tag, ok := h.parseDevice(cs[i].Value, name)
 		if !ok {
 			continue
 		}

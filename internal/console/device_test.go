@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/s3err"
 )
 
 // signInFrom posts a sign-in from addr with the given Cookie header ("" for
@@ -264,9 +265,10 @@ func TestDeviceCookieAmongStrays(t *testing.T) {
 	for i := range 40 {
 		strays = append(strays, fmt.Sprintf("%s=junk%d", deviceCookie, i))
 	}
-	// Strays for alice with bad tags cost a tag check each, up to a bound.
+	// Strays for alice with bad tags (anyone can make the payload) cost a
+	// tag check each; they come first, as cookies at longer paths do.
 	payload, _, _ := strings.Cut(dev, ".")
-	for range maxDeviceTags - 1 {
+	for range 100 {
 		strays = append(strays, deviceCookie+"="+payload+".AAAA")
 	}
 	for i := range DefaultLoginFailures {
@@ -336,4 +338,33 @@ func makeDevice(t *testing.T, h *Handler, name string) string {
 	}
 	t.Fatal("setDevice set no cookie")
 	return ""
+}
+
+// TestConsoleConditionsUnsignedPayload: nothing signs a console
+// request's body, so policies see s3:x-amz-content-sha256 as
+// UNSIGNED-PAYLOAD, for the console's own requests and for share links
+// (presigned GETs).
+func TestConsoleConditionsUnsignedPayload(t *testing.T) {
+	t.Parallel()
+	if got := conditions(httptest.NewRequest("POST", testOrigin+"/upload", nil)).ContentSHA256; got != "UNSIGNED-PAYLOAD" {
+		t.Errorf("console request: s3:x-amz-content-sha256 = %q, want UNSIGNED-PAYLOAD", got)
+	}
+	f := newFixture(t, Config{}, 1)
+	f.user(t, "alice", "alice-password")
+	const pol = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:*","Resource":"*"},
+  {"Effect":"Deny","Action":"s3:*","Resource":"*","Condition":{"StringEquals":{"s3:x-amz-content-sha256":"UNSIGNED-PAYLOAD"}}}]}`
+	if err := f.iam.PutPolicy(t.Context(), "signed-only", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.iam.AttachPolicy(t.Context(), "signed-only", iam.Target{User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := f.iam.SignInName("alice")
+	p.Session = true // as a console session's
+	s := &session{principal: p}
+	err := f.h.authorizeKey(httptest.NewRequest("POST", testOrigin+"/share", nil), s, objectRequest{action: iam.GetObject, bucket: "b", key: "k"}, false)
+	if !s3err.Is(err, s3err.AccessDenied) {
+		t.Errorf("a share link of a user whose policy denies unsigned payloads: %v, want AccessDenied", err)
+	}
 }

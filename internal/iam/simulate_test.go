@@ -231,7 +231,7 @@ func TestSetCondition(t *testing.T) {
 	for _, kv := range [][2]string{
 		{"aws:SourceIp", "10.0.0.1"}, {"AWS:SECURETRANSPORT", "true"}, {"s3:prefix", "home/"}, {"s3:max-keys", "10"},
 		{"s3:ExistingObjectTag/team", "red"}, {"s3:RequestObjectTag/env", "prod"}, {"aws:UserAgent", "curl/8"},
-		{"s3:x-amz-acl", "private"}, {"S3:X-Amz-Copy-Source", "src/a"},
+		{"s3:x-amz-acl", "private"}, {"S3:X-Amz-Copy-Source", "src/a"}, {"s3:x-amz-content-sha256", "UNSIGNED-PAYLOAD"},
 	} {
 		if err := c.SetCondition(kv[0], kv[1]); err != nil {
 			t.Fatalf("SetCondition(%s, %s): %v", kv[0], kv[1], err)
@@ -239,7 +239,8 @@ func TestSetCondition(t *testing.T) {
 	}
 	if c.SourceIP != netip.MustParseAddr("10.0.0.1") || !c.SecureTransport || *c.Prefix != "home/" || *c.MaxKeys != "10" ||
 		c.ExistingObjectTags()["team"] != "red" || c.RequestObjectTags["env"] != "prod" || c.UserAgent != "curl/8" ||
-		c.Header["X-Amz-Acl"][0] != "private" || c.CopySource != "src/a" || c.Header["If-Match"] != nil {
+		c.Header["X-Amz-Acl"][0] != "private" || c.CopySource != "src/a" || c.Header["If-Match"] != nil ||
+		c.ContentSHA256 != "UNSIGNED-PAYLOAD" || c.Header["X-Amz-Content-Sha256"] != nil {
 		t.Errorf("conditions = %+v", c)
 	}
 	for _, kv := range [][2]string{{"aws:SourceIp", "nope"}, {"aws:SecureTransport", "maybe"}, {"s3:max-keys", "-1"}, {"aws:username", "x"}, {"s3:ExistingObjectTag/", "x"}} {

@@ -93,3 +93,44 @@ func (db *DB) StoreID() string { return db.storeID }
 // or not opened since the upgrade), so a claim naming another ID may be
 // its own from before.
 func (db *DB) StoreIDNew() bool { return db.storeIDNew }
+
+// blockStoreKey holds the identity of the block store whose blocks the
+// metadata store references (blob.Owner.Identity), recorded by the first
+// server to claim one for it (RecordBlockStore). It lives in table 'a'
+// with the store ID: a migration does not copy it (the target's blocks
+// are in the store its own claim names).
+var blockStoreKey = []byte{tableStoreID, 0, 'b', 'l', 'o', 'c', 'k', 's'}
+
+// maxBlockStoreIdentity bounds an identity: a store ID and a time.
+const maxBlockStoreIdentity = 256
+
+// RecordBlockStore records identity as the block store of this metadata
+// store if none is recorded yet, and returns the one recorded (identity
+// itself, or the one recorded before). Every node of a cluster must keep
+// its blocks in one store: a node given another (its own blob directory,
+// another prefix) would acknowledge objects whose blocks no other node
+// can read. The server refuses to start on a block store other than the
+// recorded one. Under the store ID's lock, so that of nodes starting at
+// once the first records and the others compare.
+func (db *DB) RecordBlockStore(ctx context.Context, identity string) (string, error) {
+	if identity == "" || len(identity) > maxBlockStoreIdentity {
+		return "", fmt.Errorf("meta: block store identity of %d bytes", len(identity))
+	}
+	tx := db.kv.begin(ctx)
+	defer tx.end()
+	tx.lockKey("", "store id")
+	v, err := tx.get(blockStoreKey, nil)
+	switch {
+	case err == nil:
+		return string(v), nil
+	case !errors.Is(err, ErrNotFound):
+		return "", fmt.Errorf("meta: read the block store's identity: %w", err)
+	}
+	b := tx.newBatch()
+	defer b.close()
+	b.set(blockStoreKey, []byte(identity))
+	if err := b.commit(true); err != nil {
+		return "", fmt.Errorf("meta: record the block store's identity: %w", err)
+	}
+	return identity, nil
+}

@@ -81,7 +81,7 @@ func (s *Service) openOnce(ctx context.Context, bucket, key string, o openOption
 		}
 		return nil, false, err
 	}
-	if o.get.Range != nil && o.get.Cond.IfRange != nil && !o.get.Cond.IfRange.holds(rec.ETag, rec.Modified) {
+	if o.get.Range != nil && o.get.Cond.IfRange != nil && !o.get.Cond.IfRange.holds(rec.ETag) {
 		o.get.Range = nil // changed since the client's copy: all of it
 	}
 	sp, err := s.span(&rec, o, res)

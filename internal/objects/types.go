@@ -73,24 +73,23 @@ type ReadConditions struct {
 }
 
 // RangeValidator is the validator of an If-Range (RFC 9110 section
-// 13.1.5): an entity tag (ETag, unquoted) or an HTTP date (Modified). A
-// validator that can never hold — a weak entity tag, anything that parses
-// as neither — has neither.
+// 13.1.5): an entity tag, unquoted. A validator that can never hold — a
+// weak entity tag, an HTTP date, anything else — is the zero value.
+//
+// A date is never honoured: Last-Modified has whole seconds, and an
+// object overwritten within the second of the one a client holds has the
+// same one, so the date would join the old object's head to the new
+// one's tail — what If-Range is for preventing (RFC 9110 section 8.8.2.2
+// calls such a date weak). The client gets the whole object instead.
 type RangeValidator struct {
-	ETag     string
-	Modified time.Time
+	ETag string
 }
 
-// holds reports whether v names an object with the given ETag and
-// modification time: the same ETag (strong comparison), or the
-// modification time to the second. A client resuming a download sends the
-// validator of what it has; if the object changed since, it must get the
-// whole new object, not the new object's tail after the old one's head.
-func (v *RangeValidator) holds(etag string, modified time.Time) bool {
-	if v.ETag != "" {
-		return v.ETag == etag
-	}
-	return !v.Modified.IsZero() && v.Modified.Equal(modified.Truncate(time.Second))
+// holds reports whether v names an object with the given ETag (strong
+// comparison). A client resuming a download sends the validator of what
+// it has; if the object changed since, it must get the whole new object.
+func (v *RangeValidator) holds(etag string) bool {
+	return v.ETag != "" && v.ETag == etag
 }
 
 // WriteConditions are the conditional-write preconditions of PutObject,

@@ -175,11 +175,12 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   read, the part's (with the object's ` + "`x-amz-checksum-type`" + `) for a
   ` + "`partNumber`" + ` read of an object uploaded in parts with a checksum, none
   for a byte range. With ` + "`If-Range`" + ` (RFC 9110), the range is served only
-  if the validator names the object as it is — its ETag, compared strongly,
-  or its Last-Modified to the second — and the whole object otherwise, so a
-  resumed download of an object overwritten meanwhile starts over. A 304
-  carries the ETag, Last-Modified, version ID, Cache-Control and Expires a
-  200 would.
+  if the validator is the object's ETag (compared strongly), and the whole
+  object otherwise, so a resumed download of an object overwritten
+  meanwhile starts over; a date is never taken (an object overwritten
+  within the same second has the same Last-Modified). A 304 carries the
+  ETag, Last-Modified, version ID, Cache-Control and Expires a 200 would
+  (the last two as ` + "`response-*`" + ` parameters override them).
 - ` + "`response-*`" + ` query parameters override response headers on signed requests only.
 - PutObject and UploadPart require Content-Length (or
   ` + "`x-amz-decoded-content-length`" + ` with aws-chunked) and accept at most 5 GiB.

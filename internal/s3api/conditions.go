@@ -23,10 +23,10 @@ func parseReadConditions(h http.Header) objects.ReadConditions {
 	}
 }
 
-// parseIfRange parses If-Range: a quoted entity tag, or an HTTP date. A
-// weak entity tag, or a value that is neither, is a validator that never
-// holds (the Range is not served), as RFC 9110 section 13.1.5 asks of a
-// validator that does not match.
+// parseIfRange parses If-Range: a quoted entity tag. A weak entity tag,
+// an HTTP date (see objects.RangeValidator: never honoured) or anything
+// else is a validator that never holds: the Range is not served, as RFC
+// 9110 section 13.1.5 asks of a validator that does not match.
 func parseIfRange(v string) *objects.RangeValidator {
 	v = strings.TrimSpace(v)
 	switch {
@@ -35,7 +35,7 @@ func parseIfRange(v string) *objects.RangeValidator {
 	case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
 		return &objects.RangeValidator{ETag: v[1 : len(v)-1]}
 	}
-	return &objects.RangeValidator{Modified: parseHTTPDate(v)}
+	return &objects.RangeValidator{}
 }
 
 // parseCopySourceConditions returns the x-amz-copy-source-if-*

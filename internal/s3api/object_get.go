@@ -21,7 +21,7 @@ func (h *Handler) getObject(w http.ResponseWriter, r *http.Request, rq *request)
 	}
 	obj, err := h.objects.GetObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r, w, rq, obj, err)
+		return h.readFailed(r, w, rq, obj, overrides, err)
 	}
 	defer obj.Body.Close()
 	status := setObjectHeaders(w.Header(), obj, opt, checksumMode(r.Header), overrides)
@@ -45,7 +45,7 @@ func (h *Handler) headObject(w http.ResponseWriter, r *http.Request, rq *request
 	}
 	obj, err := h.objects.HeadObject(r.Context(), rq.bucket, rq.key, opt)
 	if err != nil {
-		return h.readFailed(r, w, rq, obj, err)
+		return h.readFailed(r, w, rq, obj, overrides, err)
 	}
 	if obj.Body != nil {
 		obj.Body.Close()
@@ -79,10 +79,11 @@ func checksumMode(h http.Header) bool {
 
 // readFailed returns err after, for NotModified, setting the headers a
 // 304 carries (RFC 9110 §15.4.5: the validators, Cache-Control and
-// Expires) from obj, the object the service checked the precondition
-// against; a NoSuchKey becomes AccessDenied for a caller without
-// s3:ListBucket, as in S3.
-func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request, obj *objects.Object, err error) error {
+// Expires, the last two as the request's response-* parameters override
+// them for a 200) from obj, the object the service checked the
+// precondition against; a NoSuchKey becomes AccessDenied for a caller
+// without s3:ListBucket, as in S3.
+func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request, obj *objects.Object, overrides []headerOverride, err error) error {
 	if s3err.Is(err, s3err.NoSuchKey) && !rq.principal.Root {
 		// S3 tells a caller that may read the key but not list the
 		// bucket 403, not whether the key exists.
@@ -106,6 +107,11 @@ func (h *Handler) readFailed(r *http.Request, w http.ResponseWriter, rq *request
 	}
 	setIf(hdr, "Cache-Control", obj.Info.Meta.CacheControl)
 	setIf(hdr, "Expires", obj.Info.Meta.Expires)
+	for _, o := range overrides {
+		if o.header == "Cache-Control" || o.header == "Expires" {
+			hdr.Set(o.header, o.value)
+		}
+	}
 	return err
 }
 

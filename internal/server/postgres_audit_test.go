@@ -169,12 +169,14 @@ func metricValue(t *testing.T, s *Server, name string) float64 {
 // holds no key; a node with the same key starts.
 func TestPostgresMasterKeyCheck(t *testing.T) {
 	url := testPG.Get(t).NewSchema(t)
+	blocks := sharedBlocks(t)
 	node := func(key []byte) config.Config {
 		cfg := testConfig(t)
 		cfg.Root.MasterKey = key
 		cfg.Meta.Kind = config.MetaPostgres
 		cfg.Meta.Postgres.URL = url
 		cfg.Meta.Postgres.MaxConns = 2
+		cfg.Blob = blocks
 		return cfg
 	}
 	key := bytes.Repeat([]byte{0x5a}, iam.MasterKeySize)

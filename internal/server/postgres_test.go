@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 // sees the object the first node stored.
 func TestPostgresNodes(t *testing.T) {
 	url := testPG.Get(t).NewSchema(t)
+	blocks := sharedBlocks(t)
 	var nodes []*Server
 	var cfg config.Config
 	for range 2 {
@@ -53,6 +54,7 @@ func TestPostgresNodes(t *testing.T) {
 		cfg.Meta.Kind = config.MetaPostgres
 		cfg.Meta.Postgres.URL = url
 		cfg.Meta.Postgres.MaxConns = 4
+		cfg.Blob = blocks
 		s, _ := start(t, cfg, testLogger(io.Discard))
 		nodes = append(nodes, s)
 	}
@@ -95,6 +97,8 @@ func TestPostgresNodes(t *testing.T) {
 		{name: "no such bucket on B", node: 1, method: http.MethodHead, path: "/nope", wantStatus: http.StatusNotFound},
 		{name: "put on A", node: 0, method: http.MethodPut, path: "/bkt/k", body: "hello", wantStatus: http.StatusOK},
 		{name: "get on B", node: 1, method: http.MethodGet, path: "/bkt/k", wantStatus: http.StatusOK, wantBody: "hello"},
+		{name: "put blocks on A", node: 0, method: http.MethodPut, path: "/bkt/big", body: strings.Repeat("blocks", 20<<10), wantStatus: http.StatusOK},
+		{name: "get blocks on B", node: 1, method: http.MethodGet, path: "/bkt/big", wantStatus: http.StatusOK, wantBody: strings.Repeat("blocks", 20<<10)},
 		{name: "if-none-match on B", node: 1, method: http.MethodPut, path: "/bkt/k", body: "again",
 			hdr: map[string]string{"If-None-Match": "*"}, wantStatus: http.StatusPreconditionFailed},
 		{name: "list on B", node: 1, method: http.MethodGet, path: "/bkt?list-type=2", wantStatus: http.StatusOK, wantBody: "<Key>k</Key>"},
@@ -118,11 +122,16 @@ func TestPostgresNodes(t *testing.T) {
 }
 
 // pgNodes starts n servers on one new PostgreSQL schema, as n nodes of a
-// cluster, each with a storage path of its own; adjust changes each
+// cluster, each with a storage path of its own and, if there are more
+// than one, one block store for all (sharedBlocks); adjust changes each
 // node's configuration first.
 func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, config.Config) {
 	t.Helper()
 	url := testPG.Get(t).NewSchema(t)
+	var blocks config.Blob
+	if n > 1 {
+		blocks = sharedBlocks(t)
+	}
 	var nodes []*Server
 	var cfg config.Config
 	// Every node of a cluster is given the same master key.
@@ -133,6 +142,9 @@ func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, confi
 		cfg.Meta.Kind = config.MetaPostgres
 		cfg.Meta.Postgres.URL = url
 		cfg.Meta.Postgres.MaxConns = 4
+		if n > 1 {
+			cfg.Blob = blocks
+		}
 		if adjust != nil {
 			adjust(&cfg)
 		}
@@ -140,6 +152,68 @@ func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, confi
 		nodes = append(nodes, s)
 	}
 	return nodes, cfg
+}
+
+// sharedBlocks starts a server to be the upstream of a cluster's nodes
+// and returns the block store configuration that puts their blocks in a
+// bucket of it (gateway mode): every node of a cluster must keep its
+// blocks in one store (TestPostgresNodesOwnBlockStores).
+func sharedBlocks(t *testing.T) config.Blob {
+	t.Helper()
+	cfg := testConfig(t)
+	up, _ := start(t, cfg, testLogger(io.Discard))
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, up, root, cfg.S3.Region, http.MethodPut, "/blocks", nil); st != http.StatusOK {
+		t.Fatalf("create the upstream bucket: %d %s", st, body)
+	}
+	b := config.Default().Blob
+	b.Kind = config.BlobS3
+	b.S3 = config.S3Upstream{Endpoint: "http://" + up.Addr(), Region: cfg.S3.Region, Bucket: "blocks", Prefix: "cluster/",
+		AccessKey: cfg.Root.RootAccessKey, SecretKey: cfg.Root.RootSecretKey, PathStyle: true, Timeout: 30 * time.Second}
+	return b
+}
+
+// TestPostgresNodesOwnBlockStores: a node that shares a metadata store
+// with others but is given a block store of its own — the default blob
+// directory of its storage path instead of the cluster's prefix, or
+// another prefix — refuses to start, naming the store its metadata's
+// blocks are in: it would acknowledge objects whose blocks no other node
+// can read. The store first claimed for the metadata store is recorded
+// in it; a node restarted on it starts again.
+func TestPostgresNodesOwnBlockStores(t *testing.T) {
+	nodes, cfg := pgNodes(t, 2, nil)
+	for _, tc := range []struct {
+		name  string
+		blobs func(*config.Config)
+	}{
+		{"its own blob directory", func(c *config.Config) { c.Blob = config.Default().Blob }},
+		{"another prefix", func(c *config.Config) { c.Blob.S3.Prefix = "cluster-b/" }},
+	} {
+		c := testConfig(t)
+		c.Root = cfg.Root
+		c.Meta = cfg.Meta
+		c.Blob = cfg.Blob
+		tc.blobs(&c)
+		s, err := New(c, testLogger(io.Discard), io.Discard)
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: a node started on a block store of its own", tc.name)
+			continue
+		}
+		var other *otherBlockStoreError
+		if !errors.As(err, &other) || !strings.Contains(err.Error(), "Every node sharing a metadata store must use the same block store") {
+			t.Errorf("%s: New = %v, want the other block store's refusal", tc.name, err)
+		}
+	}
+	// The nodes of the cluster still serve, and another node on the
+	// cluster's store starts.
+	c := testConfig(t)
+	c.Root, c.Meta, c.Blob = cfg.Root, cfg.Meta, cfg.Blob
+	start(t, c, testLogger(io.Discard))
+	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
+	if st, body := signedDo(t, nodes[0], root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
+		t.Fatalf("create bucket through a node of the cluster: %d %s", st, body)
+	}
 }
 
 // signedDo sends a request to s, signed with creds unless they are empty

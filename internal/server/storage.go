@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -144,11 +145,43 @@ func claimBlobs(ctx context.Context, c blob.Claimer, db *meta.DB, what string, l
 		return fmt.Errorf("claim %s: %w", what, err)
 	}
 	local.HasBuckets, local.NewID, local.Blocks = has, db.StoreIDNew(), objects.BlockPrefix
-	_, err = c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()}, local)
+	got, err := c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()}, local)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", what, err)
 	}
+	// Every node of a cluster must keep its blocks in the one store the
+	// others read them from. A node given one of its own (the default
+	// blob directory instead of the shared prefix, a prefix spelt
+	// otherwise) claims it afresh, with a claim of its own, and would
+	// acknowledge objects no other node can read: the first store claimed
+	// for the metadata store is recorded in it, and no other is taken.
+	recorded, err := db.RecordBlockStore(ctx, got.Identity())
+	if err != nil {
+		return fmt.Errorf("claim %s: %w", what, err)
+	}
+	if recorded != got.Identity() {
+		return fmt.Errorf("claim %s: %w", what, &otherBlockStoreError{got: got, recorded: recorded})
+	}
 	return nil
+}
+
+// otherBlockStoreError is claimBlobs' refusal of a block store other than
+// the one the metadata store's blocks are in.
+type otherBlockStoreError struct {
+	got      blob.Owner
+	recorded string // the identity recorded in the metadata store
+}
+
+func (e *otherBlockStoreError) Error() string {
+	id, when, _ := strings.Cut(e.recorded, " ")
+	return "this node's block store is not the one the metadata store keeps its blocks in: " +
+		"its claim (" + blob.ClaimName + ") was written " + e.got.Claimed.UTC().Format(time.RFC3339Nano) +
+		", the metadata store's blocks are in the block store claimed " + when +
+		". Every node sharing a metadata store must use the same block store: the same blob.kind, " +
+		"and for s3 the same blob.s3.endpoint, blob.s3.bucket and blob.s3.prefix (docs/scale-out.md). " +
+		"If the blocks were moved, copy " + blob.ClaimName + " with them; to use this block store anyway " +
+		"(the blocks of the other are lost), replace its " + blob.ClaimName + " with " +
+		`{"store_id": "` + id + `", "claimed": "` + when + `"}`
 }
 
 // blobDirLocal is the blob.Local of a blob directory in the storage path

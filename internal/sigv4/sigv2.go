@@ -173,18 +173,25 @@ func (v *Verifier) verifyV2Query(r *http.Request) (*Result, error) {
 	return &Result{AccessKeyID: a.accessKeyID, V2: true, Presigned: true, Payload: PayloadUnsigned, DecodedLength: -1, contentLength: r.ContentLength}, nil
 }
 
-// checkV2Values refuses a SigV2 request whose sub-resource values, as
-// signed (decoded), hold an '&': SigV2 signs them decoded and joined by
-// '&', so "?partNumber=1%26uploadId%3DU" (one parameter: a PutObject of
-// the whole object) would sign as "?partNumber=1&uploadId=U" (an
-// UploadPart), and a URL presigned for one could be sent as the other.
-// (The other way round, a value with '&' signed by a client and split by
-// whoever holds the URL, is refused here too when sent as signed; S3's
-// own SigV2 has the ambiguity, and SigV4 does not.)
+// checkV2Values refuses a SigV2 request one of whose sub-resource values,
+// as signed (decoded), holds an '&' followed by the name of a
+// sub-resource SigV2 signs: SigV2 signs values decoded and joined by '&',
+// so "?partNumber=1%26uploadId%3DU" (one parameter: a PutObject of the
+// whole object) signs as "?partNumber=1&uploadId=U" (an UploadPart), and
+// a URL presigned for one could be sent as the other. An '&' followed by
+// anything else (a file name "Tom & Jerry.txt" in
+// response-content-disposition) cannot be read as another parameter and
+// passes. (The other way round, a value like that signed by a client and
+// split by whoever holds the URL, is refused here when sent as signed,
+// but the split form passes: S3's own SigV2 has the ambiguity; SigV4 does
+// not.)
 func checkV2Values(rawQuery string) error {
 	for _, p := range v2SubResourcesOf(rawQuery) {
-		if strings.Contains(p.value, "&") {
-			return s3err.Newf(s3err.InvalidRequest, "", "The value of the sub-resource "+p.name+" holds an '&', which a Signature Version 2 signature cannot tell apart from another parameter. Please use AWS4-HMAC-SHA256.")
+		for _, piece := range strings.Split(p.value, "&")[1:] {
+			name, _, _ := strings.Cut(piece, "=")
+			if V2SignsSubResource(name) {
+				return s3err.Newf(s3err.InvalidRequest, "", "The value of the sub-resource "+p.name+" holds '&"+name+"', which a Signature Version 2 signature cannot tell apart from another parameter. Please use AWS4-HMAC-SHA256.")
+			}
 		}
 	}
 	return nil

@@ -594,6 +594,15 @@ func TestV2Tampering(t *testing.T) {
 	forged := strings.Replace(u, "partNumber=1&uploadId=U", "partNumber=1%26uploadId%3DU", 1)
 	_, err = v.Verify(serverSide(t, newRequest(t, http.MethodPut, forged, []byte("x"))))
 	wantCode(t, err, s3err.InvalidRequest)
+
+	// An '&' that no sub-resource name follows is a value's own: a file
+	// name in response-content-disposition signs and verifies.
+	g := newRequest(t, http.MethodGet, "http://s3.test:6790/b/k?response-content-disposition="+
+		url.QueryEscape(`attachment; filename="Tom & Jerry.txt"`), nil)
+	SignV2Request(g, testCred, now)
+	if _, err := v.Verify(serverSide(t, g)); err != nil {
+		t.Errorf("a signed GET with '&' in response-content-disposition: %v", err)
+	}
 }
 
 func TestV2SubResourcesSorted(t *testing.T) {

@@ -55,6 +55,8 @@ func TestVerifyHeaderErrors(t *testing.T) {
 		extra   [2]string
 	}{
 		{name: "ok"},
+		{name: "two x-amz-content-sha256 lines", edit: func(r *http.Request) { r.Header.Add("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD") },
+			want: s3err.InvalidArgument, message: "x-amz-content-sha256 must be given once", extra: [2]string{"ArgumentName", "x-amz-content-sha256"}},
 		{name: "wrong secret", keys: newKeyring(Credentials{testCred.AccessKeyID, "other"}), want: s3err.SignatureDoesNotMatch},
 		{name: "unknown key", keys: newKeyring(), want: s3err.InvalidAccessKeyID, extra: [2]string{"AWSAccessKeyId", "AKIDTEST"}},
 		{name: "keyring failure", keys: &keyring{err: internal}, want: s3err.InternalError},
