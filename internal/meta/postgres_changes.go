@@ -276,7 +276,8 @@ func (w *pgWatcher) notified(ctx context.Context, channel, payload string) {
 }
 
 // poll reads the change counters and, if report, calls fn for every kind
-// whose counter moved since the last poll.
+// whose counter moved since the last poll, and for every kind at the
+// first.
 func (w *pgWatcher) poll(ctx context.Context, report bool) {
 	ctx, cancel := context.WithTimeout(ctx, w.p.timeout)
 	defer cancel()
@@ -298,7 +299,12 @@ func (w *pgWatcher) poll(ctx context.Context, report bool) {
 	}
 	moved := make([]ChangeKind, 0, len(changeKinds))
 	for _, k := range changeKinds {
-		if report && (w.polled && now[k] != w.seen[k] || w.failed[k]) {
+		// The first poll has nothing to compare with: what changed
+		// between the caller loading its state and now is unknown, so
+		// it reloads all (as a listener's connection does), or a change
+		// committed meanwhile would never reach a node whose listener
+		// cannot connect.
+		if report && (!w.polled || now[k] != w.seen[k] || w.failed[k]) {
 			moved = append(moved, k)
 		}
 	}

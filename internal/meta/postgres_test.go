@@ -191,7 +191,8 @@ func TestStatus(t *testing.T) {
 // bucket's versioning, a bucket configuration, a bucket's deletion) through one node and waits
 // for another node's WatchChanges to report it: through the listener
 // connection, and through the counters' poll alone (the fallback when
-// the listener is down). Each must arrive within a second.
+// the listener is down). Each must arrive within a second. Either way the
+// watch begins with a reload of every kind.
 func TestPostgresChanges(t *testing.T) {
 	for _, listen := range []bool{true, false} {
 		t.Run(fmt.Sprint("listen=", listen), func(t *testing.T) {
@@ -211,13 +212,16 @@ func TestPostgresChanges(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			if listen {
-				// The listener announces itself with a reload of all.
-				for range changeKinds {
-					<-got
+			// The listener announces itself with a reload of all, and so
+			// does the first poll without it: a change made between the
+			// node's loading its state and then would be lost otherwise.
+			timeout := time.After(5 * ChangePoll)
+			for range changeKinds {
+				select {
+				case <-got:
+				case <-timeout:
+					t.Fatalf("no reload of all within %v of watching", 5*ChangePoll)
 				}
-			} else {
-				time.Sleep(2 * ChangePoll) // the poll's baseline
 			}
 			// want is what the listener reports; the poll reports the kind
 			// with no bucket.
