@@ -128,6 +128,11 @@ type Claimer interface {
 	// block there. A server claims at start, before its garbage
 	// collection may run. want.Note is set by Claim.
 	Claim(ctx context.Context, want Owner, local Local) (Owner, error)
+	// ReadClaim reads the claim without writing one; found is false if
+	// the Store has none.
+	ReadClaim(ctx context.Context) (o Owner, found bool, err error)
+	// HoldsBlocks reports whether the Store holds a blob under prefix.
+	HoldsBlocks(ctx context.Context, prefix string) (bool, error)
 	// CheckClaim reads the claim again and fails (ErrClaimed) if it now
 	// names another metadata store than the one Claim claimed it for;
 	// garbage collection asks before every sweep for orphans and, on an
@@ -255,6 +260,26 @@ func (c *Claims) Check(ctx context.Context, cio ClaimIO) (rewrote bool, err erro
 		return wrote, err
 	case got.StoreID != cl.want.StoreID:
 		return false, cio.ClaimedError(got, cl.want, local)
+	case got.Identity() != cl.want.Identity():
+		// The same metadata store's, written at another time: another
+		// Store's claim copied here, or this one's replaced. Which
+		// blocks are whose is not known any more: nothing is deleted.
+		return false, fmt.Errorf("blob: the claim was replaced: it was written %s, the one this server found %s; "+
+			"garbage collection deletes nothing until the claim is the one found at start (%s)",
+			got.Claimed.UTC().Format(time.RFC3339Nano), cl.want.Claimed.UTC().Format(time.RFC3339Nano), ClaimName)
 	}
 	return false, nil
+}
+
+// HoldsBlocks is Claimer.HoldsBlocks over cio.
+func HoldsBlocks(ctx context.Context, cio ClaimIO, prefix string) (bool, error) {
+	var first string
+	err := cio.List(ctx, prefix, func(k string) error {
+		first = k
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return false, fmt.Errorf("blob: look for blocks under %q: %w", prefix, err)
+	}
+	return first != "", nil
 }

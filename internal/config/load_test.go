@@ -229,6 +229,8 @@ func TestLoadErrors(t *testing.T) {
 			wantErr: "meta.postgres.url (from flag --meta.postgres.url) holds a password: give it only through COFFER_META_POSTGRES_URL"},
 		{name: "gc grace under a second with postgres", args: []string{"--meta.kind", "postgres", "--meta.postgres.url", "host=db", "--gc-grace", "500ms"},
 			wantErr: "gc-grace (from flag --gc-grace): must be at least 1s with meta.kind postgres"},
+		{name: "memory blocks with postgres", args: []string{"--meta.kind", "postgres", "--meta.postgres.url", "host=db", "--blob.kind", "memory"},
+			wantErr: "blob.kind (from flag --blob.kind): memory keeps blocks in this process only: not with meta.kind postgres"},
 		{name: "audit file with postgres", args: []string{"--meta.kind", "postgres", "--meta.postgres.url", "host=db", "--audit.path", "/var/log/audit.db"},
 			wantErr: "audit.path (from flag --audit.path): with meta.kind postgres the audit log is the cluster's, in PostgreSQL"},
 		{name: "password in url file", file: "[meta]\nkind = \"postgres\"\n[meta.postgres]\nurl = \"host=db password = s3cret\"\n",

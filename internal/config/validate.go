@@ -153,6 +153,11 @@ func (c Config) validateMeta() []error {
 	if p.StatementTimeout <= 0 {
 		errs = append(errs, &settingError{"meta.postgres.statement-timeout", errors.New("must be positive")})
 	}
+	if c.Blob.Kind == BlobMemory {
+		// Blocks no other node can read, and lost on exit, while the
+		// shared metadata references them.
+		errs = append(errs, &settingError{"blob.kind", errors.New("memory keeps blocks in this process only: not with meta.kind postgres, whose other nodes could not read them")})
+	}
 	if c.Audit.Enabled && c.Audit.Path != "" {
 		// One log for the cluster: a file per node would be a second,
 		// partial record, and a node keeps no state of its own.

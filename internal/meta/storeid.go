@@ -106,15 +106,16 @@ const maxBlockStoreIdentity = 256
 
 // RecordBlockStore records identity as the block store of this metadata
 // store if none is recorded yet, and returns the one recorded (identity
-// itself, or the one recorded before). Every node of a cluster must keep
-// its blocks in one store: a node given another (its own blob directory,
-// another prefix) would acknowledge objects whose blocks no other node
-// can read. The server refuses to start on a block store other than the
-// recorded one. Under the store ID's lock, so that of nodes starting at
-// once the first records and the others compare.
-func (db *DB) RecordBlockStore(ctx context.Context, identity string) (string, error) {
+// itself, or the one recorded before) and whether this call recorded it.
+// Every node of a cluster must keep its blocks in one store: a node given
+// another (its own blob directory, another prefix) would acknowledge
+// objects whose blocks no other node can read. The server refuses to
+// start on a block store other than the recorded one. Under the store
+// ID's lock, so that of nodes starting at once the first records and the
+// others compare.
+func (db *DB) RecordBlockStore(ctx context.Context, identity string) (recorded string, fresh bool, err error) {
 	if identity == "" || len(identity) > maxBlockStoreIdentity {
-		return "", fmt.Errorf("meta: block store identity of %d bytes", len(identity))
+		return "", false, fmt.Errorf("meta: block store identity of %d bytes", len(identity))
 	}
 	tx := db.kv.begin(ctx)
 	defer tx.end()
@@ -122,15 +123,15 @@ func (db *DB) RecordBlockStore(ctx context.Context, identity string) (string, er
 	v, err := tx.get(blockStoreKey, nil)
 	switch {
 	case err == nil:
-		return string(v), nil
+		return string(v), false, nil
 	case !errors.Is(err, ErrNotFound):
-		return "", fmt.Errorf("meta: read the block store's identity: %w", err)
+		return "", false, fmt.Errorf("meta: read the block store's identity: %w", err)
 	}
 	b := tx.newBatch()
 	defer b.close()
 	b.set(blockStoreKey, []byte(identity))
 	if err := b.commit(true); err != nil {
-		return "", fmt.Errorf("meta: record the block store's identity: %w", err)
+		return "", false, fmt.Errorf("meta: record the block store's identity: %w", err)
 	}
-	return identity, nil
+	return identity, true, nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -188,6 +189,23 @@ func TestPostgresNodesOwnBlockStores(t *testing.T) {
 	}{
 		{"its own blob directory", func(c *config.Config) { c.Blob = config.Default().Blob }},
 		{"another prefix", func(c *config.Config) { c.Blob.S3.Prefix = "cluster-b/" }},
+		{"its own blob directory, claimed before", func(c *config.Config) {
+			// As a start before the store was recorded left it: a claim of
+			// the cluster's metadata store, written at another time.
+			c.Blob = config.Default().Blob
+			dir := filepath.Join(c.StoragePath, blobDir)
+			o := blob.Owner{StoreID: nodes[0].st.db.StoreID(), Claimed: time.Now().UTC().Add(-time.Hour)}
+			b, err := json.Marshal(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, blob.ClaimName), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	} {
 		c := testConfig(t)
 		c.Root = cfg.Root
@@ -201,7 +219,7 @@ func TestPostgresNodesOwnBlockStores(t *testing.T) {
 			continue
 		}
 		var other *otherBlockStoreError
-		if !errors.As(err, &other) || !strings.Contains(err.Error(), "Every node sharing a metadata store must use the same block store") {
+		if !errors.As(err, &other) || !strings.Contains(err.Error(), "Nodes sharing a metadata store must use the same block store") {
 			t.Errorf("%s: New = %v, want the other block store's refusal", tc.name, err)
 		}
 	}

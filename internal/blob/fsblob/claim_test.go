@@ -229,6 +229,20 @@ func TestCheckClaim(t *testing.T) {
 	if f := readClaimFile(t, root); f.StoreID != storeA || f.Identity() != first.Identity() {
 		t.Errorf("claim written again: %+v; want store A's first claim (identity %s)", f, first.Identity())
 	}
+	// The same store's claim, written at another time (another
+	// directory's copied here): which blocks are whose is unknown.
+	other := first
+	other.Claimed = first.Claimed.Add(time.Minute)
+	ob, err := json.Marshal(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, blob.ClaimName), ob, filePerm); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckClaim(ctx); err == nil || !strings.Contains(err.Error(), "the claim was replaced") {
+		t.Errorf("CheckClaim after the claim was replaced by one of another time = %v", err)
+	}
 	b, err := json.Marshal(owner(storeB))
 	if err != nil {
 		t.Fatal(err)
