@@ -159,7 +159,7 @@ func (n *plainPutNode) WriteClaim(_ context.Context, o blob.Owner) error {
 	return nil
 }
 func (n *plainPutNode) List(context.Context, string, func(string) error) error { return nil }
-func (n *plainPutNode) HoldsBlocks(context.Context, string) (bool, error)     { return false, nil }
+func (n *plainPutNode) HoldsBlocks(context.Context, string) (bool, error)      { return false, nil }
 func (n *plainPutNode) ClaimedError(got, want blob.Owner, _ blob.Local) error {
 	return errors.New("claimed by " + got.StoreID)
 }
