@@ -47,25 +47,11 @@ var ErrUnclaimedBlocks = errors.New("holds blocks but no claim")
 // Owner is the content of a claim: the metadata store that claims a Store,
 // and, for the operator who finds it, when and by which Coffer.
 type Owner struct {
-	StoreID string `json:"store_id"` // the metadata store's ID (meta.DB.StoreID)
-	// Claimed is when the claim was first written. Kept as written (a
-	// claim deleted and written again keeps it), it names the Store among
-	// others that one metadata store could be given (Identity).
-	Claimed time.Time `json:"claimed"`
+	StoreID string    `json:"store_id"`       // the metadata store's ID (meta.DB.StoreID)
+	Claimed time.Time `json:"claimed"`        // when the claim was written
 	Version string    `json:"coffer_version"` // the version of the Coffer that wrote it
 	// Note says what the claim is for, to whoever finds it.
 	Note string `json:"note,omitempty"`
-}
-
-// Identity names the Store that holds o as its claim, among every Store
-// that was ever claimed for o.StoreID: the metadata store's ID and the
-// time the claim was first written, to the nanosecond. The nodes of one
-// cluster find one claim in their one Store, and so one identity; a node
-// given a Store of its own (its own blob directory, another prefix)
-// writes another claim, with another time. A Store's blocks copied
-// elsewhere with their claim keep it.
-func (o Owner) Identity() string {
-	return o.StoreID + " " + o.Claimed.UTC().Format(time.RFC3339Nano)
 }
 
 // ClaimNote is Owner.Note of the claims Stores write.
@@ -128,11 +114,6 @@ type Claimer interface {
 	// block there. A server claims at start, before its garbage
 	// collection may run. want.Note is set by Claim.
 	Claim(ctx context.Context, want Owner, local Local) (Owner, error)
-	// ReadClaim reads the claim without writing one; found is false if
-	// the Store has none.
-	ReadClaim(ctx context.Context) (o Owner, found bool, err error)
-	// HoldsBlocks reports whether the Store holds a blob under prefix.
-	HoldsBlocks(ctx context.Context, prefix string) (bool, error)
 	// CheckClaim reads the claim again and fails (ErrClaimed) if it now
 	// names another metadata store than the one Claim claimed it for;
 	// garbage collection asks before every sweep for orphans and, on an
@@ -233,10 +214,7 @@ func (c *Claims) Claim(ctx context.Context, cio ClaimIO, want Owner, local Local
 	if got.StoreID != want.StoreID {
 		return got, false, cio.ClaimedError(got, want, local)
 	}
-	// Remember the claim as it is, not as this call would have written
-	// it: Check writes back a claim deleted meanwhile, and the claim's
-	// time of writing is what names the Store (Owner.Claimed).
-	c.claimed.Store(&claimed{got, local})
+	c.claimed.Store(&claimed{want, local})
 	return got, wrote, nil
 }
 
@@ -260,26 +238,6 @@ func (c *Claims) Check(ctx context.Context, cio ClaimIO) (rewrote bool, err erro
 		return wrote, err
 	case got.StoreID != cl.want.StoreID:
 		return false, cio.ClaimedError(got, cl.want, local)
-	case got.Identity() != cl.want.Identity():
-		// The same metadata store's, written at another time: another
-		// Store's claim copied here, or this one's replaced. Which
-		// blocks are whose is not known any more: nothing is deleted.
-		return false, fmt.Errorf("blob: the claim was replaced: it was written %s, the one this server found %s; "+
-			"garbage collection deletes nothing until the claim is the one found at start (%s)",
-			got.Claimed.UTC().Format(time.RFC3339Nano), cl.want.Claimed.UTC().Format(time.RFC3339Nano), ClaimName)
 	}
 	return false, nil
-}
-
-// HoldsBlocks is Claimer.HoldsBlocks over cio.
-func HoldsBlocks(ctx context.Context, cio ClaimIO, prefix string) (bool, error) {
-	var first string
-	err := cio.List(ctx, prefix, func(k string) error {
-		first = k
-		return errFound
-	})
-	if err != nil && !errors.Is(err, errFound) {
-		return false, fmt.Errorf("blob: look for blocks under %q: %w", prefix, err)
-	}
-	return first != "", nil
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coffer-s3/coffer/internal/blob"
 	"github.com/coffer-s3/coffer/internal/meta"
 )
 
@@ -143,7 +144,7 @@ func (s *Service) sweepOrphans(ctx context.Context, cutoff time.Time, st *GCStat
 		return fmt.Errorf("gc: %w", err)
 	}
 	s.lastRefs.Store(int64(refs.n))
-	if c, ok := s.store.(interface{ CheckClaim(context.Context) error }); ok { // a blob.Claimer
+	if c, ok := s.store.(blob.Claimer); ok {
 		// The blobs under a claimed prefix are this store's to judge
 		// only while the claim is still its own.
 		if err := c.CheckClaim(ctx); err != nil {

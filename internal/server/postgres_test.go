@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -158,7 +157,7 @@ func pgNodes(t *testing.T, n int, adjust func(*config.Config)) ([]*Server, confi
 // sharedBlocks starts a server to be the upstream of a cluster's nodes
 // and returns the block store configuration that puts their blocks in a
 // bucket of it (gateway mode): every node of a cluster must keep its
-// blocks in one store (TestPostgresNodesOwnBlockStores).
+// blocks in one store (docs/scale-out.md).
 func sharedBlocks(t *testing.T) config.Blob {
 	t.Helper()
 	cfg := testConfig(t)
@@ -174,63 +173,22 @@ func sharedBlocks(t *testing.T) config.Blob {
 	return b
 }
 
-// TestPostgresNodesOwnBlockStores: a node that shares a metadata store
-// with others but is given a block store of its own — the default blob
-// directory of its storage path instead of the cluster's prefix, or
-// another prefix — refuses to start, naming the store its metadata's
-// blocks are in: it would acknowledge objects whose blocks no other node
-// can read. The store first claimed for the metadata store is recorded
-// in it; a node restarted on it starts again.
-func TestPostgresNodesOwnBlockStores(t *testing.T) {
-	nodes, cfg := pgNodes(t, 2, nil)
-	for _, tc := range []struct {
-		name  string
-		blobs func(*config.Config)
-	}{
-		{"its own blob directory", func(c *config.Config) { c.Blob = config.Default().Blob }},
-		{"another prefix", func(c *config.Config) { c.Blob.S3.Prefix = "cluster-b/" }},
-		{"its own blob directory, claimed before", func(c *config.Config) {
-			// As a start before the store was recorded left it: a claim of
-			// the cluster's metadata store, written at another time.
-			c.Blob = config.Default().Blob
-			dir := filepath.Join(c.StoragePath, blobDir)
-			o := blob.Owner{StoreID: nodes[0].st.db.StoreID(), Claimed: time.Now().UTC().Add(-time.Hour)}
-			b, err := json.Marshal(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, blob.ClaimName), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
-		c := testConfig(t)
-		c.Root = cfg.Root
-		c.Meta = cfg.Meta
-		c.Blob = cfg.Blob
-		tc.blobs(&c)
-		s, err := New(c, testLogger(io.Discard), io.Discard)
-		if err == nil {
-			s.Close()
-			t.Errorf("%s: a node started on a block store of its own", tc.name)
-			continue
-		}
-		var other *otherBlockStoreError
-		if !errors.As(err, &other) || !strings.Contains(err.Error(), "Nodes sharing a metadata store must use the same block store") {
-			t.Errorf("%s: New = %v, want the other block store's refusal", tc.name, err)
-		}
-	}
-	// The nodes of the cluster still serve, and another node on the
-	// cluster's store starts.
+// TestMemoryBlocksRefusedInCluster: a node given blob.kind memory would
+// share the cluster's metadata but keep its blocks in its own memory,
+// acknowledging objects no other node can read: it is refused.
+func TestMemoryBlocksRefusedInCluster(t *testing.T) {
+	_, cfg := pgNodes(t, 1, nil)
 	c := testConfig(t)
-	c.Root, c.Meta, c.Blob = cfg.Root, cfg.Meta, cfg.Blob
-	start(t, c, testLogger(io.Discard))
-	root := aws.Credentials{AccessKeyID: cfg.Root.RootAccessKey, SecretAccessKey: cfg.Root.RootSecretKey}
-	if st, body := signedDo(t, nodes[0], root, cfg.S3.Region, http.MethodPut, "/bkt", nil); st != http.StatusOK {
-		t.Fatalf("create bucket through a node of the cluster: %d %s", st, body)
+	c.Root, c.Meta = cfg.Root, cfg.Meta
+	c.Blob = config.Default().Blob
+	c.Blob.Kind = config.BlobMemory
+	s, err := New(c, testLogger(io.Discard), io.Discard)
+	if err == nil {
+		s.Close()
+		t.Fatal("a node with blob.kind memory started on a cluster's metadata")
+	}
+	if !strings.Contains(err.Error(), "memory keeps blocks in this process only") {
+		t.Errorf("New = %v, want the memory blocks' refusal", err)
 	}
 }
 

@@ -163,6 +163,12 @@ func newServer(cfg config.Config, log *slog.Logger, out io.Writer, h testHooks) 
 	if cfg.Blob.Kind == config.BlobMemory {
 		log.Warn("blob.kind is memory: object data lives in memory and is lost on exit, while metadata persists in the storage path; use for tests and benchmarks only")
 	}
+	if cfg.Meta.Kind == config.MetaPostgres && cfg.Blob.Kind == config.BlobFS {
+		// Nothing checks yet that the nodes sharing a metadata store
+		// share a block store (docs/scale-out.md, Limits).
+		log.Warn("meta.kind is postgres but blob.kind is fs: blocks are kept in this node's own storage path, which no other node can read; " +
+			"run one node only on this configuration, or give every node the same blob.kind s3 bucket and prefix")
+	}
 	if cfg.Meta.Kind == config.MetaPostgres {
 		// A node of a cluster publishes its GC settings under an ID of
 		// this start (objects.Service.Publish).

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/coffer-s3/coffer/internal/blob"
@@ -145,106 +144,11 @@ func claimBlobs(ctx context.Context, c blob.Claimer, db *meta.DB, what string, l
 		return fmt.Errorf("claim %s: %w", what, err)
 	}
 	local.HasBuckets, local.NewID, local.Blocks = has, db.StoreIDNew(), objects.BlockPrefix
-	want := blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()}
-
-	// Every node of a cluster must keep its blocks in the one store the
-	// others read them from: a node given one of its own (the default
-	// blob directory instead of the shared prefix, a prefix spelt
-	// otherwise) would acknowledge objects no other node can read. The
-	// first store claimed for the metadata store is recorded in it, by
-	// its claim's identity (store ID and time of writing), and every node
-	// writes that same claim where there is none, so that a deleted claim
-	// comes back as it was and nodes claiming a new store at once (on an
-	// upstream without conditional writes too) write the same bytes. A
-	// store claimed before the record existed is recorded as claimed.
-	found, claimed, err := c.ReadClaim(ctx)
+	_, err = c.Claim(ctx, blob.Owner{StoreID: db.StoreID(), Claimed: time.Now().UTC(), Version: version.Version()}, local)
 	if err != nil {
 		return fmt.Errorf("claim %s: %w", what, err)
-	}
-	if claimed && found.StoreID == want.StoreID {
-		want.Claimed = found.Claimed
-	}
-	recorded, fresh, err := db.RecordBlockStore(ctx, want.Identity())
-	if err != nil {
-		return fmt.Errorf("claim %s: %w", what, err)
-	}
-	if want.Claimed, err = identityTime(recorded, want.StoreID); err != nil {
-		return fmt.Errorf("claim %s: %w", what, err)
-	}
-	if !claimed && !fresh {
-		// Unclaimed, though a store was claimed before: this one with its
-		// claim deleted (it holds blocks: the claim is written back), or
-		// an empty one — given to this node by mistake, or the store of a
-		// new cluster whose first node recorded it and is writing its
-		// claim now: wait for that a moment.
-		holds, err := c.HoldsBlocks(ctx, objects.BlockPrefix)
-		if err != nil {
-			return fmt.Errorf("claim %s: %w", what, err)
-		}
-		for wait := claimWaitStep; !holds && !claimed; wait += claimWaitStep {
-			if wait > claimWait {
-				return fmt.Errorf("claim %s: %w", what, &otherBlockStoreError{recorded: want, empty: true})
-			}
-			select {
-			case <-time.After(claimWaitStep):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if _, claimed, err = c.ReadClaim(ctx); err != nil {
-				return fmt.Errorf("claim %s: %w", what, err)
-			}
-		}
-	}
-	got, err := c.Claim(ctx, want, local)
-	if err != nil {
-		return fmt.Errorf("claim %s: %w", what, err)
-	}
-	if got.Identity() != recorded {
-		return fmt.Errorf("claim %s: %w", what, &otherBlockStoreError{got: got, recorded: want})
 	}
 	return nil
-}
-
-// How long claimBlobs waits for the claim of an empty block store that
-// another node recorded and may be writing.
-const (
-	claimWait     = 5 * time.Second
-	claimWaitStep = 200 * time.Millisecond
-)
-
-// identityTime returns the claim time of a block store identity
-// (blob.Owner.Identity) of the metadata store storeID.
-func identityTime(identity, storeID string) (time.Time, error) {
-	id, when, ok := strings.Cut(identity, " ")
-	t, err := time.Parse(time.RFC3339Nano, when)
-	if !ok || id != storeID || err != nil {
-		return time.Time{}, fmt.Errorf("the recorded block store %q is not one of metadata store %s", identity, storeID)
-	}
-	return t, nil
-}
-
-// otherBlockStoreError is claimBlobs' refusal of a block store other than
-// the one the metadata store's blocks are in: one claimed at another time
-// (got), or an empty one without a claim (empty).
-type otherBlockStoreError struct {
-	got      blob.Owner
-	recorded blob.Owner // the claim of the store recorded in the metadata store
-	empty    bool
-}
-
-func (e *otherBlockStoreError) Error() string {
-	when := e.recorded.Claimed.UTC().Format(time.RFC3339Nano)
-	what := "its claim (" + blob.ClaimName + ") was written " + e.got.Claimed.UTC().Format(time.RFC3339Nano)
-	if e.empty {
-		what = "it holds no claim and no blocks"
-	}
-	return "this node's block store is not the one the metadata store keeps its blocks in: " + what +
-		", and the metadata's blocks are in the block store claimed " + when + ". " +
-		"Nodes sharing a metadata store must use the same block store: the same blob.kind, " +
-		"and for s3 the same blob.s3.endpoint, blob.s3.bucket and blob.s3.prefix (docs/scale-out.md). " +
-		"If the blocks were moved, move " + blob.ClaimName + " with them. Only if the store claimed " + when +
-		" is lost for good, and this one is to take its place, write " +
-		`{"store_id": "` + e.recorded.StoreID + `", "claimed": "` + when + `"} as its ` + blob.ClaimName
 }
 
 // blobDirLocal is the blob.Local of a blob directory in the storage path

@@ -46,15 +46,6 @@ func (s *Store) CheckClaim(ctx context.Context) error {
 	return err
 }
 
-// ReadClaim reads the claim file (blob.Claimer).
-func (s *Store) ReadClaim(context.Context) (blob.Owner, bool, error) { return s.readClaim() }
-
-// HoldsBlocks reports whether a blob under prefix is stored
-// (blob.Claimer).
-func (s *Store) HoldsBlocks(ctx context.Context, prefix string) (bool, error) {
-	return blob.HoldsBlocks(ctx, claimIO{s}, prefix)
-}
-
 // claimPath is the claim file's path, for messages.
 func (s *Store) claimPath() string { return s.root.Name() + string(os.PathSeparator) + blob.ClaimName }
 

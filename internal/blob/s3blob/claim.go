@@ -54,17 +54,6 @@ func (s *Store) Claim(ctx context.Context, want blob.Owner, local blob.Local) (b
 	return got, err
 }
 
-// ReadClaim reads the prefix's claim (blob.Claimer).
-func (s *Store) ReadClaim(ctx context.Context) (blob.Owner, bool, error) {
-	return claimIO{s}.ReadClaim(ctx)
-}
-
-// HoldsBlocks reports whether a blob under prefix is stored
-// (blob.Claimer).
-func (s *Store) HoldsBlocks(ctx context.Context, prefix string) (bool, error) {
-	return blob.HoldsBlocks(ctx, claimIO{s}, prefix)
-}
-
 // CheckClaim reads the prefix's claim again and fails (blob.ErrClaimed) if it
 // now names another metadata store than the one Claim claimed it for:
 // garbage collection asks before every orphan sweep (blob.Claimer), so that
