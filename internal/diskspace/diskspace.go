@@ -311,17 +311,26 @@ func (r *Reservation) Release() {
 	g.mu.Unlock()
 }
 
-// Full records that a write met a full filesystem (ENOSPC) that the
-// last measurement did not foresee (another process wrote, or the
-// reserve is smaller than what the metadata engine took): the next
-// write measures again, and is refused unless there is room.
-func (g *Guard) Full() {
+// Full records that a write of n bytes met a full filesystem (ENOSPC)
+// that the last measurement did not foresee (another process wrote, or
+// the metadata engine took more than the reserve while compacting): it
+// counts as refused, as admission would have refused it, so Stats says
+// full (readiness reports it) until what it asked for would fit, and the
+// next write measures again and is refused unless there is room.
+func (g *Guard) Full(n int64) {
 	if g == nil || g.cfg.Reserve == 0 {
 		return
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.sampled = time.Time{}
-	g.mu.Unlock()
+	g.refused.Add(1)
+	g.refusedN = max(n, 1)
+	if !g.full {
+		g.full = true
+		g.cfg.Logger.Warn("a write met a full filesystem: new data is refused until objects are deleted",
+			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load(), "paths", g.cfg.Paths)
+	}
 }
 
 // Keep reports, as an error wrapping ErrFull, that free space on a

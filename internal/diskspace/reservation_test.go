@@ -228,3 +228,37 @@ func TestPendingCounted(t *testing.T) {
 		t.Errorf("40 MiB with 100 MiB of room and 60 MiB pending = %v", err)
 	}
 }
+
+// TestFullCountsAsRefusal: a write that met a full filesystem the
+// measurement did not foresee (Full) is a refusal like admission's:
+// Stats says full, and readiness's Refresh keeps saying so until what
+// that write asked for would fit — not only until some smaller write,
+// refused long before, would.
+func TestFullCountsAsRefusal(t *testing.T) {
+	const mib = 1 << 20
+	fs := &fakeFS{total: 100000 * mib, free: 256*mib + 4*mib} // 4 MiB above the reserve
+	g, _ := New(Config{Paths: []string{"/d"}, Reserve: 256 * mib, statfs: fs.statfs})
+	if _, err := g.Reserve(8 * mib); !errors.Is(err, ErrFull) { // refusedN: 8 MiB
+		t.Fatalf("Reserve(8 MiB) = %v, want ErrFull", err)
+	}
+	fs.set(256*mib + 10*mib) // room for 10 MiB
+	g.Refresh()
+	if g.Stats().Full {
+		t.Fatal("Full after a Refresh with room for the write last refused")
+	}
+	refused := g.Stats().Refused
+	g.Full(3 * mib) // a 3 MiB write met ENOSPC
+	if st := g.Stats(); !st.Full || st.Refused != refused+1 {
+		t.Errorf("after Full(3 MiB): %+v, want full and one more refusal", st)
+	}
+	fs.set(256*mib + 2*mib) // room for 2 MiB
+	g.Refresh()
+	if !g.Stats().Full {
+		t.Error("Refresh cleared Full with room for 2 MiB after a 3 MiB write met a full disk")
+	}
+	fs.set(256*mib + 4*mib)
+	g.Refresh()
+	if g.Stats().Full {
+		t.Error("Full after a Refresh with room for the 3 MiB write")
+	}
+}

@@ -75,7 +75,7 @@ func (s *Service) ingest(ctx context.Context, body io.Reader, size int64, alg ch
 		if diskFull(err) {
 			// Answered as the reserve's refusal would have been, and
 			// the reserve measures again before the next write.
-			s.space.Full()
+			s.space.Full(max(size, 1))
 			err = s3err.Wrap(s3err.StorageFull, res, err)
 		}
 		if errors.Is(err, blob.ErrUnavailable) {
