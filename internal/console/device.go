@@ -99,11 +99,8 @@ func (h *Handler) deviceTag(payload, stamp []byte) []byte {
 // device returns the ID of a valid device cookie of r's for name, or ""
 // if it shows none.
 func (h *Handler) device(r *http.Request, name string) string {
-	stamp, ok := h.iam.CredentialStamp(name)
-	if !ok {
-		return ""
-	}
 	cs := r.CookiesNamed(h.deviceCookieName(r))
+	var stamp []byte // the name's credential stamp, once a cookie names it
 	tags := 0
 	for i := len(cs) - 1; i >= 0; i-- {
 		payload, tag, ok := h.parseDevice(cs[i].Value, name)
@@ -112,6 +109,11 @@ func (h *Handler) device(r *http.Request, name string) string {
 		}
 		if tags++; tags > maxDeviceTags {
 			break
+		}
+		if stamp == nil {
+			if stamp, ok = h.iam.CredentialStamp(name); !ok {
+				return ""
+			}
 		}
 		if hmac.Equal(tag, h.deviceTag(payload, stamp)) {
 			return hex.EncodeToString(payload[9:devicePayloadMin])

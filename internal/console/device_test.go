@@ -115,10 +115,7 @@ func TestDeviceCookieChecked(t *testing.T) {
 	if err := other.SetPassword(t.Context(), "alice", "alice-password"); err != nil {
 		t.Fatal(err)
 	}
-	oh, err := New(Config{}, Deps{IAM: other, Buckets: f.objects, Clock: f.clock.now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	oh := otherHandler(t, other, f.objects, f.clock.now)
 	payload, tag, _ := strings.Cut(aliceDev, ".")
 	forged := []byte(payload)
 	forged[len(forged)-1] ^= 1 // another nonce or name byte
@@ -139,10 +136,7 @@ func TestDeviceCookieChecked(t *testing.T) {
 	}
 
 	// A restarted console (a new Handler, the same IAM) honours it.
-	restarted, err := New(Config{}, Deps{IAM: f.iam, Buckets: f.objects, Clock: f.clock.now, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	restarted := otherHandler(t, f.iam, f.objects, f.clock.now)
 	for i := range DefaultLoginFailures {
 		signInFrom(t, restarted, f, fmt.Sprintf("198.51.100.%d", i), "alice", "guess", "")
 	}
@@ -166,10 +160,7 @@ func TestDeviceCookieChecked(t *testing.T) {
 	ahead := func(d time.Duration) string {
 		c := newFakeClock()
 		c.ns.Store(f.clock.now().Add(d).UnixNano())
-		h, err := New(Config{}, Deps{IAM: f.iam, Buckets: f.objects, Clock: c.now, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := otherHandler(t, f.iam, f.objects, c.now)
 		return makeDevice(t, h, "alice")
 	}
 	if id := deviceOf(f.h, ahead(59*time.Minute), "alice"); id == "" {
@@ -236,11 +227,7 @@ func TestDeviceCookieEndsWithCredential(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, err := New(Config{}, Deps{IAM: m, Buckets: newFixture(t, Config{}, 1).objects, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
+		return otherHandler(t, m, newFixture(t, Config{}, 1).objects, nil)
 	}
 	dev := makeDevice(t, handler(testRootSecret), testRootKey)
 	if deviceOf(handler(testRootSecret), dev, testRootKey) == "" {
@@ -367,4 +354,15 @@ func TestConsoleConditionsUnsignedPayload(t *testing.T) {
 	if !s3err.Is(err, s3err.AccessDenied) {
 		t.Errorf("a share link of a user whose policy denies unsigned payloads: %v, want AccessDenied", err)
 	}
+}
+
+// otherHandler is a second console over iam and buckets (another node, a
+// restart, another store), with clock (nil for time.Now).
+func otherHandler(t *testing.T, iam IAM, buckets Buckets, clock func() time.Time) *Handler {
+	t.Helper()
+	h, err := New(Config{}, Deps{IAM: iam, Buckets: buckets, Clock: clock, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -245,13 +245,7 @@ func (g *Guard) admitLocked(n int64) error {
 		}
 	}
 	if g.roomLocked()-n < 0 {
-		g.refused.Add(1)
-		g.refusedN = n
-		if !g.full {
-			g.full = true
-			g.cfg.Logger.Warn("free space below the reserve: new data is refused until objects are deleted",
-				"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load(), "paths", g.cfg.Paths)
-		}
+		g.refuseLocked(n, "free space below the reserve: new data is refused until objects are deleted")
 		return fmt.Errorf("%w: %d bytes free, %d reserved, %d asked", ErrFull, g.freeBytes.Load(), g.reserve.Load(), n)
 	}
 	g.recovered()
@@ -324,12 +318,18 @@ func (g *Guard) Full(n int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sampled = time.Time{}
+	g.refuseLocked(max(n, 1), "a write met a full filesystem: new data is refused until objects are deleted")
+}
+
+// refuseLocked counts a refusal of n bytes: the Guard is full until that
+// much would fit (Refresh), and the first refusal after a success logs
+// msg. g.mu is held.
+func (g *Guard) refuseLocked(n int64, msg string) {
 	g.refused.Add(1)
-	g.refusedN = max(n, 1)
+	g.refusedN = n
 	if !g.full {
 		g.full = true
-		g.cfg.Logger.Warn("a write met a full filesystem: new data is refused until objects are deleted",
-			"free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load(), "paths", g.cfg.Paths)
+		g.cfg.Logger.Warn(msg, "free_bytes", g.freeBytes.Load(), "reserve_bytes", g.reserve.Load(), "paths", g.cfg.Paths)
 	}
 }
 

@@ -84,15 +84,19 @@ func TestParseWriteConditions(t *testing.T) {
 
 func FuzzParseConditionalHeaders(f *testing.F) {
 	for _, tc := range condCases {
-		f.Add(tc.h.Get("If-Match"), tc.h.Get("If-None-Match"), tc.h.Get("If-Modified-Since"), tc.h.Get("If-Unmodified-Since"))
+		f.Add(tc.h.Get("If-Match"), tc.h.Get("If-None-Match"), tc.h.Get("If-Modified-Since"), tc.h.Get("If-Unmodified-Since"), "")
 	}
-	f.Add("*", "*", "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT")
-	f.Fuzz(func(t *testing.T, ifMatch, ifNoneMatch, ims, ius string) {
+	f.Add("*", "*", "Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT", `"0123"`)
+	f.Add("", "", "", "", `W/"0123"`)
+	f.Add("", "", "", "", "Sun, 06 Nov 1994 08:49:37 GMT")
+	f.Add("", "", "", "", ` " `)
+	f.Fuzz(func(t *testing.T, ifMatch, ifNoneMatch, ims, ius, ifRange string) {
 		h := http.Header{
 			"If-Match":            {ifMatch},
 			"If-None-Match":       {ifNoneMatch},
 			"If-Modified-Since":   {ims},
 			"If-Unmodified-Since": {ius},
+			"If-Range":            {ifRange},
 		}
 		rc := parseReadConditions(h)
 		if rc.IfMatch != strings.TrimSpace(ifMatch) || rc.IfNoneMatch != strings.TrimSpace(ifNoneMatch) {
@@ -109,6 +113,19 @@ func FuzzParseConditionalHeaders(f *testing.F) {
 			if !d.got.Equal(want) {
 				t.Fatalf("date %q parsed as %v, want %v", d.in, d.got, want)
 			}
+		}
+		// If-Range: none for a blank value; an ETag only from a quoted
+		// one (its inside), so that a weak tag or a date never holds.
+		v := strings.TrimSpace(ifRange)
+		switch ir := rc.IfRange; {
+		case v == "":
+			if ir != nil {
+				t.Fatalf("If-Range %q parsed as %+v, want none", ifRange, ir)
+			}
+		case ir == nil:
+			t.Fatalf("If-Range %q parsed as none", ifRange)
+		case ir.ETag != "" && (len(v) < 2 || v[0] != '"' || `"`+ir.ETag+`"` != v):
+			t.Fatalf("If-Range %q parsed as ETag %q", ifRange, ir.ETag)
 		}
 		wc, err := parseWriteConditions(h)
 		if err != nil {

@@ -137,9 +137,6 @@ func (v *Verifier) verifyV2Header(r *http.Request, authz string) (*Result, error
 	if len(r.Header["X-Amz-Date"]) > 0 {
 		dateLine = "" // x-amz-date is signed among the amz headers instead
 	}
-	if err := checkV2Values(r.URL.RawQuery); err != nil {
-		return nil, err
-	}
 	if err := v.checkV2(r, a, dateLine); err != nil {
 		return nil, err
 	}
@@ -163,9 +160,6 @@ func (v *Verifier) verifyV2Query(r *http.Request) (*Result, error) {
 		return nil, s3err.Newf(s3err.AccessDenied, "", "Expires must be less than a week (604800 seconds) in the future").
 			With("Expires", expiry.UTC().Format(time.RFC3339)).
 			With("ServerTime", now.UTC().Format(time.RFC3339))
-	}
-	if err := checkV2Values(r.URL.RawQuery); err != nil {
-		return nil, err
 	}
 	if err := v.checkV2(r, a, strconv.FormatInt(a.expires, 10)); err != nil {
 		return nil, err
@@ -197,10 +191,15 @@ func checkV2Values(rawQuery string) error {
 	return nil
 }
 
-// checkV2 looks up the secret and compares signatures in constant time. The
+// checkV2 refuses sub-resource values SigV2 cannot sign unambiguously
+// (checkV2Values), then looks up the secret and compares signatures in
+// constant time. The
 // resource is the path as sent; if that does not match, the decoded path is
 // tried too, for clients that sign the key before escaping it.
 func (v *Verifier) checkV2(r *http.Request, a v2Auth, dateLine string) error {
+	if err := checkV2Values(r.URL.RawQuery); err != nil {
+		return err
+	}
 	secret, err := v.secret(r.Context(), a.accessKeyID)
 	if err != nil {
 		return err

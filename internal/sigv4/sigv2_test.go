@@ -495,6 +495,7 @@ func FuzzParseV2(f *testing.F) {
 	f.Add("AWS a:b", "AWSAccessKeyId=a&Signature=b&Expires=1&acl&versionId=%zz")
 	f.Add("AWS :", "Expires=99999999999999999999&AWSAccessKeyId=&Signature=")
 	f.Add("AWS  k:s:t", "Signature=a&Signature=b")
+	f.Add("AWS a:b", "partNumber=1%26uploadId%3DU&response-content-disposition=Tom%20%26%20Jerry")
 	f.Fuzz(func(t *testing.T, header, query string) {
 		if len(header)+len(query) > maxFuzzInput {
 			return
@@ -510,6 +511,21 @@ func FuzzParseV2(f *testing.F) {
 			}
 		} else if c := s3err.CodeOf(err); c != s3err.InvalidArgument {
 			t.Fatalf("parseV2Authorization(%q) error = %v", header, err)
+		}
+		// A value refused is one with '&' before a signed sub-resource's
+		// name; an accepted query signs as nothing else would split it.
+		verr := checkV2Values(query)
+		if c := s3err.CodeOf(verr); verr != nil && c != s3err.InvalidRequest {
+			t.Fatalf("checkV2Values(%q) error = %v", query, verr)
+		}
+		if verr == nil {
+			for _, p := range v2SubResourcesOf(query) {
+				for _, piece := range strings.Split(p.value, "&")[1:] {
+					if name, _, _ := strings.Cut(piece, "="); V2SignsSubResource(name) {
+						t.Fatalf("checkV2Values(%q) passed %s's value %q, which signs as a second %s", query, p.name, p.value, name)
+					}
+				}
+			}
 		}
 		q, err := parseV2Query(query)
 		if err == nil && (q.accessKeyID == "" || q.signature == "" || q.expires < 0) {
