@@ -292,3 +292,51 @@ func testVersioning(t *testing.T, ts s3Target) {
 		t.Errorf("DeleteBucket after deleting every version: %v", err)
 	}
 }
+
+// TestEmptyVersionedBucketPageByPage empties a versioned bucket the
+// way boto3's bucket.object_versions.delete() does: list a page of
+// versions, delete that page by version ID, ask for the next page with the
+// returned markers. Afterwards the bucket must be empty.
+func TestEmptyVersionedBucketPageByPage(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t)
+	bucket := mkBucket(t, c, "empty-pages")
+	setVersioning(t, c, bucket, types.BucketVersioningStatusEnabled)
+	for _, k := range []string{"a", "b", "c"} {
+		for i := range 3 {
+			put(t, c, bucket, k, []byte(fmt.Sprint(k, i)))
+		}
+	}
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(bucket), MaxKeys: aws.Int32(2)}
+	listed := 0
+	for range 100 {
+		page, err := c.ListObjectVersions(t.Context(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []types.ObjectIdentifier
+		for _, v := range page.Versions {
+			ids = append(ids, types.ObjectIdentifier{Key: v.Key, VersionId: v.VersionId})
+		}
+		for _, m := range page.DeleteMarkers {
+			ids = append(ids, types.ObjectIdentifier{Key: m.Key, VersionId: m.VersionId})
+		}
+		listed += len(ids)
+		if len(ids) > 0 {
+			if _, err := c.DeleteObjects(t.Context(), &s3.DeleteObjectsInput{Bucket: aws.String(bucket),
+				Delete: &types.Delete{Objects: ids}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
+	if listed != 9 {
+		t.Errorf("listed %d versions, want 9", listed)
+	}
+	if _, err := c.DeleteBucket(t.Context(), &s3.DeleteBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Errorf("DeleteBucket after deleting every listed version: %v; left: %q", err, listVersions(t, c, bucket, 1000))
+	}
+}

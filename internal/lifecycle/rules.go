@@ -25,6 +25,8 @@ const (
 	MaxRules  = 1000
 	maxIDLen  = 255              // characters
 	maxFilter = 1099511627776000 // the largest ObjectSize* S3 accepts (1000 TiB)
+	// maxNewerNoncurrent is the most NewerNoncurrentVersions S3 keeps.
+	maxNewerNoncurrent = 100
 )
 
 // Rule statuses.
@@ -305,6 +307,12 @@ func (r *Rule) check(v2 bool) error {
 		}
 		if n.NewerNoncurrentVersions != nil && *n.NewerNoncurrentVersions <= 0 {
 			return invalidArgument("'NewerNoncurrentVersions' must be a positive integer", "", "")
+		}
+		// "You can specify up to 100 noncurrent versions to retain" (the
+		// NoncurrentVersionExpiration reference); S3's exact message for
+		// more is not known.
+		if n.NewerNoncurrentVersions != nil && *n.NewerNoncurrentVersions > maxNewerNoncurrent {
+			return invalidArgument(fmt.Sprintf("'NewerNoncurrentVersions' cannot be greater than %d", maxNewerNoncurrent), "", "")
 		}
 	}
 	if a := r.AbortIncompleteMultipartUpload; a != nil && *a.DaysAfterInitiation <= 0 {

@@ -356,9 +356,14 @@ func (w *Worker) runBucket(ctx context.Context, bucket string, doc []byte) Bucke
 		return r.res
 	}
 	r.c, r.plan = c, c.Plan()
-	if err := r.run(ctx); errors.Is(err, errConfigChanged) {
+	switch err := r.run(ctx); {
+	case errors.Is(err, errConfigChanged):
 		w.log.InfoContext(ctx, "lifecycle configuration changed during a pass; the next pass applies it", "bucket", bucket)
-	} else if err != nil {
+	case s3err.CodeOf(err) == s3err.NoSuchBucket:
+		// Deleted since the pass listed the configurations: nothing is
+		// left to apply them to, and nothing failed.
+		w.log.InfoContext(ctx, "bucket deleted during a lifecycle pass", "bucket", bucket)
+	case err != nil:
 		r.res.Err = err
 	}
 	return r.res
@@ -585,6 +590,25 @@ func (r *bucketRun) record(t *objects.ExpireTarget, x objects.ExpireResult, rule
 	}
 	if r.w.obs != nil {
 		r.w.obs.ObserveLifecycle(&a)
+	}
+	if x.NullReplaced {
+		// The marker, being the null version, replaced the key's null
+		// version (the object just expired, or a noncurrent one): that
+		// version is gone for good, and is reported as removed.
+		n := Action{Time: a.Time, Bucket: r.bucket, Key: t.Version.Key, RuleID: ruleID, VersionID: "null"}
+		if x.NullReplacedMarker {
+			r.res.DeleteMarkersRemoved++
+			r.w.markers.Add(1)
+			n.Kind = DeleteMarkerRemoved
+		} else {
+			r.res.VersionsRemoved++
+			r.res.DeletedBytes += x.NullReplacedSize
+			r.w.removed.Add(1)
+			n.Kind, n.Size = VersionRemoved, x.NullReplacedSize
+		}
+		if r.w.obs != nil {
+			r.w.obs.ObserveLifecycle(&n)
+		}
 	}
 }
 

@@ -724,3 +724,91 @@ func TestWorkerManyDueVersionsOldestFirst(t *testing.T) {
 	}
 	e.wantVersions("bkt", "k")
 }
+
+// TestBucketDeletedDuringPass: a bucket deleted after the pass listed the
+// configurations is skipped quietly, not counted as a failure.
+func TestBucketDeletedDuringPass(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Config{})
+	e.bucket("aaa", "")
+	e.bucket("bbb", "")
+	e.rules("aaa", prefixRule("r", "", days(1)))
+	e.rules("bbb", prefixRule("r", "", days(1)))
+	e.put("aaa", "k", 3)
+	done := false
+	e.w.testHookFlush = func() {
+		if !done {
+			done = true
+			if err := e.svc.DeleteBucket(ctx, "bbb"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.clock.Set(t0.Add(day(3)))
+	res, err := e.w.RunPass(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !done {
+		t.Fatal("the hook never ran: the test deleted nothing")
+	}
+	if tot := res.Totals(); tot.Err != nil || e.w.Stats().Errors != 0 {
+		t.Errorf("pass reports an error for a bucket deleted meanwhile: %v (errors metric %d)", tot.Err, e.w.Stats().Errors)
+	}
+	e.wantVersions("aaa")
+}
+
+// TestSuspendedExpiryRemovesNull: while versioning is suspended an expiry
+// writes a null delete marker, which replaces the key's null version for
+// good (S3: it "replaces any object version with a null version ID"),
+// whether that was the expired object or a noncurrent version: the pass
+// reports that version removed, with its bytes.
+func TestSuspendedExpiryRemovesNull(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Config{})
+	e.bucket("bkt", "Suspended")
+	e.rules("bkt", prefixRule("all", "", days(1)))
+	e.put("bkt", "k", 1000) // the null version, current
+	e.bucket("ver", "Suspended")
+	e.rules("ver", prefixRule("all", "", days(1)))
+	e.put("ver", "k", 700) // the null version...
+	if err := e.svc.PutBucketVersioning(ctx, "ver", "Enabled", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.put("ver", "k", 50) // ...now noncurrent under a version of its own
+	if err := e.svc.PutBucketVersioning(ctx, "ver", "Suspended", ""); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]int64{}
+	for _, b := range []string{"bkt", "ver"} {
+		u, err := e.svc.BucketUsage(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[b] = u.Usage.Bytes
+	}
+	e.clock.Set(t0.Add(day(2)))
+	for _, b := range []string{"bkt", "ver"} {
+		res, err := e.w.RunPass(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := res.Totals()
+		u, err := e.svc.BucketUsage(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if freed := before[b] - u.Usage.Bytes; got.DeletedBytes != freed || freed == 0 || got.VersionsRemoved != 1 {
+			t.Errorf("%s: DeletedBytes %d, VersionsRemoved %d; %d bytes were removed for good", b, got.DeletedBytes, got.VersionsRemoved, freed)
+		}
+	}
+	var removed []string
+	for _, a := range e.obs.actions {
+		if a.Kind == VersionRemoved {
+			removed = append(removed, fmt.Sprintf("%s/%s %s %d", a.Bucket, a.Key, a.VersionID, a.Size))
+		}
+	}
+	if want := []string{"bkt/k null 1000", "ver/k null 700"}; fmt.Sprint(removed) != fmt.Sprint(want) {
+		t.Errorf("removals observed %q, want %q", removed, want)
+	}
+}

@@ -279,6 +279,12 @@ type Expired struct {
 	// the version removed; "" for an object removed from an unversioned
 	// bucket.
 	VersionID string
+	// NullReplaced reports that the delete marker written (versioning
+	// suspended) replaced the key's null version: the expired object
+	// itself, or a noncurrent one. NullReplacedMarker says it was a
+	// delete marker, NullReplacedSize how many bytes it held.
+	NullReplaced, NullReplacedMarker bool
+	NullReplacedSize                 int64
 }
 
 // Expire applies the lifecycle's decisions to bucket in one batch (one
@@ -361,11 +367,29 @@ func (w *writer) expireCurrent(bucket string, v Versioning, t ExpireTarget, due 
 		w.garbage(cur.VersionID, cur.Blocks, nil)
 		return Expired{Done: true}, nil
 	}
+	// While versioning is suspended the marker is the null version: it
+	// replaces the key's null version, wherever it is (putVersion), whose
+	// data is then gone for good.
+	var null *Object
+	if v == VersioningSuspended {
+		if cur.Versioning != VersioningEnabled {
+			null = cur
+		} else if null, err = w.findNull(bucket, t.Key); err != nil {
+			return Expired{}, err
+		}
+	}
 	m := &Object{DeleteMarker: true, Modified: w.now}
 	if err := w.putVersion(bucket, t.Key, v, cur, m); err != nil {
 		return Expired{}, err
 	}
-	return Expired{Done: true, DeleteMarker: true, VersionID: m.S3VersionID()}, nil
+	x := Expired{Done: true, DeleteMarker: true, VersionID: m.S3VersionID()}
+	if null != nil {
+		x.NullReplaced, x.NullReplacedMarker = true, null.DeleteMarker
+		if !null.DeleteMarker {
+			x.NullReplacedSize = null.Size
+		}
+	}
+	return x, nil
 }
 
 // historyEntry reads the history record t names, or nil if the key no

@@ -248,7 +248,7 @@ func testExpire(t *testing.T, e engine) {
 				return []ExpireTarget{target(entriesOf(t, db, "k")[0], ExpireCurrent)}
 			},
 			decide:   yes,
-			want:     []Expired{{Done: true, DeleteMarker: true, VersionID: NullVersionID}},
+			want:     []Expired{{Done: true, DeleteMarker: true, VersionID: NullVersionID, NullReplaced: true, NullReplacedSize: 1}},
 			wantKeys: map[string][]string{"k": {"dm"}},
 			wantGone: []string{"blk"},
 		},

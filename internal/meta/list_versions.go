@@ -133,22 +133,25 @@ func newVersionLister(r kvReader, bucket string, opt VersionListOptions) (*versi
 		curStart = append(append(bytes.Clone(l.curBase), opt.KeyMarker...), 0)
 		histStart = append(escapeKey(bytes.Clone(l.histBase), opt.KeyMarker), 0, 2)
 	}
+	if opt.KeyMarker != "" && opt.VersionIDMarker != "" {
+		m, err := resumeInKey(r, bucket, opt.KeyMarker, opt.VersionIDMarker)
+		if err != nil {
+			return nil, err
+		}
+		if m.withCurrent {
+			curStart = curStart[:len(curStart)-1] // KeyMarker itself
+		}
+		histStart = m.hist
+		if !m.latestInHistory {
+			l.skipLatest = opt.KeyMarker
+		}
+	}
 	var err error
 	if l.cur, err = r.newIter(curLower, successor(curLower)); err != nil {
 		return nil, err
 	}
 	l.curOK = l.cur.seekGE(maxBytes(curStart, curLower))
 	betweenReads()
-	if opt.KeyMarker != "" && opt.VersionIDMarker != "" {
-		hs, err := versionMarker(r, bucket, opt.KeyMarker, opt.VersionIDMarker)
-		if err != nil {
-			return nil, errors.Join(err, l.cur.close())
-		}
-		if hs != nil {
-			histStart = hs
-			l.skipLatest = opt.KeyMarker
-		}
-	}
 	if l.hist, err = r.newIter(histLower, successor(histLower)); err != nil {
 		return nil, errors.Join(err, l.cur.close())
 	}
@@ -156,26 +159,67 @@ func newVersionLister(r kvReader, bucket string, opt VersionListOptions) (*versi
 	return l, nil
 }
 
-// versionMarker returns where a page that ended with version id of key
-// resumes in the history table: its first version if id is key's current
-// version, the next after id if id is in its history; nil (after every
-// version of key) if the null version named is nowhere.
-func versionMarker(r kvReader, bucket, key, id string) ([]byte, error) {
+// keyResume says where a page that ended within key's versions resumes.
+type keyResume struct {
+	withCurrent     bool   // list key's current record (the object table's)
+	hist            []byte // the first history key to list
+	latestInHistory bool   // the first of key's history entries listed is its latest version
+}
+
+// resumeInKey returns where a listing resumes after version id of key. A
+// version-id-marker names a place among key's versions (newest first),
+// not a version that must still exist: versions may be deleted between
+// two pages, and deleting the newest one moves the next into the object
+// table, so the page resumes at id's place in the history order (its
+// history ID, which is id itself for every version with an ID of its
+// own) and lists the current record too if that is older, that is, sorts
+// after the marker: otherwise a client emptying a bucket page by page,
+// deleting what each page lists, would never see that version (and find
+// the bucket not empty). The null version's place is that of the null
+// version there is now; if there is none, the page lists all of key's
+// versions again: a version listed twice is better than one never listed.
+func resumeInKey(r kvReader, bucket, key, id string) (keyResume, error) {
 	cur, err := readCurrent(r, bucket, key)
 	if err != nil {
-		return nil, err
+		return keyResume{}, err
 	}
+	betweenReads()
+	pos := id
 	switch {
 	case cur != nil && cur.S3VersionID() == id:
-		return historyNamePrefix(nil, tableHistory, bucket, key), nil
+		pos = historyID(cur)
 	case id == NullVersionID:
 		null, err := findNull(r, bucket, key)
-		if err != nil || null == nil {
-			return nil, err
+		if err != nil {
+			return keyResume{}, err
 		}
-		id = historyID(null)
+		pos = ""
+		if null != nil {
+			pos = historyID(null)
+		}
 	}
-	return append(historyKey(nil, tableHistory, bucket, key, id), 0), nil
+	names := historyNamePrefix(nil, tableHistory, bucket, key)
+	m := keyResume{hist: names}
+	if pos != "" {
+		m.hist = append(historyKey(nil, tableHistory, bucket, key, pos), 0)
+	}
+	if cur != nil {
+		// The current version is the newest: history entries are never
+		// the latest.
+		m.withCurrent = pos == "" || historyID(cur) > pos
+		return m, nil
+	}
+	// No current record: the latest version, if any, is the key's first
+	// history entry (a delete marker); it is latest on this page if the
+	// page starts at or before it.
+	it, err := r.newIter(names, successor(names))
+	if err != nil {
+		return keyResume{}, err
+	}
+	if it.first() && bytes.Compare(it.key(), m.hist) >= 0 {
+		m.latestInHistory = true
+	}
+	return m, it.close()
 }
 
 func maxBytes(a, b []byte) []byte {

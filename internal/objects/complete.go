@@ -167,6 +167,12 @@ func (s *Service) assemble(u *meta.Upload, stored []meta.Part, in CompleteInput,
 		for i, p := range chosen {
 			rec.PartChecksums[i] = p.Checksum.Value
 		}
+	} else if in.Checksum.Value != "" || in.ChecksumType != "" {
+		// Parts uploaded without checksums give nothing to check an
+		// asserted one against: refused, never passed unchecked (a
+		// client would believe its whole-object checksum verified).
+		return nil, s3err.Newf(s3err.InvalidRequest, res,
+			"The upload was created without a checksum algorithm, so the complete request cannot assert a checksum or checksum type.")
 	}
 	return rec, nil
 }

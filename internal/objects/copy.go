@@ -45,7 +45,8 @@ func (s *Service) CopyObject(ctx context.Context, bucket, key string, in CopyInp
 	}
 	defer src.Body.Close()
 	// Copying an older version over its key restores it, as S3 allows.
-	if in.SrcBucket == bucket && in.SrcKey == key && in.SrcVersionID == "" && !in.ReplaceMeta && !in.ReplaceTags {
+	if in.SrcBucket == bucket && in.SrcKey == key && in.SrcVersionID == "" &&
+		!in.ReplaceMeta && !in.ReplaceTags && !in.StorageClass && in.ChecksumAlgorithm == "" {
 		return CopyResult{}, s3err.Newf(s3err.InvalidRequest, res,
 			"This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}

@@ -149,6 +149,11 @@ type ExpireResult struct {
 	// VersionID is the S3 version ID of the marker written or of the
 	// version removed; "" for an object of an unversioned bucket.
 	VersionID string
+	// NullReplaced reports that the marker written (versioning suspended)
+	// replaced the key's null version for good; NullReplacedMarker that
+	// it was a delete marker, NullReplacedSize its bytes.
+	NullReplaced, NullReplacedMarker bool
+	NullReplacedSize                 int64
 }
 
 // Expire removes the targets in one commit, each only if the key still
@@ -183,7 +188,8 @@ func (s *Service) Expire(ctx context.Context, bucket string, targets []ExpireTar
 	}
 	out := make([]ExpireResult, len(ds))
 	for i, d := range ds {
-		out[i] = ExpireResult{Done: d.Done, DeleteMarker: d.DeleteMarker, VersionID: d.VersionID}
+		out[i] = ExpireResult{Done: d.Done, DeleteMarker: d.DeleteMarker, VersionID: d.VersionID,
+			NullReplaced: d.NullReplaced, NullReplacedMarker: d.NullReplacedMarker, NullReplacedSize: d.NullReplacedSize}
 	}
 	return out, nil
 }

@@ -93,10 +93,10 @@ func partSpan(o *meta.Object, n int, res string) (span, error) {
 	for _, sz := range o.PartSizes[:n-1] {
 		start += sz
 	}
-	// An object of one empty part is answered as an empty object not
-	// uploaded in parts is: whole (200), since no Content-Range can name
-	// zero bytes ("bytes 0--1/0" is none).
-	return span{start: start, length: o.PartSizes[n-1], partial: o.Size > 0}, nil
+	// An empty part (an object of one, or an empty last part) is answered
+	// 200 with no body, as an empty object not uploaded in parts is: no
+	// Content-Range can name zero bytes ("bytes 5120-5119/5120" is none).
+	return span{start: start, length: o.PartSizes[n-1], partial: o.PartSizes[n-1] > 0}, nil
 }
 
 // partChecksum returns the checksum of part n of o, whose checksum is sum:

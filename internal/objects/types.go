@@ -178,6 +178,10 @@ type CopyInput struct {
 	ACL               []byte   // the copy's ACL, as PutInput.ACL (S3 never copies an ACL)
 	Cond              WriteConditions
 	ChecksumAlgorithm checksum.Algorithm // x-amz-checksum-algorithm for the new object; "" keeps the source's
+	// StorageClass reports an x-amz-storage-class header (STANDARD, the
+	// one class): S3 takes it as a change that makes a copy of an object
+	// onto itself legal, as it does a new checksum algorithm.
+	StorageClass bool
 }
 
 // CreateUploadInput describes a CreateMultipartUpload.

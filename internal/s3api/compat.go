@@ -79,7 +79,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ID ` + "`400 InvalidRequest`" + `. A malformed version
   ID is ` + "`400 InvalidArgument`" + `, an unknown one ` + "`404 NoSuchVersion`" + `.
   ListObjectVersions works on every bucket (objects of a never-versioned
-  bucket are their ` + "`null`" + ` versions). A bucket that never had versioning
+  bucket are their ` + "`null`" + ` versions); a page resumes at the place its
+  version-id-marker names, so versions deleted between pages (a client
+  emptying a bucket page by page) hide none of the others (design 0005).
+  A bucket that never had versioning
   configured sends no ` + "`x-amz-version-id`" + ` (except to a request for the ` + "`null`" + `
   version by ID); once it has, reads of an object written before, or while
   suspended, report ` + "`x-amz-version-id: null`" + `, and writes while suspended
@@ -374,7 +377,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   among them, refuse it. boto3 and the aws CLI always ask for
   ` + "`encoding-type=url`" + `; other clients should for such keys (see S3's
   [XML-related object key constraints](https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html#object-key-xml-related-constraints)).
-  Coffer never substitutes U+FFFD, which would name a key that does not exist.
+  Coffer never substitutes U+FFFD, which would name a key that does not exist;
+  so a listing's prefix, delimiter and markers must be valid UTF-8, as keys
+  are (` + "`400 InvalidArgument`" + `): a delimiter that is not could end a common
+  prefix inside a character.
 `)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -71,7 +71,8 @@ func parseCopyObject(h http.Header) (objects.CopyInput, error) {
 	if err := checkUnsupported(h); err != nil {
 		return objects.CopyInput{}, err
 	}
-	in := objects.CopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcVersionID: src.versionID, SrcCond: parseCopySourceConditions(h)}
+	in := objects.CopyInput{SrcBucket: src.bucket, SrcKey: src.key, SrcVersionID: src.versionID, SrcCond: parseCopySourceConditions(h),
+		StorageClass: h.Get("X-Amz-Storage-Class") != ""} // checkUnsupported allows STANDARD only
 	switch d := h.Get("X-Amz-Metadata-Directive"); d {
 	case "", "COPY":
 	case "REPLACE":

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/objects"
@@ -32,6 +33,9 @@ type listQuery struct {
 func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
 	var lq listQuery
 	var err error
+	if err := checkUTF8(q, "prefix", "delimiter", "marker", "start-after"); err != nil {
+		return listQuery{}, err
+	}
 	lq.in.Prefix = q.Get("prefix")
 	lq.in.Delimiter = q.Get("delimiter")
 	if lq.in.MaxKeys, err = parseMax(q, "max-keys", maxKeys, "Provided max-keys not an integer or within integer range"); err != nil {
@@ -59,6 +63,23 @@ func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
 		lq.in.StartAfter = key
 	}
 	return lq, nil
+}
+
+// checkUTF8 refuses a listing parameter that is not valid UTF-8 with 400
+// InvalidArgument. Keys are UTF-8 (objects.checkKey), so such a prefix or
+// marker names none, and a delimiter that is not could end a common
+// prefix inside a character: an XML document cannot carry that prefix
+// (it would be written with U+FFFD, naming keys that do not exist, and a
+// client resuming from it would skip keys).
+func checkUTF8(q url.Values, names ...string) error {
+	for _, name := range names {
+		for _, v := range q[name] {
+			if !utf8.ValidString(v) {
+				return invalidArgument(name, strings.ToValidUTF8(v, "\uFFFD"), "The "+name+" parameter must be valid UTF-8.")
+			}
+		}
+	}
+	return nil
 }
 
 // parseMax parses a page-size parameter: an integer >= 0, default def,
@@ -389,6 +410,9 @@ type listUploadsQuery struct {
 func parseListUploads(q url.Values, maxUploads int) (listUploadsQuery, error) {
 	var lq listUploadsQuery
 	var err error
+	if err := checkUTF8(q, "prefix", "delimiter", "key-marker"); err != nil {
+		return listUploadsQuery{}, err
+	}
 	lq.in = objects.ListUploadsInput{
 		Prefix:         q.Get("prefix"),
 		Delimiter:      q.Get("delimiter"),

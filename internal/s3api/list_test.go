@@ -45,6 +45,10 @@ func TestParseListObjects(t *testing.T) {
 		{name: "v2 bad token", v2: true, q: "continuation-token=!!!", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
 		{name: "v2 empty token", v2: true, q: "continuation-token=", wantErr: s3err.InvalidArgument, argName: "continuation-token"},
 		{name: "v2 fetch-owner false", v2: true, q: "fetch-owner=false", want: listQuery{in: objects.ListInput{MaxKeys: 1000}}},
+		{name: "delimiter not UTF-8", q: "delimiter=%97", wantErr: s3err.InvalidArgument, argName: "delimiter"},
+		{name: "prefix not UTF-8", q: "prefix=a%FF", wantErr: s3err.InvalidArgument, argName: "prefix"},
+		{name: "marker not UTF-8", q: "marker=%E6%97", wantErr: s3err.InvalidArgument, argName: "marker"},
+		{name: "v2 start-after not UTF-8", v2: true, q: "start-after=%C0", wantErr: s3err.InvalidArgument, argName: "start-after"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.q)
@@ -394,4 +398,27 @@ func listOwners(t *testing.T, hs *harness, c call) map[string]s3xml.Owner {
 		}
 	}
 	return out
+}
+
+// TestListNotUTF8 lists with a delimiter that ends inside a character of
+// a key: the common prefix would not be UTF-8, so an XML listing could
+// only name it with U+FFFD (a prefix that does not exist, from which a v1
+// client resuming would skip keys). Every listing refuses such parameters.
+func TestListNotUTF8(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("odd")
+	for _, k := range []string{"日本/1", "\uFF01x"} {
+		hs.put("odd", url.PathEscape(k), []byte("x"))
+	}
+	for _, q := range []string{"delimiter=%97", "list-type=2&delimiter=%97", "versions&delimiter=%97",
+		"uploads&delimiter=%97", "prefix=%E6%97", "versions&key-marker=%E6", "uploads&key-marker=%E6"} {
+		r := hs.do(call{method: "GET", path: "/odd?" + q}).mustStatus(t, http.StatusBadRequest)
+		if body := string(r.body); !strings.Contains(body, "<Code>InvalidArgument</Code>") {
+			t.Errorf("GET /odd?%s:\n%s", q, body)
+		}
+	}
+	body := string(hs.do(call{method: "GET", path: "/odd?delimiter=%E6%9C%AC"}).mustStatus(t, http.StatusOK).body) // 本
+	if !strings.Contains(body, "<Prefix>日本</Prefix>") || !strings.Contains(body, "<Key>\uFF01x</Key>") {
+		t.Errorf("a UTF-8 delimiter lists:\n%s", body)
+	}
 }

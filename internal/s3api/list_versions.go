@@ -22,6 +22,9 @@ type versionsQuery struct {
 func parseListVersions(q url.Values, maxKeys int) (versionsQuery, error) {
 	var vq versionsQuery
 	var err error
+	if err := checkUTF8(q, "prefix", "delimiter", "key-marker"); err != nil {
+		return versionsQuery{}, err
+	}
 	vq.in.Prefix = q.Get("prefix")
 	vq.in.Delimiter = q.Get("delimiter")
 	vq.in.KeyMarker = q.Get("key-marker")
