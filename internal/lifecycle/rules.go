@@ -159,6 +159,27 @@ func invalidRequest(msg string) error { return s3err.Newf(s3err.InvalidRequest, 
 // valid configuration with transitions, since Coffer has one storage
 // class. It does not assign IDs (AssignIDs) and does not change c.
 func (c *Configuration) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	// Limits added after configurations were first stored: a put must
+	// meet them, a stored configuration put before is still applied as
+	// it was accepted (Decode checks it with validate).
+	for _, r := range c.Rules {
+		// "You can specify up to 100 noncurrent versions to retain" (the
+		// NoncurrentVersionExpiration reference); S3's exact message for
+		// more is not known.
+		if n := r.NoncurrentVersionExpiration; n != nil && n.NewerNoncurrentVersions != nil &&
+			*n.NewerNoncurrentVersions > maxNewerNoncurrent {
+			return invalidArgument(fmt.Sprintf("'NewerNoncurrentVersions' cannot be greater than %d", maxNewerNoncurrent), "", "")
+		}
+	}
+	return nil
+}
+
+// validate is Validate without the limits added since configurations
+// were first stored.
+func (c *Configuration) validate() error {
 	for i := range c.Rules {
 		if err := c.Rules[i].checkSchema(); err != nil {
 			return err
@@ -307,12 +328,6 @@ func (r *Rule) check(v2 bool) error {
 		}
 		if n.NewerNoncurrentVersions != nil && *n.NewerNoncurrentVersions <= 0 {
 			return invalidArgument("'NewerNoncurrentVersions' must be a positive integer", "", "")
-		}
-		// "You can specify up to 100 noncurrent versions to retain" (the
-		// NoncurrentVersionExpiration reference); S3's exact message for
-		// more is not known.
-		if n.NewerNoncurrentVersions != nil && *n.NewerNoncurrentVersions > maxNewerNoncurrent {
-			return invalidArgument(fmt.Sprintf("'NewerNoncurrentVersions' cannot be greater than %d", maxNewerNoncurrent), "", "")
 		}
 	}
 	if a := r.AbortIncompleteMultipartUpload; a != nil && *a.DaysAfterInitiation <= 0 {
@@ -522,7 +537,7 @@ func Decode(doc []byte) (*Configuration, error) {
 		return nil, fmt.Errorf("lifecycle: configuration document of version %d, want %d", d.Version, docVersion)
 	}
 	c := d.Configuration
-	if err := c.Validate(); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("lifecycle: stored configuration is not valid: %w", err)
 	}
 	for _, r := range c.Rules {

@@ -258,3 +258,22 @@ func TestEncodeDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeStoredBeforeLimit: a configuration stored before Coffer
+// refused NewerNoncurrentVersions over 100 is still read and applied as
+// it was accepted; a new put of it is refused.
+func TestDecodeStoredBeforeLimit(t *testing.T) {
+	c := &Configuration{Rules: []Rule{{ID: "keep", Status: Enabled, Filter: &Filter{},
+		Expiration:                  &Expiration{Days: ptr(30)},
+		NoncurrentVersionExpiration: &NoncurrentVersionExpiration{NoncurrentDays: ptr(1), NewerNoncurrentVersions: ptr(150)}}}}
+	doc, err := c.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(doc); err != nil {
+		t.Errorf("a configuration stored before the limit: %v", err)
+	}
+	if err := c.Validate(); s3err.CodeOf(err) != s3err.InvalidArgument {
+		t.Errorf("Validate = %v, want InvalidArgument", err)
+	}
+}

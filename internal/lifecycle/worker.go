@@ -87,9 +87,11 @@ const (
 	// expired under a new delete marker.
 	DeleteMarkerCreated
 	// VersionRemoved: a noncurrent version (or noncurrent delete marker)
-	// removed for good.
+	// removed for good; also the null version a DeleteMarkerCreated
+	// replaced while versioning is suspended (Action.Replaced).
 	VersionRemoved
-	// DeleteMarkerRemoved: a delete marker left alone removed.
+	// DeleteMarkerRemoved: a delete marker left alone removed; also a null
+	// delete marker a DeleteMarkerCreated replaced (Action.Replaced).
 	DeleteMarkerRemoved
 	// UploadAborted: an incomplete multipart upload aborted.
 	UploadAborted
@@ -121,6 +123,11 @@ type Action struct {
 	UploadID  string // UploadAborted
 	RuleID    string // the rule that was due
 	Size      int64  // the bytes removed (ObjectExpired, VersionRemoved)
+	// Replaced reports a null version removed because the null delete
+	// marker an expiry wrote (versioning suspended) replaced it, as S3's
+	// null versions replace each other; it is reported just before that
+	// DeleteMarkerCreated.
+	Replaced bool
 }
 
 // Observer is told about every action the worker takes, after it is
@@ -135,8 +142,8 @@ type BucketResult struct {
 	Examined             int // versions and uploads looked at
 	ObjectsExpired       int // current versions deleted or hidden under a delete marker
 	DeleteMarkersCreated int // of those, hidden under a delete marker
-	VersionsRemoved      int // noncurrent versions removed
-	DeleteMarkersRemoved int // delete markers left alone, removed
+	VersionsRemoved      int // noncurrent versions removed, and null versions a null delete marker replaced
+	DeleteMarkersRemoved int // delete markers left alone removed, and null ones a null delete marker replaced
 	UploadsAborted       int
 	Skipped              int   // found due, left alone: changed since, or no longer due
 	DeletedBytes         int64 // bytes of the versions removed (not of those hidden under a marker)
@@ -588,14 +595,11 @@ func (r *bucketRun) record(t *objects.ExpireTarget, x objects.ExpireResult, rule
 		r.w.markers.Add(1)
 		a.Kind, a.VersionID = DeleteMarkerRemoved, x.VersionID
 	}
-	if r.w.obs != nil {
-		r.w.obs.ObserveLifecycle(&a)
-	}
 	if x.NullReplaced {
 		// The marker, being the null version, replaced the key's null
 		// version (the object just expired, or a noncurrent one): that
-		// version is gone for good, and is reported as removed.
-		n := Action{Time: a.Time, Bucket: r.bucket, Key: t.Version.Key, RuleID: ruleID, VersionID: "null"}
+		// version is gone for good, and is reported removed, first.
+		n := Action{Time: a.Time, Bucket: r.bucket, Key: t.Version.Key, RuleID: ruleID, VersionID: "null", Replaced: true}
 		if x.NullReplacedMarker {
 			r.res.DeleteMarkersRemoved++
 			r.w.markers.Add(1)
@@ -609,6 +613,9 @@ func (r *bucketRun) record(t *objects.ExpireTarget, x objects.ExpireResult, rule
 		if r.w.obs != nil {
 			r.w.obs.ObserveLifecycle(&n)
 		}
+	}
+	if r.w.obs != nil {
+		r.w.obs.ObserveLifecycle(&a)
 	}
 }
 

@@ -802,13 +802,19 @@ func TestSuspendedExpiryRemovesNull(t *testing.T) {
 			t.Errorf("%s: DeletedBytes %d, VersionsRemoved %d; %d bytes were removed for good", b, got.DeletedBytes, got.VersionsRemoved, freed)
 		}
 	}
-	var removed []string
+	// The replaced version is reported first, as replaced, then the
+	// marker that replaced it.
+	var seen []string
 	for _, a := range e.obs.actions {
-		if a.Kind == VersionRemoved {
-			removed = append(removed, fmt.Sprintf("%s/%s %s %d", a.Bucket, a.Key, a.VersionID, a.Size))
-		}
+		seen = append(seen, fmt.Sprintf("%v %s/%s %s %d replaced=%v", a.Kind, a.Bucket, a.Key, a.VersionID, a.Size, a.Replaced))
 	}
-	if want := []string{"bkt/k null 1000", "ver/k null 700"}; fmt.Sprint(removed) != fmt.Sprint(want) {
-		t.Errorf("removals observed %q, want %q", removed, want)
+	want := []string{
+		fmt.Sprintf("%v bkt/k null 1000 replaced=true", VersionRemoved),
+		fmt.Sprintf("%v bkt/k null 0 replaced=false", DeleteMarkerCreated),
+		fmt.Sprintf("%v ver/k null 700 replaced=true", VersionRemoved),
+		fmt.Sprintf("%v ver/k null 0 replaced=false", DeleteMarkerCreated),
+	}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("actions observed (-want +got):\n%s", diff)
 	}
 }

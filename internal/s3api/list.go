@@ -33,7 +33,11 @@ type listQuery struct {
 func parseListObjects(q url.Values, v2 bool, maxKeys int) (listQuery, error) {
 	var lq listQuery
 	var err error
-	if err := checkUTF8(q, "prefix", "delimiter", "marker", "start-after"); err != nil {
+	marker := "marker"
+	if v2 {
+		marker = "start-after"
+	}
+	if err := checkUTF8(q, "prefix", "delimiter", marker); err != nil {
 		return listQuery{}, err
 	}
 	lq.in.Prefix = q.Get("prefix")

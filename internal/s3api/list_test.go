@@ -49,6 +49,7 @@ func TestParseListObjects(t *testing.T) {
 		{name: "prefix not UTF-8", q: "prefix=a%FF", wantErr: s3err.InvalidArgument, argName: "prefix"},
 		{name: "marker not UTF-8", q: "marker=%E6%97", wantErr: s3err.InvalidArgument, argName: "marker"},
 		{name: "v2 start-after not UTF-8", v2: true, q: "start-after=%C0", wantErr: s3err.InvalidArgument, argName: "start-after"},
+		{name: "v1 ignores a v2 parameter not UTF-8", q: "start-after=%C0", want: listQuery{in: objects.ListInput{MaxKeys: 1000, Owners: true}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := url.ParseQuery(tc.q)

@@ -32,6 +32,9 @@ func (a lifecycleAuditor) ObserveLifecycle(x *lifecycle.Action) {
 	case x.VersionID != "":
 		t = append(t, "versionId="+x.VersionID)
 	}
+	if x.Replaced {
+		t = append(t, "replacedByNullMarker")
+	}
 	t = append(t, "rule="+x.RuleID)
 	a.log.Record(audit.Event{
 		Time:   x.Time,
@@ -55,8 +58,8 @@ func registerLifecycleMetrics(m *metrics.Registry, w *lifecycle.Worker) error {
 		{"coffer_lifecycle_errors_total", "Lifecycle failures: a bucket whose pass failed, or a pass that could not start (see the log).", func(s lifecycle.Stats) float64 { return float64(s.Errors) }},
 		{"coffer_lifecycle_examined_total", "Versions and multipart uploads the lifecycle worker looked at.", func(s lifecycle.Stats) float64 { return float64(s.Examined) }},
 		{"coffer_lifecycle_objects_expired_total", "Current versions expired: deleted, or hidden under a delete marker in a versioned bucket.", func(s lifecycle.Stats) float64 { return float64(s.ObjectsExpired) }},
-		{"coffer_lifecycle_versions_removed_total", "Noncurrent versions removed.", func(s lifecycle.Stats) float64 { return float64(s.VersionsRemoved) }},
-		{"coffer_lifecycle_delete_markers_removed_total", "Delete markers left alone (expired object delete markers) removed.", func(s lifecycle.Stats) float64 { return float64(s.DeleteMarkersRemoved) }},
+		{"coffer_lifecycle_versions_removed_total", "Noncurrent versions removed, and null versions replaced by the null delete marker of an expiry (versioning suspended).", func(s lifecycle.Stats) float64 { return float64(s.VersionsRemoved) }},
+		{"coffer_lifecycle_delete_markers_removed_total", "Delete markers left alone (expired object delete markers) removed, and null delete markers replaced by the null delete marker of an expiry.", func(s lifecycle.Stats) float64 { return float64(s.DeleteMarkersRemoved) }},
 		{"coffer_lifecycle_uploads_aborted_total", "Incomplete multipart uploads aborted.", func(s lifecycle.Stats) float64 { return float64(s.UploadsAborted) }},
 		{"coffer_lifecycle_skipped_total", "Versions and uploads found due but left alone: changed by a write since, or gone.", func(s lifecycle.Stats) float64 { return float64(s.Skipped) }},
 		{"coffer_lifecycle_pass_duration_seconds_total", "Time spent in lifecycle passes.", func(s lifecycle.Stats) float64 { return s.PassSeconds }},
