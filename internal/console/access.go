@@ -70,7 +70,7 @@ func (h *Handler) authorizeObject(r *http.Request, s *session, q objectRequest) 
 // has no tags.
 func (h *Handler) objectTags(r *http.Request, q objectRequest) func() map[string]string {
 	return func() map[string]string {
-		tags, _, err := h.browser.Objects.ObjectTagging(r.Context(), q.bucket, q.key, q.versionID)
+		tags, _, _, err := h.browser.Objects.ObjectTagging(r.Context(), q.bucket, q.key, q.versionID)
 		if err != nil || len(tags) == 0 {
 			return nil
 		}
@@ -99,7 +99,7 @@ func (h *Handler) aclGrants(r *http.Request, s *session, q objectRequest) func()
 		owner := bucketOwnerID(ba.Owner)
 		doc := ba.ACL
 		if need.onObject {
-			if doc, _, err = h.browser.Objects.ObjectACL(r.Context(), q.bucket, q.key, q.versionID); err != nil {
+			if doc, _, _, err = h.browser.Objects.ObjectACL(r.Context(), q.bucket, q.key, q.versionID); err != nil {
 				return false
 			}
 		}

@@ -280,7 +280,7 @@ func TestObjectBrowserFollowsPolicies(t *testing.T) {
 	}
 	// As through S3, the object a user writes is the user's (its ACL
 	// names alice as the owner), not the bucket owner's.
-	doc, _, err := f.objects.ObjectACL(ctx, "shared", "alice/new.txt", "")
+	doc, _, _, err := f.objects.ObjectACL(ctx, "shared", "alice/new.txt", "")
 	if err != nil || !strings.Contains(string(doc), f.canonicalID(t, "alice")) {
 		t.Errorf("ACL of alice's upload = %s, %v; want alice as owner", doc, err)
 	}

@@ -481,7 +481,7 @@ func TestWorkerRaces(t *testing.T) {
 				e.put("bkt", "k", 3, Tag{Key: "t", Value: "1"})
 			},
 			race: func(e *env) {
-				if _, err := e.svc.PutObjectTagging(ctx, "bkt", "k", "", []Tag{{Key: "t", Value: "2"}}); err != nil {
+				if _, err := e.svc.PutObjectTagging(ctx, "bkt", "k", "", objects.Pin{}, []Tag{{Key: "t", Value: "2"}}); err != nil {
 					e.t.Fatal(err)
 				}
 			},

@@ -100,22 +100,23 @@ func (s *Service) BucketAccess(ctx context.Context, bucket string) (BucketAccess
 }
 
 // ObjectACL returns the ACL of a version of bucket/key (nil: private to
-// the bucket's owner) and the version ID to report. Errors: as
-// HeadObject.
-func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) ([]byte, string, error) {
+// the bucket's owner), the version ID to report and a Pin of the version
+// read. Errors: as HeadObject.
+func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) ([]byte, string, Pin, error) {
 	rec, _, err := s.lookup(ctx, bucket, key, versionID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", Pin{}, err
 	}
-	return rec.ACL, s.taggingVersionID(ctx, bucket, &rec, versionID), nil
+	return rec.ACL, s.taggingVersionID(ctx, bucket, &rec, versionID), Pin{rec.VersionID}, nil
 }
 
 // PutObjectACL replaces the ACL of a version of bucket/key in place (nil:
-// private to the bucket's owner). It returns the version ID to report.
-// Errors: as ObjectACL.
-func (s *Service) PutObjectACL(ctx context.Context, bucket, key, versionID string, doc []byte) (string, error) {
+// private to the bucket's owner), of the version pin names if it is set
+// (see Pin). It returns the version ID to report. Errors: as ObjectACL,
+// and ConditionalRequestConflict if the version is not the pinned one.
+func (s *Service) PutObjectACL(ctx context.Context, bucket, key, versionID string, pin Pin, doc []byte) (string, error) {
 	ctx = writeContext(ctx)
-	return s.modifyVersion(ctx, bucket, key, versionID, "set ACL of", func(o *meta.Object) { o.ACL = doc })
+	return s.modifyVersion(ctx, bucket, key, versionID, pin, "set ACL of", func(o *meta.Object) { o.ACL = doc })
 }
 
 // PutBucketACL replaces bucket's ACL (nil: private to its owner). Errors:

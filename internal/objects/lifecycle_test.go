@@ -40,7 +40,7 @@ func TestWalkAndExpire(t *testing.T) {
 	big := randBytes(3*testBlock, 1) // block object: expiry sends its blocks to GC
 	e.put(t, "k", big)
 	e.put(t, "k", []byte("v2"))
-	if _, err := s.PutObjectTagging(ctx, "bkt", "k", "", []Tag{{"a", "b"}}); err != nil {
+	if _, err := s.PutObjectTagging(ctx, "bkt", "k", "", Pin{}, []Tag{{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DeleteObject(ctx, "bkt", ObjectRef{Key: "gone"}); err != nil { // a lone delete marker

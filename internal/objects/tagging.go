@@ -70,15 +70,17 @@ func CheckTags(tags []Tag, bucket bool) error {
 	return nil
 }
 
-// validTagText reports whether s holds only what S3 allows in tags:
-// letters, digits and white space of any script, and + - = . _ : / @.
+// validTagText reports whether s holds only what S3 allows in tags
+// (^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$): letters, numbers and separators
+// (spaces) of any script, and + - = . _ : / @; not tabs, newlines or
+// other controls, which unicode.IsSpace would let in.
 func validTagText(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}
 	for _, r := range s {
 		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), unicode.IsSpace(r), unicode.IsNumber(r):
+		case unicode.IsLetter(r), unicode.IsNumber(r), unicode.Is(unicode.Z, r):
 		case strings.ContainsRune("+-=._:/@", r):
 		default:
 			return false
@@ -113,50 +115,68 @@ func fromMetaTags(ts []meta.Tag) []Tag {
 }
 
 // ObjectTagging returns the tags of a version of bucket/key (versionID ""
-// for the current one) and the version ID to report. Errors: as
-// HeadObject (NoSuchKey, NoSuchVersion, MethodNotAllowed for a delete
-// marker, InvalidArgument, NoSuchBucket).
-func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID string) ([]Tag, string, error) {
+// for the current one), the version ID to report and a Pin of the
+// version read. Errors: as HeadObject (NoSuchKey, NoSuchVersion,
+// MethodNotAllowed for a delete marker, InvalidArgument, NoSuchBucket).
+func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID string) ([]Tag, string, Pin, error) {
 	rec, _, err := s.lookup(ctx, bucket, key, versionID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", Pin{}, err
 	}
-	return fromMetaTags(rec.Tags), s.taggingVersionID(ctx, bucket, &rec, versionID), nil
+	return fromMetaTags(rec.Tags), s.taggingVersionID(ctx, bucket, &rec, versionID), Pin{rec.VersionID}, nil
 }
 
+// A Pin names the version a read saw (ObjectTagging, ObjectACL) by its
+// internal identity, which every write of a key changes, even in a bucket
+// without versioning. A change of a subresource given a set Pin applies
+// to that version only: a request authorized against the current version
+// (its ACL grants, its tags in policy conditions), whose key was
+// overwritten before the change was written, must not change the new
+// version, which it was never authorized for. The zero Pin pins nothing.
+type Pin struct{ id string }
+
+// errPinned is the cause of the ConditionalRequestConflict a change
+// answers when the version is not the pinned one.
+var errPinned = errors.New("the version changed since the request read it")
+
 // PutObjectTagging replaces the tags of a version of bucket/key (versionID
-// "" for the current one), in place: no new version is made. It returns
-// the version ID to report. Errors: InvalidTag, and those of
-// ObjectTagging.
-func (s *Service) PutObjectTagging(ctx context.Context, bucket, key, versionID string, tags []Tag) (string, error) {
+// "" for the current one; pin: see Pin), in place: no new version is
+// made. It returns the version ID to report. Errors: InvalidTag,
+// ConditionalRequestConflict (pin), and those of ObjectTagging.
+func (s *Service) PutObjectTagging(ctx context.Context, bucket, key, versionID string, pin Pin, tags []Tag) (string, error) {
 	ctx = writeContext(ctx)
 	if err := CheckTags(tags, false); err != nil {
 		return "", err
 	}
-	return s.setTags(ctx, bucket, key, versionID, toMetaTags(tags))
+	return s.setTags(ctx, bucket, key, versionID, pin, toMetaTags(tags))
 }
 
-// DeleteObjectTagging removes the tags of a version of bucket/key. It
-// returns the version ID to report. Errors: as ObjectTagging.
-func (s *Service) DeleteObjectTagging(ctx context.Context, bucket, key, versionID string) (string, error) {
+// DeleteObjectTagging removes the tags of a version of bucket/key (pin:
+// see Pin). It returns the version ID to report. Errors: as
+// PutObjectTagging.
+func (s *Service) DeleteObjectTagging(ctx context.Context, bucket, key, versionID string, pin Pin) (string, error) {
 	ctx = writeContext(ctx)
-	return s.setTags(ctx, bucket, key, versionID, nil)
+	return s.setTags(ctx, bucket, key, versionID, pin, nil)
 }
 
-func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, tags []meta.Tag) (string, error) {
-	return s.modifyVersion(ctx, bucket, key, versionID, "tag", func(o *meta.Object) { o.Tags = tags })
+func (s *Service) setTags(ctx context.Context, bucket, key, versionID string, pin Pin, tags []meta.Tag) (string, error) {
+	return s.modifyVersion(ctx, bucket, key, versionID, pin, "tag", func(o *meta.Object) { o.Tags = tags })
 }
 
 // modifyVersion changes a subresource of a version of bucket/key (its tags,
 // its ACL) in place with set, and returns the version ID to report. A
-// delete marker has none: MethodNotAllowed, as S3 answers. what says what
-// was being done, for an unexpected error ("tag", "set ACL of").
-func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID, what string, set func(*meta.Object)) (string, error) {
+// delete marker has none: MethodNotAllowed, as S3 answers. A version other
+// than the one pin names (if set) is ConditionalRequestConflict. what says
+// what was being done, for an unexpected error ("tag", "set ACL of").
+func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID string, pin Pin, what string, set func(*meta.Object)) (string, error) {
 	res := bucket + "/" + key
 	if err := checkVersionID(versionID, res); err != nil {
 		return "", err
 	}
 	rec, err := s.db.ModifyVersion(ctx, bucket, key, versionID, func(o *meta.Object) error {
+		if pin.id != "" && o.VersionID != pin.id {
+			return s3err.Wrap(s3err.ConditionalRequestConflict, res, errPinned)
+		}
 		if o.DeleteMarker {
 			return s3err.New(s3err.MethodNotAllowed, res).
 				With("Method", "PUT").With("ResourceType", "DeleteMarker").

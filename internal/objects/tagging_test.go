@@ -57,7 +57,7 @@ func TestObjectTagging(t *testing.T) {
 	red := []Tag{{Key: "project", Value: "red"}, {Key: "tier", Value: ""}}
 	tagsOf := func(key, vid string) []Tag {
 		t.Helper()
-		ts, _, err := e.s.ObjectTagging(ctx, "bkt", key, vid)
+		ts, _, _, err := e.s.ObjectTagging(ctx, "bkt", key, vid)
 		if err != nil {
 			t.Fatalf("ObjectTagging(%s, %q): %v", key, vid, err)
 		}
@@ -108,7 +108,7 @@ func TestObjectTagging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "null", red); err != nil {
+	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "null", Pin{}, red); err != nil {
 		t.Fatalf("PutObjectTagging of the null version: %v", err)
 	}
 	check("noncurrent null version", tagsOf("k", "null"), red)
@@ -116,7 +116,7 @@ func TestObjectTagging(t *testing.T) {
 	if _, got := e.get(t, "k", GetOptions{VersionID: "null"}); string(got) != "one" {
 		t.Errorf("data of the retagged version = %q", got)
 	}
-	if _, err := e.s.DeleteObjectTagging(ctx, "bkt", "k", "null"); err != nil {
+	if _, err := e.s.DeleteObjectTagging(ctx, "bkt", "k", "null", Pin{}); err != nil {
 		t.Fatal(err)
 	}
 	check("after DeleteObjectTagging", tagsOf("k", "null"), nil)
@@ -124,14 +124,53 @@ func TestObjectTagging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "", blue)
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "", Pin{}, blue)
 	wantCode(t, "PutObjectTagging under a delete marker", err, s3err.NoSuchKey)
-	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", dr.DeleteMarkerVersionID, blue)
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", dr.DeleteMarkerVersionID, Pin{}, blue)
 	wantCode(t, "PutObjectTagging of a delete marker", err, s3err.MethodNotAllowed)
-	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", strings.Repeat("0", 32), blue)
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", strings.Repeat("0", 32), Pin{}, blue)
 	wantCode(t, "PutObjectTagging of a missing version", err, s3err.NoSuchVersion)
-	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "bad", blue)
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "bad", Pin{}, blue)
 	wantCode(t, "PutObjectTagging of a malformed version", err, s3err.InvalidArgument)
-	_, err = e.s.PutObjectTagging(ctx, "nope", "k", "", blue)
+	_, err = e.s.PutObjectTagging(ctx, "nope", "k", "", Pin{}, blue)
 	wantCode(t, "PutObjectTagging in a missing bucket", err, s3err.NoSuchBucket)
+}
+
+// TestPinnedChanges: a change of tags or ACL given the Pin of a version
+// applies to that version only: after an overwrite (or in an unversioned
+// bucket, where the new object is the null version again) it is refused
+// with ConditionalRequestConflict and the new object keeps its tags and
+// ACL; with the pin of the current version, or none, it applies.
+func TestPinnedChanges(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.put(t, "k", []byte("v1"))
+	_, _, old, err := e.s.ObjectTagging(ctx, "bkt", "k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, "k", []byte("v2"))
+	tags := []Tag{{"a", "b"}}
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "", old, tags)
+	wantCode(t, "PutObjectTagging pinned to an overwritten version", err, s3err.ConditionalRequestConflict)
+	_, err = e.s.DeleteObjectTagging(ctx, "bkt", "k", "", old)
+	wantCode(t, "DeleteObjectTagging pinned to an overwritten version", err, s3err.ConditionalRequestConflict)
+	_, err = e.s.PutObjectACL(ctx, "bkt", "k", "null", old, []byte("acl"))
+	wantCode(t, "PutObjectACL pinned to an overwritten null version", err, s3err.ConditionalRequestConflict)
+	if got, _, _, err := e.s.ObjectTagging(ctx, "bkt", "k", ""); err != nil || len(got) != 0 {
+		t.Errorf("tags of the new object = %v, %v; want none", got, err)
+	}
+	if doc, _, _, err := e.s.ObjectACL(ctx, "bkt", "k", ""); err != nil || doc != nil {
+		t.Errorf("ACL of the new object = %q, %v; want none", doc, err)
+	}
+	_, _, cur, err := e.s.ObjectACL(ctx, "bkt", "k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "", cur, tags); err != nil {
+		t.Errorf("PutObjectTagging pinned to the current version: %v", err)
+	}
+	if _, err := e.s.PutObjectACL(ctx, "bkt", "k", "", Pin{}, nil); err != nil {
+		t.Errorf("PutObjectACL pinned to nothing: %v", err)
+	}
 }

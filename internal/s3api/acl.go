@@ -8,6 +8,7 @@ import (
 
 	"github.com/coffer-s3/coffer/internal/acl"
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/s3xml"
 )
@@ -201,7 +202,7 @@ func (h *Handler) getObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
-	doc, reported, err := h.objects.ObjectACL(r.Context(), rq.bucket, rq.key, vid)
+	doc, reported, _, err := h.objects.ObjectACL(r.Context(), rq.bucket, rq.key, vid)
 	if err != nil {
 		return err
 	}
@@ -308,7 +309,13 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 		return err
 	}
 	bucketOwner := bucketOwnerID(ba.Owner)
-	cur, _, err := h.objects.ObjectACL(r.Context(), rq.bucket, rq.key, vid)
+	cur, _, read, err := h.objects.ObjectACL(r.Context(), rq.bucket, rq.key, vid)
+	if err != nil {
+		return err
+	}
+	// The change applies to the version read here (its owner stays the
+	// owner), which must be the one authorized.
+	pin, err := rq.pinned(read)
 	if err != nil {
 		return err
 	}
@@ -323,7 +330,7 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err := checkACL(ba, a); err != nil {
 		return err
 	}
-	reported, err := h.objects.PutObjectACL(r.Context(), rq.bucket, rq.key, vid, objectACLDoc(a, bucketOwner))
+	reported, err := h.objects.PutObjectACL(r.Context(), rq.bucket, rq.key, vid, pin, objectACLDoc(a, bucketOwner))
 	if err != nil {
 		return err
 	}
@@ -416,6 +423,8 @@ var aclPermission = map[iam.Action]struct {
 	iam.GetObjectVersion:           {true, acl.Read},
 	iam.GetObjectAcl:               {true, acl.ReadACP},
 	iam.PutObjectAcl:               {true, acl.WriteACP},
+	iam.GetObjectVersionAcl:        {true, acl.ReadACP},
+	iam.PutObjectVersionAcl:        {true, acl.WriteACP},
 }
 
 // aclGrants returns the check iam consults when no policy allows a
@@ -436,9 +445,11 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, t t
 		owner := bucketOwnerID(ba.Owner)
 		doc := ba.ACL
 		if need.onObject {
-			if doc, _, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID); err != nil {
+			var pin objects.Pin
+			if doc, _, pin, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID); err != nil {
 				return false
 			}
+			rq.notePin(t, pin)
 		}
 		a, err := decodeACL(doc, owner)
 		if err != nil {

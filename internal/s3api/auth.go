@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/coffer-s3/coffer/internal/iam"
+	"github.com/coffer-s3/coffer/internal/objects"
 	"github.com/coffer-s3/coffer/internal/s3err"
 	"github.com/coffer-s3/coffer/internal/sigv4"
 )
@@ -110,7 +111,7 @@ func (h *Handler) authorizeTarget(r *http.Request, rq *request, action iam.Actio
 	c := conditions(r, rq, action)
 	c.Header = hdr
 	if t.key != "" && tagConditionActions[action] {
-		c.ExistingObjectTags = h.existingTags(r, t)
+		c.ExistingObjectTags = h.existingTags(r, rq, t)
 	}
 	aclAction := action
 	if t.aclAs != "" {
@@ -155,6 +156,7 @@ func (h *Handler) restrictPublic(r *http.Request, rq *request, bucket string) fu
 // lookup table.
 var tagConditionActions = map[iam.Action]bool{
 	iam.GetObject: true, iam.GetObjectVersion: true, iam.GetObjectAcl: true, iam.PutObjectAcl: true,
+	iam.GetObjectVersionAcl: true, iam.PutObjectVersionAcl: true,
 	iam.GetObjectTagging: true, iam.GetObjectVersionTagging: true,
 	iam.PutObjectTagging: true, iam.PutObjectVersionTagging: true,
 	iam.DeleteObjectTagging: true, iam.DeleteObjectVersionTagging: true,
@@ -165,10 +167,14 @@ var tagConditionActions = map[iam.Action]bool{
 // a policy condition calls if it needs them: one metadata read, and none
 // for the many requests whose policies never look. An object that cannot
 // be read has no tags.
-func (h *Handler) existingTags(r *http.Request, t target) func() map[string]string {
+func (h *Handler) existingTags(r *http.Request, rq *request, t target) func() map[string]string {
 	return func() map[string]string {
-		tags, _, err := h.objects.ObjectTagging(r.Context(), t.bucket, t.key, t.versionID)
-		if err != nil || len(tags) == 0 {
+		tags, _, pin, err := h.objects.ObjectTagging(r.Context(), t.bucket, t.key, t.versionID)
+		if err != nil {
+			return nil
+		}
+		rq.notePin(t, pin)
+		if len(tags) == 0 {
 			return nil
 		}
 		m := make(map[string]string, len(tags))
@@ -177,6 +183,35 @@ func (h *Handler) existingTags(r *http.Request, t target) func() map[string]stri
 		}
 		return m
 	}
+}
+
+// notePin records that the request's authorization read pin, the version
+// of target t, if t is the current version of the request's own object
+// (see request.pin).
+func (rq *request) notePin(t target, pin objects.Pin) {
+	if t.bucket != rq.bucket || t.key != rq.key || t.versionID != "" {
+		return
+	}
+	switch {
+	case rq.pin == objects.Pin{}:
+		rq.pin = pin
+	case rq.pin != pin:
+		rq.pinSplit = true
+	}
+}
+
+// pinned returns the version a change of the request's own object's ACL
+// or tags must apply to: got, the version the change read (zero if it
+// read none), which must be the one the authorization read, if it read
+// one. A key overwritten meanwhile is ConditionalRequestConflict.
+func (rq *request) pinned(got objects.Pin) (objects.Pin, error) {
+	switch {
+	case rq.pinSplit, rq.pin != objects.Pin{} && got != objects.Pin{} && rq.pin != got:
+		return objects.Pin{}, s3err.New(s3err.ConditionalRequestConflict, rq.bucket+"/"+rq.key)
+	case got != objects.Pin{}:
+		return got, nil
+	}
+	return rq.pin, nil
 }
 
 // conditions returns the policy condition keys of a request.
@@ -208,10 +243,11 @@ func conditions(r *http.Request, rq *request, action iam.Action) iam.Conditions 
 			c.SignatureVersion = "AWS"
 		}
 	}
-	if action == iam.PutObject || action == iam.PutObjectTagging {
+	if action == iam.PutObject || action == iam.PutObjectTagging || action == iam.PutObjectVersionTagging {
 		// The tags a write sets: s3:RequestObjectTag/<key> and
-		// s3:RequestObjectTagKeys. PutObjectTagging sets those of its
-		// body and authorizes itself once it has read it (rq.tags).
+		// s3:RequestObjectTagKeys. PutObjectTagging (of a version too)
+		// sets those of its body and authorizes itself once it has read
+		// it (rq.tags).
 		if rq.tags != nil {
 			c.RequestObjectTags = rq.tags
 		} else if tags, err := parseTaggingHeader(r.Header); err == nil && tags != nil {

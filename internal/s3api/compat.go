@@ -92,8 +92,15 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   CreateMultipartUpload and CopyObject (with ` + "`x-amz-tagging-directive: REPLACE`" + `;
   ` + "`COPY`" + `, the default, copies the source's tags), ` + "`x-amz-tagging-count`" + ` on
   GET and HEAD. S3's limits: 10 tags an object (50 a bucket), keys of 1 to
-  128 characters and values of up to 256, of letters, digits, spaces and
-  ` + "`+ - = . _ : / @`" + `, keys unique and not starting with ` + "`aws:`" + ` (` + "`InvalidTag`" + `).
+  128 characters and values of up to 256, of letters, digits, spaces (not
+  tabs or newlines) and ` + "`+ - = . _ : / @`" + `, keys unique and not starting with
+  ` + "`aws:`" + ` (` + "`InvalidTag`" + `). A Tagging body is checked against S3's schema: one
+  TagSet (required: an empty one removes the tags), one Key and Value a Tag
+  (` + "`MalformedXML`" + `). A change of the tags or the ACL of the current version
+  (no versionId) applies to the version its authorization read (its ACL
+  grants, its tags in policy conditions): if the key was overwritten while
+  the request was read, it is ` + "`409 ConditionalRequestConflict`" + ` and changes
+  nothing.
   A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too, and one
   with ` + "`x-amz-acl`" + ` or ` + "`x-amz-grant-*`" + ` (PutObject, CopyObject,
   CreateMultipartUpload, a form's ` + "`acl`" + `) ` + "`s3:PutObjectAcl`" + `, unless a
@@ -307,8 +314,13 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   ` + "`policy`" + `, the signature, ` + "`AWSAccessKeyId`" + ` and ` + "`x-ignore-*`" + ` must be named by a
   condition (` + "`403 AccessDenied`" + `, "Invalid according to Policy: …"); a policy
   that does not parse is ` + "`400 InvalidPolicyDocument`" + `. The fields before the file
-  may take 64 KiB (` + "`MaxPostPreDataLengthExceededError`" + `); fields after it are
-  ignored. ` + "`key`" + ` (with ` + "`${filename}`" + `), ` + "`acl`" + `, ` + "`x-amz-grant-*`" + `, ` + "`tagging`" + ` (a
+  may take 64 KiB (` + "`MaxPostPreDataLengthExceededError`" + `) and 10 seconds; fields
+  after it are ignored. Since nothing about the sender is known until they
+  are in, they are read in a pool of their own (an eighth of
+  ` + "`--limits.requests`" + `; past it a form is answered
+  ` + "`503 SlowDown`" + `), not holding a request slot: strangers opening forms cannot
+  keep other requests out. A field standing for a header may not hold a
+  control character other than tab (` + "`400 InvalidArgument`" + `). ` + "`key`" + ` (with ` + "`${filename}`" + `), ` + "`acl`" + `, ` + "`x-amz-grant-*`" + `, ` + "`tagging`" + ` (a
   Tagging document), ` + "`Content-Type`" + ` and the other standard headers,
   ` + "`x-amz-meta-*`" + ` and ` + "`x-amz-checksum-*`" + ` are stored as PutObject stores the same
   headers. The file streams to storage as it arrives, its length checked

@@ -128,6 +128,10 @@ type Handler struct {
 	newID    func() string
 	observer Observer   // nil when none
 	admit    *admission // nil without a request limit
+	// forms bounds the form uploads reading their fields, which they do
+	// holding a slot of this pool instead of a request slot (postObject);
+	// nil without a request limit.
+	forms *admission
 	// storageErr is the object service's Err: nil while the metadata
 	// store can commit writes, else the ServiceUnavailable error writes
 	// answer. One atomic load.
@@ -183,6 +187,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		h.newID = newRequestIDs()
 	}
 	h.admit = newAdmission(h.cfg.MaxRequests, max(h.cfg.MaxQueued, 0), h.cfg.QueueWait)
+	if h.admit != nil {
+		h.forms = newAdmission(max(h.cfg.MaxRequests/formShare, 1), 0, 0)
+	}
 	h.bufs.New = func() any {
 		b := make([]byte, copyBufSize)
 		return &b
@@ -248,6 +255,14 @@ type request struct {
 	// tags are the tags of a PutObjectTagging body, once read: the
 	// request tags its authorization tests (s3:RequestObjectTag/<key>).
 	tags map[string]string
+	// pin is the version of the request's own object (the current one:
+	// the request names none) whose ACL or tags its authorization read,
+	// and pinSplit says two reads saw different versions: a change of
+	// that object's ACL or tags applies to that version only (objects.Pin).
+	pin      objects.Pin
+	pinSplit bool
+	// slot says the request holds a request slot (Handler.admit).
+	slot bool
 
 	// What finish reports. code is the S3 error code writeError answered
 	// (or met after the status was sent); aborted says the client went
@@ -344,27 +359,39 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !writes(r.Method) {
 		sr = r.WithContext(h.readContext(r.Context()))
 	}
-	if err := h.admit.acquire(sr.Context()); err != nil {
-		if s3err.Is(err, s3err.SlowDown) {
-			rw.Header().Set("Retry-After", retryAfter)
-		}
+	if err := h.takeSlot(rw, sr.Context(), rq); err != nil {
 		h.writeError(rw, r, rq, err)
 		return
 	}
-	released := false
-	defer func() {
-		if !released { // a panic: given back before it is answered
-			h.admit.release()
-		}
-	}()
+	defer h.releaseSlot(rq) // a panic: given back before it is answered
 	err := h.serve(rw, sr, rq)
 	// The slot is given back before an error is written: draining a
 	// refused body may take drainTimeout, and a stranger's refused
 	// requests must not keep others waiting for slots.
-	released = true
-	h.admit.release()
+	h.releaseSlot(rq)
 	if err != nil {
 		h.writeError(rw, r, rq, err)
+	}
+}
+
+// takeSlot takes a request slot for rq (see admission), waiting in the
+// queue if need be; a SlowDown gets its Retry-After.
+func (h *Handler) takeSlot(w http.ResponseWriter, ctx context.Context, rq *request) error {
+	if err := h.admit.acquire(ctx); err != nil {
+		if s3err.Is(err, s3err.SlowDown) {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		return err
+	}
+	rq.slot = true
+	return nil
+}
+
+// releaseSlot gives rq's request slot back, if it holds one.
+func (h *Handler) releaseSlot(rq *request) {
+	if rq.slot {
+		rq.slot = false
+		h.admit.release()
 	}
 }
 

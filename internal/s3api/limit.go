@@ -21,6 +21,10 @@ const (
 	DefaultQueueWait = 10 * time.Second
 	// retryAfter is the Retry-After of a SlowDown, in seconds.
 	retryAfter = "1"
+	// formShare: one form upload in this many requests may be reading its
+	// fields at once (Handler.forms): 128 of the default 1,024, each
+	// holding at most maxPostPreData (64 KiB) of them in memory.
+	formShare = 8
 )
 
 // admission bounds the requests served at once: a slot is taken before a

@@ -72,13 +72,26 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 		return err
 	}
 	// Nothing is verified before the fields are in: they get a bounded
-	// time, whatever their pace (lifted once the upload is authorized).
+	// time, whatever their pace (lifted once the upload is authorized),
+	// and are read holding a slot of the form pool, not a request slot:
+	// strangers who open forms and send their fields slowly, which needs
+	// no credentials, can keep other forms waiting (SlowDown), never the
+	// rest of the API. The request slot is taken again once they are in.
 	rq.idle.until(time.Now().Add(h.cfg.FormFieldsTimeout)) // real time: a deadline
+	h.releaseSlot(rq)
+	if err := h.forms.acquire(r.Context()); err != nil {
+		w.Header().Set("Retry-After", retryAfter)
+		return err
+	}
 	form, file, err := readForm(mr, pre)
+	h.forms.release()
 	if err != nil {
 		return err
 	}
 	defer file.Close()
+	if err := h.takeSlot(w, r.Context(), rq); err != nil {
+		return err
+	}
 
 	// Authenticate: the policy's signature, or nobody.
 	pf := sigv4.PostForm{
@@ -125,7 +138,10 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 
 	// What to store, from the fields named as the PutObject headers
 	// they stand for.
-	hdr := formHeader(&form)
+	hdr, err := formHeader(&form)
+	if err != nil {
+		return err
+	}
 	in, err := parsePutObject(hdr, nil)
 	if err != nil {
 		return err
@@ -337,11 +353,20 @@ func fileName(p *multipart.Part) string {
 }
 
 // formHeader returns the fields of a form that stand for PutObject
-// headers as those headers (isFormHeader), and acl as x-amz-acl.
-func formHeader(form *postpolicy.Form) http.Header {
+// headers as those headers (isFormHeader), and acl as x-amz-acl. A value
+// no HTTP header could carry (a control character other than tab: a
+// header sent with it is refused by net/http, as by S3's front end) is
+// 400 InvalidArgument: stored, it would go out in the object's
+// Content-Type or Cache-Control, and clients refuse such a response (a
+// NUL in it made the object unreadable to Go's client and to curl).
+func formHeader(form *postpolicy.Form) (http.Header, error) {
 	hdr := make(http.Header, len(form.Names))
 	for _, name := range form.Names {
 		v := form.Values[name]
+		if (name == "acl" || isFormHeader(name)) && !validHeaderValue(v) {
+			return nil, invalidArgument(name, strings.ToValidUTF8(v, "\uFFFD"),
+				"The form field "+name+" holds a character no HTTP header may carry.")
+		}
 		switch {
 		case name == "acl":
 			hdr.Set("X-Amz-Acl", v)
@@ -349,7 +374,18 @@ func formHeader(form *postpolicy.Form) http.Header {
 			hdr[textproto.CanonicalMIMEHeaderKey(name)] = []string{v}
 		}
 	}
-	return hdr
+	return hdr, nil
+}
+
+// validHeaderValue reports whether an HTTP header could carry v: no
+// control characters but tab (RFC 9110 section 5.5).
+func validHeaderValue(v string) bool {
+	for i := range len(v) {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // parseFormTagging parses the tagging field of a form: a Tagging document,

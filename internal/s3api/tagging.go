@@ -89,7 +89,7 @@ func (h *Handler) getObjectTagging(w http.ResponseWriter, r *http.Request, rq *r
 	if err != nil {
 		return err
 	}
-	tags, reported, err := h.objects.ObjectTagging(r.Context(), rq.bucket, rq.key, vid)
+	tags, reported, _, err := h.objects.ObjectTagging(r.Context(), rq.bucket, rq.key, vid)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,11 @@ func (h *Handler) putObjectTagging(w http.ResponseWriter, r *http.Request, rq *r
 	if err := h.authorize(r, rq, rq.op.actionFor(rq.query), rq.bucket, rq.key); err != nil {
 		return err
 	}
-	reported, err := h.objects.PutObjectTagging(r.Context(), rq.bucket, rq.key, vid, tags)
+	pin, err := rq.pinned(objects.Pin{})
+	if err != nil {
+		return err
+	}
+	reported, err := h.objects.PutObjectTagging(r.Context(), rq.bucket, rq.key, vid, pin, tags)
 	if err != nil {
 		return err
 	}
@@ -131,7 +135,11 @@ func (h *Handler) deleteObjectTagging(w http.ResponseWriter, r *http.Request, rq
 	if err != nil {
 		return err
 	}
-	reported, err := h.objects.DeleteObjectTagging(r.Context(), rq.bucket, rq.key, vid)
+	pin, err := rq.pinned(objects.Pin{})
+	if err != nil {
+		return err
+	}
+	reported, err := h.objects.DeleteObjectTagging(r.Context(), rq.bucket, rq.key, vid, pin)
 	if err != nil {
 		return err
 	}

@@ -32,18 +32,34 @@ type Tag struct {
 // errTagWithoutKey is the cause of the MalformedXML for a Tag without Key.
 var errTagWithoutKey = errors.New("s3xml: Tag without Key")
 
-// DecodeTagging decodes a Tagging body of at most limit bytes. Errors are
-// as for Decode, and MalformedXML for a Tag without a Key. The tags
-// themselves (count, lengths, characters) are the service's to check.
+// errNoTagSet is the cause of the MalformedXML for a Tagging without
+// TagSet.
+var errNoTagSet = errors.New("s3xml: Tagging without TagSet")
+
+// taggingIn is Tagging as a request sends it: TagSet is required.
+type taggingIn struct {
+	XMLName xml.Name `xml:"http://s3.amazonaws.com/doc/2006-03-01/ Tagging"`
+	TagSet  *TagSet  `xml:"TagSet"`
+}
+
+// DecodeTagging decodes a Tagging body of at most limit bytes, checked
+// against S3's schema (decodeStrict): a Tagging without TagSet (which
+// would erase every tag), with two, or a Tag with two Keys or Values, or
+// without a Key, is MalformedXML; other errors are as for Decode. The
+// tags themselves (count, lengths, characters) are the service's to
+// check.
 func DecodeTagging(r io.Reader, limit int64) (Tagging, error) {
-	var t Tagging
-	if err := Decode(r, limit, &t); err != nil {
+	var in taggingIn
+	if err := decodeStrict(r, limit, &in); err != nil {
 		return Tagging{}, err
 	}
-	for _, tag := range t.TagSet.Tags {
+	if in.TagSet == nil {
+		return Tagging{}, s3err.Wrap(s3err.MalformedXML, "", errNoTagSet)
+	}
+	for _, tag := range in.TagSet.Tags {
 		if tag.Key == nil {
 			return Tagging{}, s3err.Wrap(s3err.MalformedXML, "", errTagWithoutKey)
 		}
 	}
-	return t, nil
+	return Tagging{TagSet: *in.TagSet}, nil
 }

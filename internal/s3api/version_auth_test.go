@@ -1,0 +1,160 @@
+package s3api
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/coffer-s3/coffer/internal/iam"
+)
+
+// TestExistingTagVersionAcl: s3:ExistingObjectTag is evaluated for
+// GetObjectVersionAcl and PutObjectVersionAcl too: a Deny on a tag is not
+// bypassed by adding ?versionId= (it was, found in review 2026-11-29).
+func TestExistingTagVersionAcl(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: []byte(enableVersioning)}).mustStatus(t, http.StatusOK)
+	vid := hs.put("bkt", "k", []byte("x"), "X-Amz-Tagging", "secret=true").header.Get("x-amz-version-id")
+	const pol = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::bkt","arn:aws:s3:::bkt/*"]},
+  {"Effect":"Deny","Action":["s3:GetObjectAcl","s3:GetObjectVersionAcl","s3:PutObjectAcl","s3:PutObjectVersionAcl"],"Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/secret":"true"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "no-secret", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("prober", "no-secret")
+	hs.do(call{method: "GET", path: "/bkt/k?acl", cred: u}).want(t, http.StatusForbidden, "AccessDenied")
+	if rp := hs.do(call{method: "GET", path: "/bkt/k?acl&versionId=" + vid, cred: u}); rp.status != http.StatusForbidden {
+		t.Errorf("GetObjectVersionAcl of a tag-denied version: %d, want 403", rp.status)
+	}
+	hs.do(call{method: "PUT", path: "/bkt/k?acl", cred: u, header: header("X-Amz-Acl", "public-read")}).want(t, http.StatusForbidden, "AccessDenied")
+	if rp := hs.do(call{method: "PUT", path: "/bkt/k?acl&versionId=" + vid, cred: u, header: header("X-Amz-Acl", "public-read")}); rp.status != http.StatusForbidden {
+		t.Errorf("PutObjectVersionAcl public-read of a tag-denied version: %d, want 403", rp.status)
+	}
+	if rp := hs.do(call{method: "GET", path: "/bkt/k", anon: true}); rp.status == http.StatusOK {
+		t.Errorf("anonymous GET after the bypass: 200 %q", rp.body)
+	}
+}
+
+// TestRequestTagVersionTagging: s3:RequestObjectTag is set for
+// PutObjectVersionTagging too: a Deny on the tags a request sets is not
+// bypassed with ?versionId=.
+func TestRequestTagVersionTagging(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: []byte(enableVersioning)}).mustStatus(t, http.StatusOK)
+	vid := hs.put("bkt", "k", []byte("x")).header.Get("x-amz-version-id")
+	const pol = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::bkt","arn:aws:s3:::bkt/*"]},
+  {"Effect":"Deny","Action":["s3:PutObjectTagging","s3:PutObjectVersionTagging"],"Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:RequestObjectTag/security":"public"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "no-public-tag", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("prober", "no-public-tag")
+	pub := []byte(`<Tagging><TagSet><Tag><Key>security</Key><Value>public</Value></Tag></TagSet></Tagging>`)
+	hs.do(call{method: "PUT", path: "/bkt/k?tagging", body: pub, cred: u}).want(t, http.StatusForbidden, "AccessDenied")
+	if rp := hs.do(call{method: "PUT", path: "/bkt/k?tagging&versionId=" + vid, body: pub, cred: u}); rp.status != http.StatusForbidden {
+		t.Errorf("PutObjectVersionTagging setting a denied tag: %d, want 403", rp.status)
+	}
+	rp := hs.do(call{method: "GET", path: "/bkt/k?tagging"}).mustStatus(t, http.StatusOK)
+	if bytes.Contains(rp.body, []byte("public")) {
+		t.Errorf("denied tag stored: %s", rp.body)
+	}
+}
+
+// TestACPGrantVersionAcl: READ_ACP and WRITE_ACP object grants allow
+// GetObjectVersionAcl and PutObjectVersionAcl, as S3 maps them.
+func TestACPGrantVersionAcl(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: []byte(enableVersioning)}).mustStatus(t, http.StatusOK)
+	bob := hs.user("bob")
+	id := `id="` + hs.canonicalID("bob") + `"`
+	vid := hs.put("bkt", "k", []byte("x"), "X-Amz-Grant-Read-Acp", id, "X-Amz-Grant-Write-Acp", id,
+		"X-Amz-Grant-Full-Control", `id="`+iam.RootCanonicalID()+`"`).header.Get("x-amz-version-id")
+	hs.do(call{method: "GET", path: "/bkt/k?acl", cred: bob}).mustStatus(t, http.StatusOK)
+	if rp := hs.do(call{method: "GET", path: "/bkt/k?acl&versionId=" + vid, cred: bob}); rp.status != http.StatusOK {
+		t.Errorf("GetObjectVersionAcl with READ_ACP: %d %s", rp.status, rp.body)
+	}
+	if rp := hs.do(call{method: "PUT", path: "/bkt/k?acl&versionId=" + vid, cred: bob, header: header("X-Amz-Grant-Read-Acp", id, "X-Amz-Grant-Write-Acp", id)}); rp.status != http.StatusOK {
+		t.Errorf("PutObjectVersionAcl with WRITE_ACP: %d %s", rp.status, rp.body)
+	}
+}
+
+// TestPutObjectAclPinned: PutObjectAcl without versionId is authorized
+// against (and takes the owner from) the version current when it starts;
+// if the key is overwritten before its body has arrived, it must not
+// write the ACL onto the new version (a WRITE_ACP grant on v1 made v2,
+// written meanwhile by the owner as private, public): 409
+// ConditionalRequestConflict, and v2 keeps its ACL.
+func TestPutObjectAclPinned(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	hs.do(call{method: "PUT", path: "/bkt?versioning", body: []byte(enableVersioning)}).mustStatus(t, http.StatusOK)
+	bob := hs.user("bob")
+	hs.put("bkt", "k", []byte("v1-shared"), "X-Amz-Grant-Write-Acp", `id="`+hs.canonicalID("bob")+`"`,
+		"X-Amz-Grant-Full-Control", `id="`+iam.RootCanonicalID()+`"`).mustStatus(t, http.StatusOK)
+
+	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
+<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
+</AccessControlList></AccessControlPolicy>`)
+	pr, pw := io.Pipe()
+	req := hs.request(call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob, payload: "UNSIGNED-PAYLOAD",
+		prepare: func(r *http.Request) { r.Body = pr; r.ContentLength = int64(len(body)) }})
+	done := make(chan reply, 1)
+	go func() {
+		resp, err := hs.srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			done <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- reply{status: resp.StatusCode, body: b}
+	}()
+	pw.Write(body[:10])
+	time.Sleep(300 * time.Millisecond) // the handler has authorized and read v1's ACL, and waits for the body
+	hs.put("bkt", "k", []byte("v2-secret")).mustStatus(t, http.StatusOK) // root: private
+	pw.Write(body[10:])
+	pw.Close()
+	rp := <-done
+	if rp.status != http.StatusConflict || errorCode(rp.body) != "ConditionalRequestConflict" {
+		t.Errorf("bob's PutObjectAcl across an overwrite: %d %s, want 409 ConditionalRequestConflict", rp.status, rp.body)
+	}
+	if rp := hs.do(call{method: "GET", path: "/bkt/k", anon: true}); rp.status == http.StatusOK {
+		t.Errorf("anonymous GET of v2 (written private by root, bob had no WRITE_ACP on it): 200 %q", rp.body)
+	}
+}
+
+// TestTaggingBodiesStrict: Tagging bodies S3's schema refuses
+// (MalformedXML; a Tagging without TagSet would erase every tag) and tags
+// with characters S3 refuses (tabs, newlines) are refused.
+func TestTaggingBodiesStrict(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("x"), "X-Amz-Tagging", "keep=1")
+	for _, tc := range []struct{ name, body string }{
+		{"no TagSet", `<Tagging></Tagging>`},
+		{"two TagSets", `<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet><TagSet><Tag><Key>b</Key><Value>2</Value></Tag></TagSet></Tagging>`},
+		{"two Keys in a Tag", `<Tagging><TagSet><Tag><Key>a</Key><Key>b</Key><Value>1</Value></Tag></TagSet></Tagging>`},
+		{"tab in value", "<Tagging><TagSet><Tag><Key>a</Key><Value>x\ty</Value></Tag></TagSet></Tagging>"},
+		{"newline in key", "<Tagging><TagSet><Tag><Key>a&#10;b</Key><Value>1</Value></Tag></TagSet></Tagging>"},
+	} {
+		rp := hs.do(call{method: "PUT", path: "/bkt/k?tagging", body: []byte(tc.body)})
+		got := hs.do(call{method: "GET", path: "/bkt/k?tagging"})
+		t.Logf("%s: PUT %d %s -> GET %s", tc.name, rp.status, errorCode(rp.body), got.body)
+		if rp.status == http.StatusOK {
+			t.Errorf("%s: accepted", tc.name)
+			hs.do(call{method: "PUT", path: "/bkt/k?tagging", body: []byte(`<Tagging><TagSet><Tag><Key>keep</Key><Value>1</Value></Tag></TagSet></Tagging>`)}).mustStatus(t, http.StatusOK)
+		}
+	}
+	if rp := hs.do(call{method: "PUT", path: "/bkt/k2", body: []byte("x"), header: header("X-Amz-Tagging", "a=x%09y")}); rp.status != http.StatusBadRequest {
+		t.Errorf("x-amz-tagging with a tab: %d, want 400", rp.status)
+	}
+	hs.put("bkt", "k3", []byte("x"), "X-Amz-Tagging", "a=x%20y%C2%A0z") // a space and a no-break space
+}
