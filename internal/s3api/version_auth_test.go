@@ -118,7 +118,7 @@ func TestPutObjectAclPinned(t *testing.T) {
 		done <- reply{status: resp.StatusCode, body: b}
 	}()
 	pw.Write(body[:10])
-	time.Sleep(300 * time.Millisecond) // the handler has authorized and read v1's ACL, and waits for the body
+	time.Sleep(300 * time.Millisecond)                                   // the handler has authorized and read v1's ACL, and waits for the body
 	hs.put("bkt", "k", []byte("v2-secret")).mustStatus(t, http.StatusOK) // root: private
 	pw.Write(body[10:])
 	pw.Close()
