@@ -107,7 +107,7 @@ func (s *Service) ObjectACL(ctx context.Context, bucket, key, versionID string) 
 	if err != nil {
 		return nil, "", Pin{}, err
 	}
-	return rec.ACL, s.taggingVersionID(ctx, bucket, &rec, versionID), Pin{rec.VersionID}, nil
+	return rec.ACL, s.taggingVersionID(ctx, bucket, &rec, versionID), pinOf(&rec), nil
 }
 
 // PutObjectACL replaces the ACL of a version of bucket/key in place (nil:

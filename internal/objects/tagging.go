@@ -2,6 +2,7 @@ package objects
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,21 +124,42 @@ func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID stri
 	if err != nil {
 		return nil, "", Pin{}, err
 	}
-	return fromMetaTags(rec.Tags), s.taggingVersionID(ctx, bucket, &rec, versionID), Pin{rec.VersionID}, nil
+	return fromMetaTags(rec.Tags), s.taggingVersionID(ctx, bucket, &rec, versionID), pinOf(&rec), nil
 }
 
-// A Pin names the version a read saw (ObjectTagging, ObjectACL) by its
-// internal identity, which every write of a key changes, even in a bucket
-// without versioning. A change of a subresource given a set Pin applies
-// to that version only: a request authorized against the current version
-// (its ACL grants, its tags in policy conditions), whose key was
-// overwritten before the change was written, must not change the new
-// version, which it was never authorized for. The zero Pin pins nothing.
-type Pin struct{ id string }
+// A Pin names what a read saw (ObjectTagging, ObjectACL): the version, by
+// its internal identity, which every write of a key changes, even in a
+// bucket without versioning, and a digest of its ACL and tags, what an
+// authorization decides on. A change of a subresource given a set Pin
+// applies only if the version is still that one, in that state: a request
+// authorized against a version (its ACL grants, its tags in policy
+// conditions), whose key was overwritten or whose grants were revoked
+// before its change was written (its body may trickle in for minutes),
+// must not change what it was never authorized for. NoVersion pins the
+// absence of the version. The zero Pin pins nothing.
+type Pin struct{ id, state string }
+
+// NoVersion is the Pin of a read that found no version (NoSuchKey,
+// NoSuchVersion, a delete marker): a change given it is refused if there
+// is one by the time it is written.
+var NoVersion = Pin{id: "-"}
+
+// pinOf returns the Pin of o as it is now.
+func pinOf(o *meta.Object) Pin {
+	h := sha256.New()
+	h.Write(o.ACL)
+	for _, t := range o.Tags {
+		h.Write([]byte{0})
+		h.Write([]byte(t.Key))
+		h.Write([]byte{0})
+		h.Write([]byte(t.Value))
+	}
+	return Pin{id: o.VersionID, state: string(h.Sum(nil))}
+}
 
 // errPinned is the cause of the ConditionalRequestConflict a change
 // answers when the version is not the pinned one.
-var errPinned = errors.New("the version changed since the request read it")
+var errPinned = errors.New("the version, its ACL or its tags changed since the request read them")
 
 // PutObjectTagging replaces the tags of a version of bucket/key (versionID
 // "" for the current one; pin: see Pin), in place: no new version is
@@ -174,7 +196,7 @@ func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID stri
 		return "", err
 	}
 	rec, err := s.db.ModifyVersion(ctx, bucket, key, versionID, func(o *meta.Object) error {
-		if pin.id != "" && o.VersionID != pin.id {
+		if pin != (Pin{}) && pinOf(o) != pin && !(pin == NoVersion && o.DeleteMarker) {
 			return s3err.Wrap(s3err.ConditionalRequestConflict, res, errPinned)
 		}
 		if o.DeleteMarker {

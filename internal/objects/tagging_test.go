@@ -173,4 +173,17 @@ func TestPinnedChanges(t *testing.T) {
 	if _, err := e.s.PutObjectACL(ctx, "bkt", "k", "", Pin{}, nil); err != nil {
 		t.Errorf("PutObjectACL pinned to nothing: %v", err)
 	}
+	// The state is pinned too: tags changed since the read.
+	_, _, read, err := e.s.ObjectTagging(ctx, "bkt", "k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "", Pin{}, []Tag{{"c", "d"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.PutObjectACL(ctx, "bkt", "k", "", read, []byte("acl"))
+	wantCode(t, "PutObjectACL pinned to tags changed since", err, s3err.ConditionalRequestConflict)
+	// NoVersion: the read found nothing, and there is something now.
+	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "", NoVersion, tags)
+	wantCode(t, "PutObjectTagging pinned to no version", err, s3err.ConditionalRequestConflict)
 }

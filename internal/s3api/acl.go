@@ -315,7 +315,7 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	}
 	// The change applies to the version read here (its owner stays the
 	// owner), which must be the one authorized.
-	pin, err := rq.pinned(read)
+	pin, err := rq.pinned(vid, read)
 	if err != nil {
 		return err
 	}
@@ -446,10 +446,11 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, t t
 		doc := ba.ACL
 		if need.onObject {
 			var pin objects.Pin
-			if doc, _, pin, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID); err != nil {
+			doc, _, pin, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID)
+			rq.notePin(t, pin, err)
+			if err != nil {
 				return false
 			}
-			rq.notePin(t, pin)
 		}
 		a, err := decodeACL(doc, owner)
 		if err != nil {

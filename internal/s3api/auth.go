@@ -170,11 +170,8 @@ var tagConditionActions = map[iam.Action]bool{
 func (h *Handler) existingTags(r *http.Request, rq *request, t target) func() map[string]string {
 	return func() map[string]string {
 		tags, _, pin, err := h.objects.ObjectTagging(r.Context(), t.bucket, t.key, t.versionID)
-		if err != nil {
-			return nil
-		}
-		rq.notePin(t, pin)
-		if len(tags) == 0 {
+		rq.notePin(t, pin, err)
+		if err != nil || len(tags) == 0 {
 			return nil
 		}
 		m := make(map[string]string, len(tags))
@@ -185,28 +182,40 @@ func (h *Handler) existingTags(r *http.Request, rq *request, t target) func() ma
 	}
 }
 
-// notePin records that the request's authorization read pin, the version
-// of target t, if t is the current version of the request's own object
-// (see request.pin).
-func (rq *request) notePin(t target, pin objects.Pin) {
-	if t.bucket != rq.bucket || t.key != rq.key || t.versionID != "" {
+// notePin records that the request's authorization read pin, a version
+// of the request's own object (see request.pin); err is the read's error:
+// a read that found no version pins that (objects.NoVersion), another
+// error pins nothing (the authorization fails closed on it).
+func (rq *request) notePin(t target, pin objects.Pin, err error) {
+	if t.bucket != rq.bucket || t.key != rq.key || rq.key == "" {
 		return
+	}
+	if err != nil {
+		switch s3err.CodeOf(err) {
+		case s3err.NoSuchKey, s3err.NoSuchVersion, s3err.MethodNotAllowed:
+			pin = objects.NoVersion
+		default:
+			return
+		}
 	}
 	switch {
 	case rq.pin == objects.Pin{}:
-		rq.pin = pin
-	case rq.pin != pin:
+		rq.pin, rq.pinVersion = pin, t.versionID
+	case rq.pin != pin, rq.pinVersion != t.versionID:
 		rq.pinSplit = true
 	}
 }
 
-// pinned returns the version a change of the request's own object's ACL
-// or tags must apply to: got, the version the change read (zero if it
-// read none), which must be the one the authorization read, if it read
-// one. A key overwritten meanwhile is ConditionalRequestConflict.
-func (rq *request) pinned(got objects.Pin) (objects.Pin, error) {
+// pinned returns the Pin a change of the ACL or tags of version vid of
+// the request's own object must be given: got, what the change read
+// itself (zero if it read nothing), which must be what the authorization
+// read, if it read anything. Two reads that disagree (the key was written
+// between them) are ConditionalRequestConflict.
+func (rq *request) pinned(vid string, got objects.Pin) (objects.Pin, error) {
+	conflict := rq.pinSplit || rq.pin != objects.Pin{} && rq.pinVersion != vid ||
+		rq.pin != objects.Pin{} && got != objects.Pin{} && rq.pin != got
 	switch {
-	case rq.pinSplit, rq.pin != objects.Pin{} && got != objects.Pin{} && rq.pin != got:
+	case conflict:
 		return objects.Pin{}, s3err.New(s3err.ConditionalRequestConflict, rq.bucket+"/"+rq.key)
 	case got != objects.Pin{}:
 		return got, nil

@@ -96,11 +96,10 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   tabs or newlines) and ` + "`+ - = . _ : / @`" + `, keys unique and not starting with
   ` + "`aws:`" + ` (` + "`InvalidTag`" + `). A Tagging body is checked against S3's schema: one
   TagSet (required: an empty one removes the tags), one Key and Value a Tag
-  (` + "`MalformedXML`" + `). A change of the tags or the ACL of the current version
-  (no versionId) applies to the version its authorization read (its ACL
-  grants, its tags in policy conditions): if the key was overwritten while
-  the request was read, it is ` + "`409 ConditionalRequestConflict`" + ` and changes
-  nothing.
+  (` + "`MalformedXML`" + `). A change of the tags or the ACL of a version applies only to what its authorization read (the version, its ACL
+  grants, its tags in policy conditions): if the key was overwritten, or
+  that version's ACL or tags changed, while the request was read, it is
+  ` + "`409 ConditionalRequestConflict`" + ` and changes nothing.
   A write with ` + "`x-amz-tagging`" + ` needs ` + "`s3:PutObjectTagging`" + ` too, and one
   with ` + "`x-amz-acl`" + ` or ` + "`x-amz-grant-*`" + ` (PutObject, CopyObject,
   CreateMultipartUpload, a form's ` + "`acl`" + `) ` + "`s3:PutObjectAcl`" + `, unless a
@@ -317,7 +316,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   may take 64 KiB (` + "`MaxPostPreDataLengthExceededError`" + `) and 10 seconds; fields
   after it are ignored. Since nothing about the sender is known until they
   are in, they are read in a pool of their own (an eighth of
-  ` + "`--limits.requests`" + `; past it a form is answered
+  ` + "`--limits.requests`" + `, at least 8, and a queue an eighth of ` + "`--limits.queue`" + `;
+  past it a form is answered
   ` + "`503 SlowDown`" + `), not holding a request slot: strangers opening forms cannot
   keep other requests out. A field standing for a header may not hold a
   control character other than tab (` + "`400 InvalidArgument`" + `). ` + "`key`" + ` (with ` + "`${filename}`" + `), ` + "`acl`" + `, ` + "`x-amz-grant-*`" + `, ` + "`tagging`" + ` (a

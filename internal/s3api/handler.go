@@ -188,7 +188,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h.admit = newAdmission(h.cfg.MaxRequests, max(h.cfg.MaxQueued, 0), h.cfg.QueueWait)
 	if h.admit != nil {
-		h.forms = newAdmission(max(h.cfg.MaxRequests/formShare, 1), 0, 0)
+		h.forms = newAdmission(max(h.cfg.MaxRequests/formShare, min(h.cfg.MaxRequests, minForms)),
+			max(h.cfg.MaxQueued/formShare, 0), h.cfg.QueueWait)
 	}
 	h.bufs.New = func() any {
 		b := make([]byte, copyBufSize)
@@ -255,12 +256,14 @@ type request struct {
 	// tags are the tags of a PutObjectTagging body, once read: the
 	// request tags its authorization tests (s3:RequestObjectTag/<key>).
 	tags map[string]string
-	// pin is the version of the request's own object (the current one:
-	// the request names none) whose ACL or tags its authorization read,
-	// and pinSplit says two reads saw different versions: a change of
-	// that object's ACL or tags applies to that version only (objects.Pin).
-	pin      objects.Pin
-	pinSplit bool
+	// pin is what the request's authorization read of its own object
+	// (its ACL, its tags; pinVersion is the versionId it named, "" for
+	// the current version), and pinSplit says two reads saw different
+	// things: a change of that object's ACL or tags applies only if it is
+	// still what was read (objects.Pin).
+	pin        objects.Pin
+	pinVersion string
+	pinSplit   bool
 	// slot says the request holds a request slot (Handler.admit).
 	slot bool
 

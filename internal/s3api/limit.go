@@ -22,9 +22,13 @@ const (
 	// retryAfter is the Retry-After of a SlowDown, in seconds.
 	retryAfter = "1"
 	// formShare: one form upload in this many requests may be reading its
-	// fields at once (Handler.forms): 128 of the default 1,024, each
-	// holding at most maxPostPreData (64 KiB) of them in memory.
+	// fields at once (Handler.forms), and as many more wait: 128 of the
+	// default 1,024 (each holding at most maxPostPreData, 64 KiB, of them
+	// in memory) and 512 waiting, for at most QueueWait; but at least
+	// minForms, or all requests if fewer, so that a small limit still
+	// takes a few forms at once.
 	formShare = 8
+	minForms  = 8
 )
 
 // admission bounds the requests served at once: a slot is taken before a
@@ -105,5 +109,12 @@ func (h *Handler) Load() LoadStats {
 	if a == nil {
 		return LoadStats{}
 	}
-	return LoadStats{InFlight: len(a.slots), Queued: int(a.waiting.Load()), Refused: a.refused.Load()}
+	st := LoadStats{InFlight: len(a.slots), Queued: int(a.waiting.Load()), Refused: a.refused.Load()}
+	if f := h.forms; f != nil {
+		// Forms reading their fields hold no request slot but are served.
+		st.InFlight += len(f.slots)
+		st.Queued += int(f.waiting.Load())
+		st.Refused += f.refused.Load()
+	}
+	return st
 }

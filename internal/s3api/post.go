@@ -77,14 +77,11 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 	// strangers who open forms and send their fields slowly, which needs
 	// no credentials, can keep other forms waiting (SlowDown), never the
 	// rest of the API. The request slot is taken again once they are in.
+	// (So under load a form waits twice: for a form slot, then for a
+	// request slot again.)
 	rq.idle.until(time.Now().Add(h.cfg.FormFieldsTimeout)) // real time: a deadline
 	h.releaseSlot(rq)
-	if err := h.forms.acquire(r.Context()); err != nil {
-		w.Header().Set("Retry-After", retryAfter)
-		return err
-	}
-	form, file, err := readForm(mr, pre)
-	h.forms.release()
+	form, file, err := h.readFormFields(w, r, mr, pre)
 	if err != nil {
 		return err
 	}
@@ -336,6 +333,19 @@ func (f *formFileReader) Read(p []byte) (int, error) {
 		err = bodyError(err)
 	}
 	return n, err
+}
+
+// readFormFields reads the fields of a form up to its file (readForm)
+// holding a slot of the form pool (Handler.forms).
+func (h *Handler) readFormFields(w http.ResponseWriter, r *http.Request, mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multipart.Part, error) {
+	if err := h.forms.acquire(r.Context()); err != nil {
+		if s3err.Is(err, s3err.SlowDown) {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		return postpolicy.Form{}, nil, err
+	}
+	defer h.forms.release()
+	return readForm(mr, pre)
 }
 
 // fileName returns the name the form gave its file, without any directory

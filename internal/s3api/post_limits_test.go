@@ -12,15 +12,15 @@ import (
 
 // TestPostFormFieldsHoldNoSlot: strangers who send the start of a form
 // and then nothing (no credentials, to a bucket that does not even exist)
-// read their fields holding a slot of the small form pool, not a request
-// slot: as many of them as there are request slots keep nobody else out,
-// and a form past the pool is answered SlowDown at once.
+// read their fields holding a slot of the form pool, not a request slot:
+// as many of them as there are request slots keep nobody else out, and a
+// form past the pool (and its queue) is answered SlowDown, counted.
 func TestPostFormFieldsHoldNoSlot(t *testing.T) {
 	hs := newHarness(t, Config{MaxRequests: 2, MaxQueued: -1, FormFieldsTimeout: 5 * time.Second})
 	hs.mkBucket("bkt")
 	hs.put("bkt", "k", []byte("v")).mustStatus(t, http.StatusOK)
 	var conns []net.Conn
-	for range 2 {
+	for range 3 {
 		conn, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
@@ -32,17 +32,43 @@ func TestPostFormFieldsHoldNoSlot(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if rp := hs.do(call{method: http.MethodGet, path: "/bkt/k"}); rp.status != http.StatusOK {
-		t.Errorf("GET while two strangers hold forms open: %d %s", rp.status, errorCode(rp.body))
+		t.Errorf("GET while strangers hold forms open: %d %s", rp.status, errorCode(rp.body))
 	}
-	// The pool holds max(2/8, 1) = 1 form: the second was refused.
-	_ = conns[1].SetReadDeadline(time.Now().Add(2 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conns[1]), nil)
+	// The pool holds min(2, 8) = 2 forms and queues none: the third was
+	// refused.
+	_ = conns[2].SetReadDeadline(time.Now().Add(2 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[2]), nil)
 	if err != nil {
 		t.Fatalf("the form past the pool: %v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("the form past the pool: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if ld := hs.h.Load(); ld.Refused != 1 || ld.InFlight != 2 {
+		t.Errorf("Load() = %+v, want the 2 forms reading their fields in flight and 1 refused", ld)
+	}
+}
+
+// TestPostFormPoolSmallLimit: with a small request limit the form pool
+// still takes a few forms at once: a legitimate form beside a stranger's
+// stalled one is served.
+func TestPostFormPoolSmallLimit(t *testing.T) {
+	hs := newHarness(t, Config{MaxRequests: 8, FormFieldsTimeout: 5 * time.Second})
+	hs.mkBucket("bkt")
+	conn, err := net.Dial("tcp", hs.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /bkt HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"+
+		"Content-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"key\"\r\n\r\nk")
+	time.Sleep(200 * time.Millisecond)
+	later := testNow().Add(time.Hour)
+	conds := []any{[]any{"starts-with", "$key", "up/"}}
+	rp := hs.post("bkt", &postForm{file: []byte("x"), fields: signedV4(t, rootCred(), later, conds, field{"key", "up/a"})})
+	if rp.status >= 300 {
+		t.Errorf("a form beside a stalled one, 8 request slots idle: %d %s", rp.status, errorCode(rp.body))
 	}
 }
 

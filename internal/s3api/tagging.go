@@ -115,7 +115,7 @@ func (h *Handler) putObjectTagging(w http.ResponseWriter, r *http.Request, rq *r
 	if err := h.authorize(r, rq, rq.op.actionFor(rq.query), rq.bucket, rq.key); err != nil {
 		return err
 	}
-	pin, err := rq.pinned(objects.Pin{})
+	pin, err := rq.pinned(vid, objects.Pin{})
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (h *Handler) deleteObjectTagging(w http.ResponseWriter, r *http.Request, rq
 	if err != nil {
 		return err
 	}
-	pin, err := rq.pinned(objects.Pin{})
+	pin, err := rq.pinned(vid, objects.Pin{})
 	if err != nil {
 		return err
 	}

@@ -164,3 +164,46 @@ func TestTaggingBodiesStrict(t *testing.T) {
 	}
 	hs.put("bkt", "k3", []byte("x"), "X-Amz-Tagging", "a=x%20y%C2%A0z") // a space and a no-break space
 }
+
+// TestPutObjectAclRevokedDuringBody: the owner revokes bob's WRITE_ACP
+// while bob's PutObjectAcl body trickles in (it may for minutes): bob's
+// change, authorized on the grant he no longer has, must not land.
+func TestPutObjectAclRevokedDuringBody(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	bob := hs.user("bob")
+	hs.put("bkt", "k", []byte("v1"), "X-Amz-Grant-Write-Acp", `id="`+hs.canonicalID("bob")+`"`,
+		"X-Amz-Grant-Full-Control", `id="`+iam.RootCanonicalID()+`"`).mustStatus(t, http.StatusOK)
+	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
+<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
+</AccessControlList></AccessControlPolicy>`)
+	pr, pw := io.Pipe()
+	req := hs.request(call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob, payload: "UNSIGNED-PAYLOAD",
+		prepare: func(r *http.Request) { r.Body = pr; r.ContentLength = int64(len(body)) }})
+	done := make(chan reply, 1)
+	go func() {
+		resp, err := hs.srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			done <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- reply{status: resp.StatusCode, body: b}
+	}()
+	pw.Write(body[:10])
+	time.Sleep(300 * time.Millisecond)
+	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "private")}).mustStatus(t, http.StatusOK) // revokes bob
+	pw.Write(body[10:])
+	pw.Close()
+	rp := <-done
+	if code := errorCode(rp.body); !(rp.status == http.StatusConflict && code == "ConditionalRequestConflict" ||
+		rp.status == http.StatusForbidden && code == "AccessDenied") {
+		t.Errorf("bob's PutObjectAcl after the revocation: %d %s, want 409 ConditionalRequestConflict", rp.status, rp.body)
+	}
+	if rp := hs.do(call{method: "GET", path: "/bkt/k", anon: true}); rp.status == http.StatusOK {
+		t.Errorf("object public after the owner revoked bob's WRITE_ACP")
+	}
+}
