@@ -129,32 +129,76 @@ func (s *Service) ObjectTagging(ctx context.Context, bucket, key, versionID stri
 
 // A Pin names what a read saw (ObjectTagging, ObjectACL): the version, by
 // its internal identity, which every write of a key changes, even in a
-// bucket without versioning, and a digest of its ACL and tags, what an
-// authorization decides on. A change of a subresource given a set Pin
-// applies only if the version is still that one, in that state: a request
+// bucket without versioning, and digests of its ACL and of its tags, what
+// an authorization decides on. A change of a subresource given a set Pin
+// applies only if the version is still that one, with the ACL and tags
+// the Pin holds (Version, WithoutTags and WithoutACL pin less): a request
 // authorized against a version (its ACL grants, its tags in policy
 // conditions), whose key was overwritten or whose grants were revoked
 // before its change was written (its body may trickle in for minutes),
-// must not change what it was never authorized for. NoVersion pins the
-// absence of the version. The zero Pin pins nothing.
-type Pin struct{ id, state string }
+// must not change what it was never authorized for; and only what the
+// decision read is pinned, so that a change of the tags does not refuse
+// a PutObjectAcl that never looked at them. NoVersion pins the absence of
+// the version. The zero Pin pins nothing.
+type Pin struct{ id, acl, tags string }
 
 // NoVersion is the Pin of a read that found no version (NoSuchKey,
 // NoSuchVersion, a delete marker): a change given it is refused if there
 // is one by the time it is written.
 var NoVersion = Pin{id: "-"}
 
-// pinOf returns the Pin of o as it is now.
+// Version returns p pinning the version only.
+func (p Pin) Version() Pin { return Pin{id: p.id} }
+
+// WithoutTags returns p without its tags.
+func (p Pin) WithoutTags() Pin { p.tags = ""; return p }
+
+// WithoutACL returns p without its ACL.
+func (p Pin) WithoutACL() Pin { p.acl = ""; return p }
+
+// Merge returns the Pin holding what p and q hold, and false if they
+// disagree (another version, or another ACL or tags of it).
+func (p Pin) Merge(q Pin) (Pin, bool) {
+	pick := func(a, b string) (string, bool) {
+		switch {
+		case a == "":
+			return b, true
+		case b == "" || a == b:
+			return a, true
+		}
+		return "", false
+	}
+	id, ok0 := pick(p.id, q.id)
+	acl, ok1 := pick(p.acl, q.acl)
+	tags, ok2 := pick(p.tags, q.tags)
+	return Pin{id: id, acl: acl, tags: tags}, ok0 && ok1 && ok2
+}
+
+// holds reports whether o (nil: no version) is what p pins.
+func (p Pin) holds(o *meta.Object) bool {
+	switch {
+	case p == Pin{}:
+		return true
+	case p == NoVersion:
+		return o == nil || o.DeleteMarker
+	case o == nil:
+		return false
+	}
+	cur := pinOf(o)
+	return cur.id == p.id && (p.acl == "" || cur.acl == p.acl) && (p.tags == "" || cur.tags == p.tags)
+}
+
+// pinOf returns the Pin of o as it is now: its version, ACL and tags.
 func pinOf(o *meta.Object) Pin {
+	acl := sha256.Sum256(o.ACL)
 	h := sha256.New()
-	h.Write(o.ACL)
 	for _, t := range o.Tags {
-		h.Write([]byte{0})
 		h.Write([]byte(t.Key))
 		h.Write([]byte{0})
 		h.Write([]byte(t.Value))
+		h.Write([]byte{0})
 	}
-	return Pin{id: o.VersionID, state: string(h.Sum(nil))}
+	return Pin{id: o.VersionID, acl: string(acl[:]), tags: string(h.Sum(nil))}
 }
 
 // errPinned is the cause of the ConditionalRequestConflict a change
@@ -196,7 +240,7 @@ func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID stri
 		return "", err
 	}
 	rec, err := s.db.ModifyVersion(ctx, bucket, key, versionID, func(o *meta.Object) error {
-		if pin != (Pin{}) && pinOf(o) != pin && !(pin == NoVersion && o.DeleteMarker) {
+		if !pin.holds(o) {
 			return s3err.Wrap(s3err.ConditionalRequestConflict, res, errPinned)
 		}
 		if o.DeleteMarker {
@@ -213,7 +257,9 @@ func (s *Service) modifyVersion(ctx context.Context, bucket, key, versionID stri
 		// or not), or no such version.
 		_, _, err = s.lookup(ctx, bucket, key, versionID)
 		if err == nil {
-			err = fmt.Errorf("%s %s: version gone and back", what, res)
+			// Written in between: as if it came a moment earlier, which
+			// was not what the request saw.
+			err = s3err.Wrap(s3err.ConditionalRequestConflict, res, fmt.Errorf("%s %s: version gone and back", what, res))
 		}
 		return "", err
 	case err != nil:

@@ -183,6 +183,27 @@ func TestPinnedChanges(t *testing.T) {
 	}
 	_, err = e.s.PutObjectACL(ctx, "bkt", "k", "", read, []byte("acl"))
 	wantCode(t, "PutObjectACL pinned to tags changed since", err, s3err.ConditionalRequestConflict)
+	// A pin without the tags (what an ACL decision read) holds across a
+	// change of the tags; the version alone across both.
+	_, _, read, err = e.s.ObjectACL(ctx, "bkt", "k", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "", Pin{}, []Tag{{"e", "f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.PutObjectACL(ctx, "bkt", "k", "", read.WithoutTags(), nil); err != nil {
+		t.Errorf("PutObjectACL pinned without the tags, after a change of the tags: %v", err)
+	}
+	if _, err := e.s.PutObjectTagging(ctx, "bkt", "k", "", read.Version(), tags); err != nil {
+		t.Errorf("PutObjectTagging pinned to the version alone: %v", err)
+	}
+	if m, ok := read.WithoutTags().Merge(read.WithoutACL()); !ok || m != read {
+		t.Errorf("Merge of the two halves of a pin = %v, %v; want the pin", m, ok)
+	}
+	if _, ok := read.Merge(NoVersion); ok {
+		t.Errorf("Merge of a pin with NoVersion succeeded")
+	}
 	// NoVersion: the read found nothing, and there is something now.
 	_, err = e.s.PutObjectTagging(ctx, "bkt", "k", "", NoVersion, tags)
 	wantCode(t, "PutObjectTagging pinned to no version", err, s3err.ConditionalRequestConflict)

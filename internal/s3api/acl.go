@@ -283,6 +283,9 @@ func (h *Handler) putBucketACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
+	if ba, err = h.freshBucketAccess(r, rq, ba); err != nil {
+		return err
+	}
 	if err := checkACL(ba, a); err != nil {
 		return err
 	}
@@ -327,6 +330,12 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	if err != nil {
 		return err
 	}
+	// The bucket's settings as they are once the body is in (it may have
+	// taken minutes): Block Public Access turned on meanwhile refuses a
+	// public ACL.
+	if ba, err = h.freshBucketAccess(r, rq, ba); err != nil {
+		return err
+	}
 	if err := checkACL(ba, a); err != nil {
 		return err
 	}
@@ -338,6 +347,22 @@ func (h *Handler) putObjectACL(w http.ResponseWriter, r *http.Request, rq *reque
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 	return nil
+}
+
+// freshBucketAccess reads the bucket's access settings again after a
+// request's body has been read, for a decision on what the body asks
+// (checkACL): before has an owner, which the bucket must still have (a
+// bucket deleted and made again meanwhile is another bucket:
+// ConditionalRequestConflict).
+func (h *Handler) freshBucketAccess(r *http.Request, rq *request, before objects.BucketAccess) (objects.BucketAccess, error) {
+	ba, err := h.objects.BucketAccess(r.Context(), rq.bucket)
+	if err != nil {
+		return ba, err
+	}
+	if ba.Owner != before.Owner {
+		return ba, s3err.New(s3err.ConditionalRequestConflict, rq.bucket)
+	}
+	return ba, nil
 }
 
 // objectACLDoc returns the stored form of an object's ACL: nil for the
@@ -447,7 +472,7 @@ func (h *Handler) aclGrants(r *http.Request, rq *request, action iam.Action, t t
 		if need.onObject {
 			var pin objects.Pin
 			doc, _, pin, err = h.objects.ObjectACL(r.Context(), bucket, key, t.versionID)
-			rq.notePin(t, pin, err)
+			rq.notePin(t, pin.WithoutTags(), err)
 			if err != nil {
 				return false
 			}

@@ -170,7 +170,7 @@ var tagConditionActions = map[iam.Action]bool{
 func (h *Handler) existingTags(r *http.Request, rq *request, t target) func() map[string]string {
 	return func() map[string]string {
 		tags, _, pin, err := h.objects.ObjectTagging(r.Context(), t.bucket, t.key, t.versionID)
-		rq.notePin(t, pin, err)
+		rq.notePin(t, pin.WithoutACL(), err)
 		if err != nil || len(tags) == 0 {
 			return nil
 		}
@@ -185,7 +185,7 @@ func (h *Handler) existingTags(r *http.Request, rq *request, t target) func() ma
 // notePin records that the request's authorization read pin, a version
 // of the request's own object (see request.pin); err is the read's error:
 // a read that found no version pins that (objects.NoVersion), another
-// error pins nothing (the authorization fails closed on it).
+// error pins nothing (the request's own read of the object meets it too).
 func (rq *request) notePin(t target, pin objects.Pin, err error) {
 	if t.bucket != rq.bucket || t.key != rq.key || rq.key == "" {
 		return
@@ -198,29 +198,30 @@ func (rq *request) notePin(t target, pin objects.Pin, err error) {
 			return
 		}
 	}
-	switch {
-	case rq.pin == objects.Pin{}:
+	if rq.pin == (objects.Pin{}) {
 		rq.pin, rq.pinVersion = pin, t.versionID
-	case rq.pin != pin, rq.pinVersion != t.versionID:
-		rq.pinSplit = true
+		return
 	}
+	merged, ok := rq.pin.Merge(pin)
+	if !ok || rq.pinVersion != t.versionID {
+		rq.pinSplit = true
+		return
+	}
+	rq.pin = merged
 }
 
 // pinned returns the Pin a change of the ACL or tags of version vid of
-// the request's own object must be given: got, what the change read
-// itself (zero if it read nothing), which must be what the authorization
-// read, if it read anything. Two reads that disagree (the key was written
-// between them) are ConditionalRequestConflict.
+// the request's own object must be given: what the authorization read
+// (its ACL if it read that, its tags if it read those), and the version
+// got names, the one the change read itself (zero if it read nothing),
+// which must be the one the authorization read. Reads that disagree (the
+// key was written between them) are ConditionalRequestConflict.
 func (rq *request) pinned(vid string, got objects.Pin) (objects.Pin, error) {
-	conflict := rq.pinSplit || rq.pin != objects.Pin{} && rq.pinVersion != vid ||
-		rq.pin != objects.Pin{} && got != objects.Pin{} && rq.pin != got
-	switch {
-	case conflict:
+	pin, ok := rq.pin.Merge(got.Version())
+	if !ok || rq.pinSplit || rq.pin != (objects.Pin{}) && rq.pinVersion != vid {
 		return objects.Pin{}, s3err.New(s3err.ConditionalRequestConflict, rq.bucket+"/"+rq.key)
-	case got != objects.Pin{}:
-		return got, nil
 	}
-	return rq.pin, nil
+	return pin, nil
 }
 
 // conditions returns the policy condition keys of a request.

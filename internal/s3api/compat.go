@@ -316,7 +316,8 @@ example ` + "`PUT ?location`" + `) and any method S3 does not have:
   may take 64 KiB (` + "`MaxPostPreDataLengthExceededError`" + `) and 10 seconds; fields
   after it are ignored. Since nothing about the sender is known until they
   are in, they are read in a pool of their own (an eighth of
-  ` + "`--limits.requests`" + `, at least 8, and a queue an eighth of ` + "`--limits.queue`" + `;
+  ` + "`--limits.requests`" + `, at least 8 or all of them if fewer, and a queue an eighth of
+  ` + "`--limits.queue`" + `;
   past it a form is answered
   ` + "`503 SlowDown`" + `), not holding a request slot: strangers opening forms cannot
   keep other requests out. A field standing for a header may not hold a

@@ -72,16 +72,16 @@ func (h *Handler) postObject(w http.ResponseWriter, r *http.Request, rq *request
 		return err
 	}
 	// Nothing is verified before the fields are in: they get a bounded
-	// time, whatever their pace (lifted once the upload is authorized),
+	// time from when they may be read, whatever their pace (lifted once
+	// the upload is authorized),
 	// and are read holding a slot of the form pool, not a request slot:
 	// strangers who open forms and send their fields slowly, which needs
 	// no credentials, can keep other forms waiting (SlowDown), never the
 	// rest of the API. The request slot is taken again once they are in.
 	// (So under load a form waits twice: for a form slot, then for a
 	// request slot again.)
-	rq.idle.until(time.Now().Add(h.cfg.FormFieldsTimeout)) // real time: a deadline
 	h.releaseSlot(rq)
-	form, file, err := h.readFormFields(w, r, mr, pre)
+	form, file, err := h.readFormFields(w, r, rq, mr, pre)
 	if err != nil {
 		return err
 	}
@@ -336,8 +336,9 @@ func (f *formFileReader) Read(p []byte) (int, error) {
 }
 
 // readFormFields reads the fields of a form up to its file (readForm)
-// holding a slot of the form pool (Handler.forms).
-func (h *Handler) readFormFields(w http.ResponseWriter, r *http.Request, mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multipart.Part, error) {
+// holding a slot of the form pool (Handler.forms), in FormFieldsTimeout
+// from when it has the slot.
+func (h *Handler) readFormFields(w http.ResponseWriter, r *http.Request, rq *request, mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multipart.Part, error) {
 	if err := h.forms.acquire(r.Context()); err != nil {
 		if s3err.Is(err, s3err.SlowDown) {
 			w.Header().Set("Retry-After", retryAfter)
@@ -345,6 +346,7 @@ func (h *Handler) readFormFields(w http.ResponseWriter, r *http.Request, mr *mul
 		return postpolicy.Form{}, nil, err
 	}
 	defer h.forms.release()
+	rq.idle.until(time.Now().Add(h.cfg.FormFieldsTimeout)) // real time: a deadline
 	return readForm(mr, pre)
 }
 

@@ -207,3 +207,96 @@ func TestPutObjectAclRevokedDuringBody(t *testing.T) {
 		t.Errorf("object public after the owner revoked bob's WRITE_ACP")
 	}
 }
+
+// slowPut sends c with its body held back: 10 bytes, then mid runs (as
+// the handler waits for the rest), then the rest.
+func (hs *harness) slowPut(t *testing.T, c call, mid func()) reply {
+	t.Helper()
+	body := c.body
+	pr, pw := io.Pipe()
+	c.payload = "UNSIGNED-PAYLOAD"
+	c.prepare = func(r *http.Request) { r.Body = pr; r.ContentLength = int64(len(body)) }
+	req := hs.request(c)
+	done := make(chan reply, 1)
+	go func() {
+		resp, err := hs.srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			done <- reply{}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- reply{status: resp.StatusCode, body: b}
+	}()
+	pw.Write(body[:10])
+	time.Sleep(300 * time.Millisecond)
+	mid()
+	pw.Write(body[10:])
+	pw.Close()
+	return <-done
+}
+
+// TestPinnedOnlyWhatWasRead: a change pins only what its decision read:
+// root's PutObjectAcl (whose authorization reads nothing, and whose
+// handler reads the version for its owner) is not refused because the
+// tags changed meanwhile, nor is a PutObjectTagging because the ACL did.
+func TestPinnedOnlyWhatWasRead(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.put("bkt", "k", []byte("v1")).mustStatus(t, http.StatusOK)
+	acp := hs.do(call{method: "GET", path: "/bkt/k?acl"}).mustStatus(t, http.StatusOK).body
+	tagging := []byte(`<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag></TagSet></Tagging>`)
+	rp := hs.slowPut(t, call{method: "PUT", path: "/bkt/k?acl", body: acp}, func() {
+		hs.do(call{method: "PUT", path: "/bkt/k?tagging", body: tagging}).mustStatus(t, http.StatusOK)
+	})
+	if rp.status != http.StatusOK {
+		t.Errorf("root's PutObjectAcl while the tags changed: %d %s", rp.status, rp.body)
+	}
+	// A user whose policy tests the tags: the tags are pinned, the ACL not.
+	const pol = `{"Version":"2012-10-17","Statement":[
+  {"Effect":"Allow","Action":"s3:*","Resource":["arn:aws:s3:::bkt","arn:aws:s3:::bkt/*"]},
+  {"Effect":"Deny","Action":"s3:PutObjectTagging","Resource":"arn:aws:s3:::bkt/*","Condition":{"StringEquals":{"s3:ExistingObjectTag/locked":"yes"}}}]}`
+	if err := hs.iam.PutPolicy(t.Context(), "unless-locked", []byte(pol)); err != nil {
+		t.Fatal(err)
+	}
+	u := hs.user("tagger", "unless-locked")
+	rp = hs.do(call{method: "DELETE", path: "/bkt/k?tagging", cred: u})
+	if rp.status != http.StatusNoContent {
+		t.Fatalf("DeleteObjectTagging by the tagger: %d %s", rp.status, rp.body)
+	}
+	rp = hs.slowPut(t, call{method: "PUT", path: "/bkt/k?tagging", body: tagging, cred: u}, func() {
+		hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "public-read")}).mustStatus(t, http.StatusOK)
+	})
+	if rp.status != http.StatusOK {
+		t.Errorf("the tagger's PutObjectTagging while the ACL changed: %d %s", rp.status, rp.body)
+	}
+	// ...but the tags are: locked while its body arrived, refused.
+	rp = hs.slowPut(t, call{method: "PUT", path: "/bkt/k?tagging", body: tagging, cred: u}, func() {
+		hs.do(call{method: "PUT", path: "/bkt/k?tagging", body: []byte(`<Tagging><TagSet><Tag><Key>locked</Key><Value>yes</Value></Tag></TagSet></Tagging>`)}).mustStatus(t, http.StatusOK)
+	})
+	if rp.status == http.StatusOK {
+		t.Errorf("the tagger's PutObjectTagging landed on an object locked while its body arrived")
+	}
+}
+
+// TestBlockPublicAclsDuringBody: Block Public Access turned on while a
+// public ACL's body arrives refuses it: the bucket's settings are read
+// again once the body is in.
+func TestBlockPublicAclsDuringBody(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("bkt")
+	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
+	hs.put("bkt", "k", []byte("v1")).mustStatus(t, http.StatusOK)
+	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
+<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
+</AccessControlList></AccessControlPolicy>`)
+	rp := hs.slowPut(t, call{method: "PUT", path: "/bkt/k?acl", body: body}, func() { hs.putBlock(t, "BlockPublicAcls") })
+	if rp.status == http.StatusOK {
+		t.Errorf("public object ACL written after BlockPublicAcls was turned on")
+	}
+	rp = hs.slowPut(t, call{method: "PUT", path: "/bkt?acl", body: body}, func() {})
+	if rp.status == http.StatusOK {
+		t.Errorf("public bucket ACL written with BlockPublicAcls on")
+	}
+}

@@ -226,8 +226,8 @@ func registerLoadMetrics(m *metrics.Registry, l *connLimit, h *s3api.Handler) er
 		{"coffer_s3_connections_evicted_total", "Connections closed to make room for new ones (limits.connections reached): waiting ones, or ones whose client did not read its answer (coffer_s3_connections_stalled_total).", func() float64 { return float64(l.evicted.Load()) }, true},
 		{"coffer_s3_connections_stalled_total", "Connections closed to make room for new ones because their answer had moved nothing for 2 s (a client that does not read).", func() float64 { return float64(l.stalled.Load()) }, true},
 		{"coffer_s3_connections_refused_total", "New connections closed at once because every open one had a request in progress (limits.connections reached).", func() float64 { return float64(l.refused.Load()) }, true},
-		{"coffer_s3_requests_queued", "S3 requests waiting for one of limits.requests (at most limits.queue).", func() float64 { return float64(h.Load().Queued) }, false},
-		{"coffer_s3_requests_slowdown_total", "S3 requests answered 503 SlowDown: the queue was full or they waited limits.queue-wait.", func() float64 { return float64(h.Load().Refused) }, true},
+		{"coffer_s3_requests_queued", "S3 requests waiting for one of limits.requests (at most limits.queue), and form uploads waiting to read their fields (at most an eighth of that more).", func() float64 { return float64(h.Load().Queued) }, false},
+		{"coffer_s3_requests_slowdown_total", "S3 requests answered 503 SlowDown: the queue (or the form uploads' queue) was full or they waited limits.queue-wait.", func() float64 { return float64(h.Load().Refused) }, true},
 	} {
 		var err error
 		if g.counter {
