@@ -99,32 +99,12 @@ func TestPutObjectAclPinned(t *testing.T) {
 	hs.put("bkt", "k", []byte("v1-shared"), "X-Amz-Grant-Write-Acp", `id="`+hs.canonicalID("bob")+`"`,
 		"X-Amz-Grant-Full-Control", `id="`+iam.RootCanonicalID()+`"`).mustStatus(t, http.StatusOK)
 
-	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
-<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
-</AccessControlList></AccessControlPolicy>`)
-	pr, pw := io.Pipe()
-	req := hs.request(call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob, payload: "UNSIGNED-PAYLOAD",
-		prepare: func(r *http.Request) { r.Body = pr; r.ContentLength = int64(len(body)) }})
-	done := make(chan reply, 1)
-	go func() {
-		resp, err := hs.srv.Client().Do(req)
-		if err != nil {
-			t.Error(err)
-			done <- reply{}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		done <- reply{status: resp.StatusCode, body: b}
-	}()
-	pw.Write(body[:10])
-	// By now the handler has (most likely) been authorized and read v1's
-	// ACL, and waits for the body; root overwrites the key, privately.
-	time.Sleep(300 * time.Millisecond)
-	hs.put("bkt", "k", []byte("v2-secret")).mustStatus(t, http.StatusOK)
-	pw.Write(body[10:])
-	pw.Close()
-	rp := <-done
+	body := xmlBody(publicReadACP)
+	// The handler is (most likely) authorized and has read v1's ACL when
+	// root overwrites the key, privately.
+	rp := hs.slowPut(t, call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob}, func() {
+		hs.put("bkt", "k", []byte("v2-secret")).mustStatus(t, http.StatusOK)
+	})
 	// 409 if the overwrite came between the authorization and the write;
 	// on a machine so slow that it came before the authorization, that
 	// authorization saw v2, on which bob has no grant: 403.
@@ -175,30 +155,10 @@ func TestPutObjectAclRevokedDuringBody(t *testing.T) {
 	bob := hs.user("bob")
 	hs.put("bkt", "k", []byte("v1"), "X-Amz-Grant-Write-Acp", `id="`+hs.canonicalID("bob")+`"`,
 		"X-Amz-Grant-Full-Control", `id="`+iam.RootCanonicalID()+`"`).mustStatus(t, http.StatusOK)
-	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
-<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
-</AccessControlList></AccessControlPolicy>`)
-	pr, pw := io.Pipe()
-	req := hs.request(call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob, payload: "UNSIGNED-PAYLOAD",
-		prepare: func(r *http.Request) { r.Body = pr; r.ContentLength = int64(len(body)) }})
-	done := make(chan reply, 1)
-	go func() {
-		resp, err := hs.srv.Client().Do(req)
-		if err != nil {
-			t.Error(err)
-			done <- reply{}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		done <- reply{status: resp.StatusCode, body: b}
-	}()
-	pw.Write(body[:10])
-	time.Sleep(300 * time.Millisecond)
-	hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "private")}).mustStatus(t, http.StatusOK) // revokes bob
-	pw.Write(body[10:])
-	pw.Close()
-	rp := <-done
+	body := xmlBody(publicReadACP)
+	rp := hs.slowPut(t, call{method: "PUT", path: "/bkt/k?acl", body: body, cred: bob}, func() {
+		hs.do(call{method: "PUT", path: "/bkt/k?acl", header: header("X-Amz-Acl", "private")}).mustStatus(t, http.StatusOK) // revokes bob
+	})
 	if code := errorCode(rp.body); !(rp.status == http.StatusConflict && code == "ConditionalRequestConflict" ||
 		rp.status == http.StatusForbidden && code == "AccessDenied") {
 		t.Errorf("bob's PutObjectAcl after the revocation: %d %s, want 409 ConditionalRequestConflict", rp.status, rp.body)
@@ -207,6 +167,11 @@ func TestPutObjectAclRevokedDuringBody(t *testing.T) {
 		t.Errorf("object public after the owner revoked bob's WRITE_ACP")
 	}
 }
+
+// publicReadACP is an AccessControlPolicy granting everyone READ.
+const publicReadACP = `<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
+<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
+</AccessControlList></AccessControlPolicy>`
 
 // slowPut sends c with its body held back: 10 bytes, then mid runs (as
 // the handler waits for the rest), then the rest.
@@ -288,9 +253,7 @@ func TestBlockPublicAclsDuringBody(t *testing.T) {
 	hs.mkBucket("bkt")
 	hs.do(call{method: "PUT", path: "/bkt?ownershipControls", body: []byte(`<OwnershipControls><Rule><ObjectOwnership>ObjectWriter</ObjectOwnership></Rule></OwnershipControls>`)}).mustStatus(t, http.StatusOK)
 	hs.put("bkt", "k", []byte("v1")).mustStatus(t, http.StatusOK)
-	body := xmlBody(`<AccessControlPolicy xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><AccessControlList>
-<Grant><Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="Group"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant>
-</AccessControlList></AccessControlPolicy>`)
+	body := xmlBody(publicReadACP)
 	rp := hs.slowPut(t, call{method: "PUT", path: "/bkt/k?acl", body: body}, func() { hs.putBlock(t, "BlockPublicAcls") })
 	if rp.status == http.StatusOK {
 		t.Errorf("public object ACL written after BlockPublicAcls was turned on")
