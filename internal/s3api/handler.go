@@ -378,12 +378,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // takeSlot takes a request slot for rq (see admission), waiting in the
-// queue if need be; a SlowDown gets its Retry-After.
+// queue if need be.
 func (h *Handler) takeSlot(w http.ResponseWriter, ctx context.Context, rq *request) error {
-	if err := h.admit.acquire(ctx); err != nil {
-		if s3err.Is(err, s3err.SlowDown) {
-			w.Header().Set("Retry-After", retryAfter)
-		}
+	if err := h.admit.enter(w, ctx); err != nil {
 		return err
 	}
 	rq.slot = true

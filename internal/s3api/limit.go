@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"context"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -87,6 +88,15 @@ func (a *admission) acquire(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// enter is acquire answering as S3 does: a SlowDown gets its Retry-After.
+func (a *admission) enter(w http.ResponseWriter, ctx context.Context) error {
+	err := a.acquire(ctx)
+	if s3err.Is(err, s3err.SlowDown) {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	return err
 }
 
 // release gives back the slot acquire took.

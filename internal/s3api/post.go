@@ -339,10 +339,7 @@ func (f *formFileReader) Read(p []byte) (int, error) {
 // holding a slot of the form pool (Handler.forms), in FormFieldsTimeout
 // from when it has the slot.
 func (h *Handler) readFormFields(w http.ResponseWriter, r *http.Request, rq *request, mr *multipart.Reader, pre *preDataReader) (postpolicy.Form, *multipart.Part, error) {
-	if err := h.forms.acquire(r.Context()); err != nil {
-		if s3err.Is(err, s3err.SlowDown) {
-			w.Header().Set("Retry-After", retryAfter)
-		}
+	if err := h.forms.enter(w, r.Context()); err != nil {
 		return postpolicy.Form{}, nil, err
 	}
 	defer h.forms.release()

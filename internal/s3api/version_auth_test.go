@@ -263,3 +263,20 @@ func TestBlockPublicAclsDuringBody(t *testing.T) {
 		t.Errorf("public bucket ACL written with BlockPublicAcls on")
 	}
 }
+
+// TestBucketAclBucketRemade: a bucket deleted and made again by another
+// owner while a PutBucketAcl body arrives is another bucket: the ACL,
+// parsed for the first owner, is refused (409), not written.
+func TestBucketAclBucketRemade(t *testing.T) {
+	hs := newHarness(t, Config{})
+	hs.mkBucket("remade")
+	alice := hs.user("alice", "readwrite")
+	acp := hs.do(call{method: "GET", path: "/remade?acl"}).mustStatus(t, http.StatusOK).body
+	rp := hs.slowPut(t, call{method: "PUT", path: "/remade?acl", body: acp}, func() {
+		hs.do(call{method: "DELETE", path: "/remade"}).mustStatus(t, http.StatusNoContent)
+		hs.do(call{method: "PUT", path: "/remade", cred: alice}).mustStatus(t, http.StatusOK)
+	})
+	if rp.status != http.StatusConflict || errorCode(rp.body) != "ConditionalRequestConflict" {
+		t.Errorf("PutBucketAcl across a remade bucket: %d %s, want 409 ConditionalRequestConflict", rp.status, rp.body)
+	}
+}
